@@ -1,0 +1,33 @@
+# One command to set up and run the demo, one to set up and run the tests.
+# Needs only Python 3.11 and make: uv is bootstrapped from the package registry if missing.
+
+PYTHON ?= python3
+UV_VERSION := 0.13.8
+UV := $(shell command -v uv 2>/dev/null || echo .bootstrap/bin/uv)
+export UV_PYTHON_DOWNLOADS := never
+
+.PHONY: install demo test lint perf clean
+
+install: $(UV)
+	$(UV) sync --frozen
+
+.bootstrap/bin/uv:
+	$(PYTHON) -m venv .bootstrap
+	.bootstrap/bin/python -m pip install --quiet "uv==$(UV_VERSION)"
+
+demo: install
+	.venv/bin/evalfleet demo
+
+test: install
+	.venv/bin/ruff check .
+	.venv/bin/python -m pytest -q
+
+lint: install
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+
+perf: install
+	.venv/bin/python perf/throughput.py
+
+clean:
+	rm -rf .venv .bootstrap demo-data
