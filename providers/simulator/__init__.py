@@ -1,0 +1,26 @@
+"""A provider simulator: one HTTP server speaking the OpenAI (chat completions, responses),
+Anthropic (messages) and Gemini (generateContent) protocols, with latency, rate limits, faults
+and a deterministic answering model of configurable accuracy."""
+
+from providers.simulator.answering import AnswerKey, AnswerKeyError, draw_correct, prompt_sha256
+from providers.simulator.config import ConfigError, SimulatorConfig, load_config
+from providers.simulator.process import (
+    SimulatorHandle,
+    SimulatorStartError,
+    start_simulator,
+    start_simulator_in_thread,
+)
+
+__all__ = [
+    "AnswerKey",
+    "AnswerKeyError",
+    "ConfigError",
+    "SimulatorConfig",
+    "SimulatorHandle",
+    "SimulatorStartError",
+    "draw_correct",
+    "load_config",
+    "prompt_sha256",
+    "start_simulator",
+    "start_simulator_in_thread",
+]

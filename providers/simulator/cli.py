@@ -1,0 +1,136 @@
+"""Command line: ``python -m providers.simulator.cli serve --answers FILE ...``.
+
+``add_arguments`` and ``run`` let the main ``evalfleet`` command mount the same options as
+``evalfleet simulate``. Command-line flags override the config file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from typing import Any
+
+from providers.simulator.answering import AnswerKey, AnswerKeyError
+from providers.simulator.config import (
+    FAULT_KINDS,
+    ConfigError,
+    SimulatorConfig,
+    config_from_dict,
+    load_config,
+)
+from providers.simulator.server import SimulatorServer
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--answers", metavar="FILE", help="answer key (JSONL)")
+    parser.add_argument("--config", metavar="FILE", help="simulator config (YAML or JSON)")
+    parser.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="port (default 8765; 0 picks a free one)")
+    parser.add_argument("--log", metavar="FILE", help="append one JSON line per request here")
+    parser.add_argument("--latency-ms", type=float, help="fixed (or mean) latency")
+    parser.add_argument("--latency-jitter-ms", type=float, help="uniform jitter around the mean")
+    parser.add_argument("--rpm", type=int, help="requests per minute per model")
+    parser.add_argument("--tpm", type=int, help="tokens per minute per model")
+    parser.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="KIND=RATE",
+        help=f"fault rate, repeatable; KIND is one of {', '.join(FAULT_KINDS)}",
+    )
+    parser.add_argument("--fail-first-n", type=int, help="fail the first N attempts of a request")
+    parser.add_argument("--fail-first-status", type=int, choices=[429, 500, 503, 529])
+    parser.add_argument("--hang-s", type=float, help="how long a hang lasts")
+    parser.add_argument("--seed", type=int, help="seed of fault draws and latency jitter")
+    parser.add_argument("--models", help="comma-separated model names for the list routes")
+    parser.add_argument("--reasoning-tokens", type=int, help="reasoning tokens of think models")
+    parser.add_argument("--no-auth", action="store_true", help="accept requests without a key")
+
+
+def build_config(args: argparse.Namespace) -> SimulatorConfig:
+    """The config file (or defaults) with the command-line flags applied on top."""
+    config = load_config(args.config) if args.config else SimulatorConfig()
+    data: dict[str, Any] = config.model_dump(exclude_unset=False)
+    for flag, name in (
+        ("host", "host"),
+        ("port", "port"),
+        ("rpm", "requests_per_minute"),
+        ("tpm", "tokens_per_minute"),
+        ("seed", "seed"),
+        ("reasoning_tokens", "reasoning_tokens"),
+    ):
+        if getattr(args, flag) is not None:
+            data[name] = getattr(args, flag)
+    if args.latency_ms is not None:
+        data["latency"]["ms"] = args.latency_ms
+    if args.latency_jitter_ms is not None:
+        data["latency"].update(distribution="uniform", jitter_ms=args.latency_jitter_ms)
+    for flag, name in (
+        ("fail_first_n", "fail_first_n"),
+        ("fail_first_status", "fail_first_status"),
+        ("hang_s", "hang_s"),
+    ):
+        if getattr(args, flag) is not None:
+            data["faults"][name] = getattr(args, flag)
+    for item in args.fault:
+        kind, sep, rate = item.partition("=")
+        if not sep or kind not in FAULT_KINDS:
+            raise ConfigError(f"--fault {item!r}: expected KIND=RATE with KIND in {FAULT_KINDS}")
+        try:
+            data["faults"][kind] = float(rate)
+        except ValueError:
+            raise ConfigError(f"--fault {item!r}: RATE must be a number") from None
+    if args.models:
+        data["models"] = [m.strip() for m in args.models.split(",") if m.strip()]
+    if args.no_auth:
+        data["require_auth"] = False
+    return config_from_dict(data, source="command-line options")
+
+
+async def _serve(server: SimulatorServer) -> None:
+    url = await server.start()
+    print(f"listening on {url}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await server.stop()
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = build_config(args)
+        key = AnswerKey.load(args.answers) if args.answers else AnswerKey()
+    except (ConfigError, AnswerKeyError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        server = SimulatorServer(config, key, args.log)
+    except OSError as err:
+        print(f"error: cannot open log {args.log}: {err.strerror or err}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(_serve(server))
+    except OSError as err:
+        print(f"error: cannot serve on {config.host}:{config.port}: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m providers.simulator.cli",
+        description="Provider simulator: OpenAI, Anthropic and Gemini protocols on one port.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    add_arguments(commands.add_parser("serve", help="run the simulator until interrupted"))
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""Gemini (Google GenAI) wire format: generateContent, models list, errors.
+
+Requests are read in both proto-JSON spellings (camelCase and snake_case), as the SDK mixes them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from providers.simulator.media import decode_base64
+from providers.simulator.protocol import (
+    BadRequest,
+    Completion,
+    ErrorKind,
+    LimitState,
+    ParsedRequest,
+    Protocol,
+    as_int,
+)
+
+_ERRORS: dict[str, tuple[int, str]] = {
+    "bad_request": (400, "INVALID_ARGUMENT"),
+    "unauthorized": (401, "UNAUTHENTICATED"),
+    "not_found": (404, "NOT_FOUND"),
+    "rate_limited": (429, "RESOURCE_EXHAUSTED"),
+    "server_error": (500, "INTERNAL"),
+    "unavailable": (503, "UNAVAILABLE"),
+    # Gemini has no 529: an overloaded model answers 503 UNAVAILABLE.
+    "overloaded": (503, "UNAVAILABLE"),
+    "timeout": (504, "DEADLINE_EXCEEDED"),
+}
+
+
+def _get(d: Mapping[str, Any], camel: str, snake: str) -> Any:
+    value = d.get(camel)
+    return d.get(snake) if value is None else value
+
+
+class GenerateContent(Protocol):
+    route = "gemini.generate"
+
+    def auth_present(self, headers: Mapping[str, str], query: Mapping[str, str]) -> bool:
+        return bool(headers.get("x-goog-api-key") or query.get("key"))
+
+    def parse(self, body: Any, match_info: Mapping[str, str]) -> ParsedRequest:
+        if not isinstance(body, dict):
+            raise BadRequest("Invalid JSON payload received: expected an object.")
+        model = match_info["model"]
+        contents = body.get("contents")
+        if isinstance(contents, dict):
+            contents = [contents]
+        if not isinstance(contents, list) or not contents:
+            raise BadRequest("* GenerateContentRequest.contents: contents is not specified")
+        req = ParsedRequest(model=model, prompt_text=None)
+        system = _get(body, "systemInstruction", "system_instruction")
+        if isinstance(system, dict):
+            self._parts(req, system.get("parts"), "system_instruction.parts")
+        elif isinstance(system, str):
+            req.text_chars += len(system)
+        for i, content in enumerate(contents):
+            if not isinstance(content, dict):
+                raise BadRequest(f"* GenerateContentRequest.contents[{i}]: expected an object")
+            first_text = self._parts(req, content.get("parts"), f"contents[{i}].parts")
+            if content.get("role", "user") == "user":
+                req.prompt_text = first_text
+        config = _get(body, "generationConfig", "generation_config") or {}
+        if not isinstance(config, dict):
+            raise BadRequest("* GenerateContentRequest.generation_config: expected an object")
+        req.seed = as_int(config.get("seed"), "generation_config.seed")
+        req.max_tokens = as_int(
+            _get(config, "maxOutputTokens", "max_output_tokens"),
+            "generation_config.max_output_tokens",
+        )
+        thinking = _get(config, "thinkingConfig", "thinking_config") or {}
+        if isinstance(thinking, dict):
+            req.show_thinking = bool(_get(thinking, "includeThoughts", "include_thoughts"))
+            if _get(thinking, "thinkingBudget", "thinking_budget") == 0:
+                req.thinking = False
+        return req
+
+    @staticmethod
+    def _parts(req: ParsedRequest, parts: Any, where: str) -> str | None:
+        if not isinstance(parts, list):
+            raise BadRequest(f"* GenerateContentRequest.{where}: expected an array")
+        first_text = None
+        for j, part in enumerate(parts):
+            param = f"{where}[{j}]"
+            if not isinstance(part, dict):
+                raise BadRequest(f"* GenerateContentRequest.{param}: expected an object")
+            text = part.get("text")
+            if isinstance(text, str):
+                req.text_chars += len(text)
+                if first_text is None and not part.get("thought"):
+                    first_text = text
+                continue
+            inline = _get(part, "inlineData", "inline_data")
+            file = _get(part, "fileData", "file_data")
+            if isinstance(inline, dict):
+                decode_base64(inline.get("data"), f"{param}.inline_data.data", urlsafe=True)
+                mime = _get(inline, "mimeType", "mime_type")
+            elif isinstance(file, dict):
+                mime = _get(file, "mimeType", "mime_type")
+            else:
+                continue  # function calls, thought signatures, ...
+            if isinstance(mime, str) and mime.startswith("audio/"):
+                req.audios += 1
+            else:
+                req.images += 1
+        return first_text
+
+    def success(self, req: ParsedRequest, done: Completion, request_id: str) -> dict[str, Any]:
+        parts: list[dict[str, Any]] = []
+        if done.reasoning_text is not None and req.show_thinking:
+            parts.append({"text": done.reasoning_text, "thought": True})
+        if done.text:
+            parts.append({"text": done.text})
+        content: dict[str, Any] = {"role": "model"}
+        if parts:
+            content["parts"] = parts
+        visible = done.visible_tokens
+        usage: dict[str, Any] = {
+            "promptTokenCount": done.input_tokens,
+            "candidatesTokenCount": visible,
+            "totalTokenCount": done.input_tokens + done.output_tokens,
+        }
+        if done.reasoning_tokens:
+            usage["thoughtsTokenCount"] = done.reasoning_tokens
+        return {
+            "candidates": [
+                {
+                    "content": content,
+                    "finishReason": "MAX_TOKENS" if done.finish == "length" else "STOP",
+                    "index": 0,
+                }
+            ],
+            "usageMetadata": usage,
+            "modelVersion": req.model,
+            "responseId": request_id,
+        }
+
+    def error(
+        self,
+        kind: ErrorKind,
+        message: str,
+        request_id: str,
+        limits: LimitState | None = None,
+    ) -> tuple[int, dict[str, Any], dict[str, str]]:
+        status, code = _ERRORS[kind]
+        error: dict[str, Any] = {"code": status, "message": message, "status": code}
+        if kind == "rate_limited":
+            delay = math.ceil(limits.retry_after_s) if limits is not None else 1
+            error["details"] = [
+                {
+                    "@type": "type.googleapis.com/google.rpc.Help",
+                    "links": [
+                        {
+                            "description": "Learn more about Gemini API quotas",
+                            "url": "https://ai.google.dev/gemini-api/docs/rate-limits",
+                        }
+                    ],
+                },
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{delay}s"},
+            ]
+        return status, {"error": error}, {}
+
+
+def model_resource(model: str, thinking: bool) -> dict[str, Any]:
+    return {
+        "name": f"models/{model}",
+        "version": "001",
+        "displayName": model,
+        "description": "evalfleet simulator model",
+        "inputTokenLimit": 1048576,
+        "outputTokenLimit": 65536,
+        "supportedGenerationMethods": ["generateContent"],
+        "thinking": thinking,
+    }
+
+
+def not_found(message: str) -> tuple[int, dict[str, Any], dict[str, str]]:
+    return GenerateContent().error("not_found", message, "")

@@ -1,0 +1,320 @@
+"""OpenAI wire format: Chat Completions, Responses, models list, errors and rate-limit headers."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from providers.simulator.media import check_data_url, decode_base64
+from providers.simulator.protocol import (
+    BadRequest,
+    Completion,
+    ErrorKind,
+    LimitState,
+    ParsedRequest,
+    Protocol,
+    as_int,
+    bearer_present,
+    retry_after_headers,
+)
+
+MODEL_CREATED = 1767225600  # 2026-01-01T00:00:00Z
+
+_ERRORS: dict[str, tuple[int, str, str | None]] = {
+    # kind: (status, error.type, error.code)
+    "bad_request": (400, "invalid_request_error", None),
+    "unauthorized": (401, "invalid_request_error", "invalid_api_key"),
+    "not_found": (404, "invalid_request_error", "model_not_found"),
+    "rate_limited": (429, "requests", "rate_limit_exceeded"),
+    "server_error": (500, "server_error", None),
+    "unavailable": (503, "server_error", None),
+    "overloaded": (529, "server_error", None),
+    "timeout": (504, "server_error", None),
+}
+
+
+def go_duration(seconds: float) -> str:
+    """Format like Go's time.Duration: ``12ms``, ``1s``, ``6m0s``, ``1h2m3.5s``."""
+    ms = max(0, round(seconds * 1000))
+    if ms == 0:
+        return "0s"
+    if ms < 1000:
+        return f"{ms}ms"
+    hours, rest = divmod(ms, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    secs = f"{rest / 1000:.3f}".rstrip("0").rstrip(".")
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{minutes}m{secs}s"
+    return f"{secs}s"
+
+
+def _body(d: Any) -> dict[str, Any]:
+    if not isinstance(d, dict):
+        raise BadRequest("the request body must be a JSON object")
+    model = d.get("model")
+    if not isinstance(model, str) or not model:
+        raise BadRequest("you must provide a model parameter", "model")
+    if d.get("stream"):
+        raise BadRequest("stream=true is not supported by the simulator", "stream")
+    return d
+
+
+class _OpenAIBase(Protocol):
+    def auth_present(self, headers: Mapping[str, str], query: Mapping[str, str]) -> bool:
+        return bearer_present(headers)
+
+    def headers(self, request_id: str, limits: LimitState | None) -> dict[str, str]:
+        out = {"x-request-id": request_id}
+        if limits is not None:
+            out.update(ratelimit_headers(limits))
+        return out
+
+    def error(
+        self,
+        kind: ErrorKind,
+        message: str,
+        request_id: str,
+        limits: LimitState | None = None,
+    ) -> tuple[int, dict[str, Any], dict[str, str]]:
+        status, etype, code = _ERRORS[kind]
+        if kind == "rate_limited" and limits is not None and limits.limited_by == "tokens":
+            etype = "tokens"
+        headers = self.headers(request_id, limits)
+        if kind == "rate_limited" and limits is not None:
+            headers.update(retry_after_headers(limits.retry_after_s))
+        body = {"error": {"message": message, "type": etype, "param": None, "code": code}}
+        return status, body, headers
+
+
+def ratelimit_headers(limits: LimitState) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if limits.requests_limit is not None:
+        out["x-ratelimit-limit-requests"] = str(limits.requests_limit)
+        out["x-ratelimit-remaining-requests"] = str(limits.requests_remaining)
+        out["x-ratelimit-reset-requests"] = go_duration(limits.requests_reset_s)
+    if limits.tokens_limit is not None:
+        out["x-ratelimit-limit-tokens"] = str(limits.tokens_limit)
+        out["x-ratelimit-remaining-tokens"] = str(limits.tokens_remaining)
+        out["x-ratelimit-reset-tokens"] = go_duration(limits.tokens_reset_s)
+    return out
+
+
+class ChatCompletions(_OpenAIBase):
+    route = "openai.chat"
+
+    def parse(self, body: Any, match_info: Mapping[str, str]) -> ParsedRequest:
+        d = _body(body)
+        messages = d.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise BadRequest("messages: expected a non-empty array", "messages")
+        req = ParsedRequest(model=d["model"], prompt_text=None)
+        for i, msg in enumerate(messages):
+            if not isinstance(msg, dict):
+                raise BadRequest(f"messages[{i}]: expected an object", f"messages[{i}]")
+            first_text = self._content(req, msg.get("content"), f"messages[{i}].content")
+            if msg.get("role") == "user":
+                req.prompt_text = first_text
+        req.seed = as_int(d.get("seed"), "seed")
+        limit = d.get("max_completion_tokens")
+        req.max_tokens = as_int(d.get("max_tokens") if limit is None else limit, "max_tokens")
+        if d.get("reasoning_effort") == "none":
+            req.thinking = False
+        return req
+
+    @staticmethod
+    def _content(req: ParsedRequest, content: Any, where: str) -> str | None:
+        if content is None:
+            return None
+        if isinstance(content, str):
+            req.text_chars += len(content)
+            return content
+        if not isinstance(content, list):
+            raise BadRequest(f"{where}: expected a string or an array of parts", where)
+        first_text = None
+        for j, part in enumerate(content):
+            param = f"{where}[{j}]"
+            ptype = part.get("type") if isinstance(part, dict) else None
+            if ptype == "text":
+                text = part.get("text")
+                if not isinstance(text, str):
+                    raise BadRequest(f"{param}.text: expected a string", f"{param}.text")
+                req.text_chars += len(text)
+                if first_text is None:
+                    first_text = text
+            elif ptype == "image_url":
+                image = part.get("image_url")
+                url = image.get("url") if isinstance(image, dict) else None
+                check_data_url(url, f"{param}.image_url.url")
+                req.images += 1
+            elif ptype == "input_audio":
+                audio = part.get("input_audio")
+                audio = audio if isinstance(audio, dict) else {}
+                if audio.get("format") not in ("wav", "mp3"):
+                    raise BadRequest(f"{param}.input_audio.format: expected 'wav' or 'mp3'", param)
+                decode_base64(audio.get("data"), f"{param}.input_audio.data")
+                req.audios += 1
+            elif ptype == "file":
+                file = part.get("file")
+                data = file.get("file_data") if isinstance(file, dict) else None
+                if data is not None:
+                    check_data_url(data, f"{param}.file.file_data")
+                req.images += 1
+            else:
+                raise BadRequest(f"{param}.type: unsupported content part type {ptype!r}", param)
+        return first_text
+
+    def success(self, req: ParsedRequest, done: Completion, request_id: str) -> dict[str, Any]:
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": done.text,
+            "refusal": None,
+            "annotations": [],
+        }
+        if done.reasoning_text is not None:
+            # Not part of OpenAI's schema: what vLLM-style servers send; the SDK keeps extras.
+            message["reasoning_content"] = done.reasoning_text
+        return {
+            "id": f"chatcmpl-{request_id}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": req.model,
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": done.finish, "logprobs": None}
+            ],
+            "usage": {
+                "prompt_tokens": done.input_tokens,
+                "completion_tokens": done.output_tokens,
+                "total_tokens": done.input_tokens + done.output_tokens,
+                "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+                "completion_tokens_details": {
+                    "reasoning_tokens": done.reasoning_tokens,
+                    "audio_tokens": 0,
+                    "accepted_prediction_tokens": 0,
+                    "rejected_prediction_tokens": 0,
+                },
+            },
+            "service_tier": "default",
+            "system_fingerprint": "fp_evalfleet_sim",
+        }
+
+
+class Responses(_OpenAIBase):
+    route = "openai.responses"
+
+    def parse(self, body: Any, match_info: Mapping[str, str]) -> ParsedRequest:
+        d = _body(body)
+        req = ParsedRequest(model=d["model"], prompt_text=None)
+        instructions = d.get("instructions")
+        if isinstance(instructions, str):
+            req.text_chars += len(instructions)
+        items = d.get("input")
+        if isinstance(items, str):
+            req.text_chars += len(items)
+            req.prompt_text = items
+        elif isinstance(items, list):
+            for i, item in enumerate(items):
+                if not isinstance(item, dict):
+                    raise BadRequest(f"input[{i}]: expected an object", f"input[{i}]")
+                first_text = self._content(req, item.get("content"), f"input[{i}].content")
+                if item.get("role") == "user":
+                    req.prompt_text = first_text
+        else:
+            raise BadRequest("input: expected a string or an array of items", "input")
+        req.seed = as_int(d.get("seed"), "seed")  # not an OpenAI parameter; extra_body only
+        req.max_tokens = as_int(d.get("max_output_tokens"), "max_output_tokens")
+        reasoning = d.get("reasoning")
+        if isinstance(reasoning, dict) and reasoning.get("effort") == "none":
+            req.thinking = False
+        return req
+
+    @staticmethod
+    def _content(req: ParsedRequest, content: Any, where: str) -> str | None:
+        if content is None:
+            return None
+        if isinstance(content, str):
+            req.text_chars += len(content)
+            return content
+        if not isinstance(content, list):
+            raise BadRequest(f"{where}: expected a string or an array of parts", where)
+        first_text = None
+        for j, part in enumerate(content):
+            param = f"{where}[{j}]"
+            ptype = part.get("type") if isinstance(part, dict) else None
+            if ptype in ("input_text", "output_text"):
+                text = part.get("text")
+                if not isinstance(text, str):
+                    raise BadRequest(f"{param}.text: expected a string", f"{param}.text")
+                req.text_chars += len(text)
+                if first_text is None and ptype == "input_text":
+                    first_text = text
+            elif ptype == "input_image":
+                if part.get("image_url") is not None:
+                    check_data_url(part.get("image_url"), f"{param}.image_url")
+                elif not part.get("file_id"):
+                    raise BadRequest(f"{param}: image_url or file_id is required", param)
+                req.images += 1
+            elif ptype == "input_file":
+                if part.get("file_data") is not None:
+                    check_data_url(part.get("file_data"), f"{param}.file_data")
+                req.images += 1
+            else:
+                raise BadRequest(f"{param}.type: unsupported content part type {ptype!r}", param)
+        return first_text
+
+    def success(self, req: ParsedRequest, done: Completion, request_id: str) -> dict[str, Any]:
+        incomplete = done.finish == "length"
+        output: list[dict[str, Any]] = []
+        if done.reasoning_text is not None:
+            output.append(
+                {
+                    "type": "reasoning",
+                    "id": f"rs_{request_id}",
+                    "summary": [{"type": "summary_text", "text": done.reasoning_text}],
+                }
+            )
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_{request_id}",
+                "role": "assistant",
+                "status": "incomplete" if incomplete else "completed",
+                "content": [{"type": "output_text", "text": done.text, "annotations": []}],
+            }
+        )
+        return {
+            "id": f"resp_{request_id}",
+            "object": "response",
+            "created_at": int(time.time()),
+            "model": req.model,
+            "status": "incomplete" if incomplete else "completed",
+            "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+            "error": None,
+            "instructions": None,
+            "max_output_tokens": req.max_tokens,
+            "output": output,
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "usage": {
+                "input_tokens": done.input_tokens,
+                "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+                "output_tokens": done.output_tokens,
+                "output_tokens_details": {"reasoning_tokens": done.reasoning_tokens},
+                "total_tokens": done.input_tokens + done.output_tokens,
+            },
+        }
+
+
+def model_object(model: str) -> dict[str, Any]:
+    return {"id": model, "object": "model", "created": MODEL_CREATED, "owned_by": "evalfleet-sim"}
+
+
+def models_list(models: list[str]) -> dict[str, Any]:
+    return {"object": "list", "data": [model_object(m) for m in models]}
+
+
+def not_found(message: str, request_id: str) -> tuple[int, dict[str, Any], dict[str, str]]:
+    return ChatCompletions().error("not_found", message, request_id)
