@@ -1,0 +1,342 @@
+"""OmniBench (image + audio + text multiple choice) as evalscope HEAD runs it.
+
+Prompt, content order and the default parser follow evalscope (reference §3.2); the original
+OmniBench parser is scored alongside as the labelled compat mode "original" (§3.3). Media bytes
+are read from the Arrow storage of the HF `Image`/`Audio` features without decoding (decoding
+audio needs torchcodec) and sent unchanged, with media types sniffed from the bytes: upstream
+labels every image `png` and every audio `mp3`.
+
+A row whose image or audio is sent but has no usable bytes (missing, empty, or not recognised
+as that kind of media) is excluded, not an error: `load` returns the exclusions beside the
+samples, and `load_samples` logs them. Bytes that look right but fail to decode later cannot
+be caught here without decoding.
+"""
+
+from __future__ import annotations
+
+import array
+import hashlib
+import io
+import logging
+import sys
+import wave
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from PIL import Image
+
+from benchmarks import zerobench
+from benchmarks.base import Part, PartKind, Sample, Score
+from benchmarks.media import sniff_media_type
+from benchmarks.omnibench_parsing import (
+    EVALSCOPE_VERSION,
+    LETTERS,
+    parse_answer_evalscope,
+    parse_multi_choice_original,
+)
+from benchmarks.zerobench import DatasetError
+from metrics import accuracy, group_means
+
+log = logging.getLogger(__name__)
+
+HF_PATH = "m-a-p/OmniBench"
+SPLIT = "train"
+# TODO(pin): set REVISION to the resolved Hub commit sha of m-a-p/OmniBench before publishing
+# numbers; "main" is a moving branch, and dataset_revision() records whatever is set here.
+REVISION = "main"
+TEMPLATE = (
+    "Answer the following multiple choice question based on the image and audio content. "
+    "The last line of your response should be of the following format: 'ANSWER: [LETTER]' "
+    "(without quotes) where [LETTER] is one of {letters}. Think step by step before answering."
+    "\n\n{question}\n\n{choices}"
+)
+IMAGE_ALT_PREFIX = "[Image Alternative Text]: "
+AUDIO_ALT_PREFIX = "[Audio Alternative Text]: "
+REQUIRED_COLUMNS = (
+    "index",
+    "task type",
+    "audio type",
+    "question",
+    "options",
+    "answer",
+    "image",
+    "audio",
+    "image content",
+    "audio content",
+)
+
+
+class UnusableMedia(DatasetError):
+    """A row's image or audio has no usable bytes; `load` excludes the row instead."""
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """A row left out of the run, and why."""
+
+    id: str
+    reason: str
+
+
+@dataclass
+class Loaded:
+    """The samples of one load, and the rows excluded from it (report both)."""
+
+    samples: list[Sample]
+    excluded: list[Exclusion] = field(default_factory=list)
+
+
+# --- dataset -------------------------------------------------------------------------------
+
+
+def load_rows(
+    dataset_path: str | Path | None = None, revision: str = REVISION, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """Rows of the `train` split as dicts in dataset order, media undecoded `{bytes, path}`.
+
+    A local `dataset_path` may hold any layout `zerobench.load_rows` reads for a split named
+    `train`: save_to_disk output (DatasetDict or Dataset) or Parquet files.
+    """
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be >= 0, got {limit}")
+    if dataset_path is None:
+        table, source = _hub_table(revision), f"{HF_PATH}@{revision}"
+    else:
+        # the ZeroBench reader is split-agnostic: same layouts, same one-line errors
+        table = zerobench._local_table(SPLIT, Path(dataset_path))
+        source = f"dataset path {dataset_path}"
+    missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
+    if missing:
+        raise DatasetError(
+            f"{source} lacks column(s) {', '.join(repr(c) for c in missing)} "
+            f"(found: {', '.join(table.column_names)}): {zerobench.FIX}"
+        )
+    if limit is not None:
+        table = table.slice(0, limit)
+    return table.to_pylist()
+
+
+def _hub_table(revision: str) -> pa.Table:
+    import datasets  # deferred: slow to import, and local loads do not need it
+
+    ds = datasets.load_dataset(HF_PATH, split=SPLIT, revision=revision)
+    return ds.with_format("arrow")[:]
+
+
+def load(
+    dataset_path: str | Path | None = None,
+    limit: int | None = None,
+    *,
+    use_image: bool = True,
+    use_audio: bool = True,
+) -> Loaded:
+    """Samples in dataset order plus the excluded rows; `limit` counts rows before exclusion."""
+    loaded = Loaded(samples=[])
+    seen: set[str] = set()
+    for row in load_rows(dataset_path, limit=limit):
+        try:
+            sample = to_sample(row, use_image=use_image, use_audio=use_audio)
+        except UnusableMedia as exc:
+            loaded.excluded.append(Exclusion(id=str(row.get("index")), reason=str(exc)))
+            continue
+        if sample.id in seen:
+            raise DatasetError(f"index {sample.id} appears twice: fix the index column")
+        seen.add(sample.id)
+        loaded.samples.append(sample)
+    return loaded
+
+
+def load_samples(
+    dataset_path: str | Path | None = None,
+    limit: int | None = None,
+    *,
+    use_image: bool = True,
+    use_audio: bool = True,
+) -> list[Sample]:
+    """The samples of `load`; exclusions are logged as a warning (use `load` to keep them)."""
+    loaded = load(dataset_path, limit, use_image=use_image, use_audio=use_audio)
+    if loaded.excluded:
+        log.warning(
+            "OmniBench: %d row(s) excluded: %s",
+            len(loaded.excluded),
+            "; ".join(f"{e.id}: {e.reason}" for e in loaded.excluded),
+        )
+    return loaded.samples
+
+
+def dataset_revision(dataset_path: str | Path | None = None) -> str:
+    """REVISION for hub loads; "sha256:<hex>" over a local copy's files (as ZeroBench)."""
+    return REVISION if dataset_path is None else zerobench.dataset_revision(dataset_path)
+
+
+# --- samples -------------------------------------------------------------------------------
+
+
+def prompt_text(question: str, options: list[str]) -> str:
+    """The evalscope text part: the template with lettered options."""
+    letters = LETTERS[: len(options)]
+    return TEMPLATE.format(
+        letters=",".join(letters),
+        question=question,
+        choices="\n".join(f"{x}) {text}" for x, text in zip(letters, options, strict=True)),
+    )
+
+
+def to_sample(row: Mapping[str, Any], *, use_image: bool = True, use_audio: bool = True) -> Sample:
+    """One row as a Sample with parts [text, image, audio].
+
+    `use_image=False` / `use_audio=False` put the textual alternative in that medium's place.
+    Raises UnusableMedia for media without usable bytes, DatasetError for other bad rows.
+    """
+    if row.get("index") is None:
+        raise DatasetError("a row has no index: fix the index column")
+    sample_id = str(row["index"])
+    options = row.get("options")
+    if not isinstance(options, list) or len(options) != len(LETTERS):
+        count = len(options) if isinstance(options, list) else type(options).__name__
+        raise DatasetError(
+            f"row index {sample_id} has {count} options, expected a list of {len(LETTERS)} "
+            "strings: fix the options column"
+        )
+    answer = row.get("answer")
+    if answer not in options:
+        raise DatasetError(
+            f"row index {sample_id}: answer {answer!r} is not one of its options: "
+            "the answer column must hold the text of one option"
+        )
+    parts = [Part.of_text(prompt_text(str(row["question"]), [str(o) for o in options]))]
+    alternatives: list[str] = []
+    if use_image:
+        parts.append(_media_part("image", row.get("image"), sample_id))
+    else:
+        parts.append(Part.of_text(IMAGE_ALT_PREFIX + _caption(row, "image content", sample_id)))
+        alternatives.append("image")
+    if use_audio:
+        parts.append(_media_part("audio", row.get("audio"), sample_id))
+    else:
+        parts.append(Part.of_text(AUDIO_ALT_PREFIX + _caption(row, "audio content", sample_id)))
+        alternatives.append("audio")
+    return Sample(
+        id=sample_id,
+        parts=parts,
+        target=LETTERS[options.index(answer)],
+        choices=[str(o) for o in options],
+        metadata={
+            "task_type": row.get("task type"),
+            "audio_type": row.get("audio type"),
+            "text_alternatives": alternatives,
+            "prompt": EVALSCOPE_VERSION,
+        },
+    )
+
+
+def _caption(row: Mapping[str, Any], column: str, sample_id: str) -> str:
+    text = row.get(column)
+    if not isinstance(text, str):
+        raise DatasetError(
+            f"row index {sample_id} has no {column!r} text for the textual alternative: "
+            f"fill the {column!r} column or send the medium itself"
+        )
+    return text
+
+
+def _media_part(kind: PartKind, item: Any, sample_id: str) -> Part:
+    data = _media_bytes(kind, item, sample_id)
+    if not data:
+        raise UnusableMedia(f"{kind} has no bytes")
+    try:
+        media_type = sniff_media_type(data)
+    except ValueError as exc:
+        raise UnusableMedia(f"{kind}: {exc}") from exc
+    if not media_type.startswith(f"{kind}/"):
+        raise UnusableMedia(f"{kind} bytes are {media_type}")
+    return Part(kind=kind, data=data, media_type=media_type)
+
+
+def _media_bytes(kind: PartKind, item: Any, sample_id: str) -> bytes | None:
+    """Bytes of an undecoded `{bytes, path}` item or raw bytes; decoded items are re-encoded
+    (a PIL image in its own format, PNG if unknown; an `{array, sampling_rate}` as 16-bit WAV).
+    None if the item holds no bytes."""
+    if item is None:
+        return None
+    if isinstance(item, bytes | bytearray | memoryview):
+        return bytes(item)
+    if isinstance(item, Mapping):
+        if item.get("bytes"):
+            return bytes(item["bytes"])
+        path = item.get("path")
+        if path and Path(path).is_file():
+            return Path(path).read_bytes()
+        if kind == "audio" and item.get("array") is not None and item.get("sampling_rate"):
+            return wav_bytes(item["array"], int(item["sampling_rate"]))
+        return None
+    if kind == "image" and isinstance(item, Image.Image):
+        out = io.BytesIO()
+        item.save(out, format=item.format or "PNG")
+        return out.getvalue()
+    raise DatasetError(
+        f"row index {sample_id} {kind} is a {type(item).__name__}: load the dataset without "
+        f"decoding the {kind} column"
+    )
+
+
+def wav_bytes(samples: Iterable[float], rate: int) -> bytes:
+    """Mono float samples in [-1, 1] as a 16-bit PCM WAV file (values outside are clipped)."""
+    try:
+        pcm = array.array("h", (round(max(-1.0, min(1.0, float(s))) * 32767) for s in samples))
+    except TypeError as exc:
+        raise DatasetError(f"audio array is not mono ({exc}): pass undecoded audio") from exc
+    if sys.byteorder == "big":
+        pcm.byteswap()
+    out = io.BytesIO()
+    with wave.open(out, "wb") as wav:
+        wav.setnchannels(1)
+        wav.setsampwidth(2)
+        wav.setframerate(rate)
+        wav.writeframes(pcm.tobytes())
+    return out.getvalue()
+
+
+# --- scoring and metrics -------------------------------------------------------------------
+
+
+def score(response_text: str, sample: Sample) -> list[Score]:
+    """evalscope HEAD first (the default number), then the original scripts' parser (compat)."""
+    options = sample.choices or []
+    letters = LETTERS[: len(options)]
+    scores = []
+    for scoring, answer in (
+        ("evalscope", parse_answer_evalscope(response_text, letters)),
+        ("original", parse_multi_choice_original(response_text, options)),
+    ):
+        correct = answer is not None and answer == sample.target
+        scores.append(Score(scoring=scoring, answer=answer, correct=correct, value=float(correct)))
+    return scores
+
+
+def answer_key_entry(sample: Sample) -> dict[str, Any]:
+    """What the provider simulator needs to answer this prompt: "ANSWER: <letter>"."""
+    return {
+        "prompt_sha256": hashlib.sha256(zerobench.prompt_text(sample).encode("utf-8")).hexdigest(),
+        "target": sample.target,
+        "format": "answer_letter",
+        "choices": list(LETTERS[: len(sample.choices or LETTERS)]),
+    }
+
+
+def summarize(rows: Iterable[tuple[Mapping[str, Any], float]]) -> dict[str, Any]:
+    """Accuracy overall and by audio type and task type, from (sample metadata, correct) pairs.
+
+    Groups appear in first-appearance order; a correct of True/False counts as 1.0/0.0.
+    """
+    pairs = [(meta, float(correct)) for meta, correct in rows]
+    values = [value for _, value in pairs]
+    return {
+        "acc": accuracy(values),
+        "n": len(values),
+        "by_audio_type": group_means(values, [str(m["audio_type"]) for m, _ in pairs]),
+        "by_task_type": group_means(values, [str(m["task_type"]) for m, _ in pairs]),
+    }
