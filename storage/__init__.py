@@ -1,0 +1,37 @@
+"""The checkpoint store: a local directory (default) or S3, behind one interface.
+
+``S3Store`` is imported on first access so that local-only processes never pay for
+importing boto3.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from storage.base import Store, StoreError
+from storage.keys import join_key, safe_segment, unsafe_segment
+from storage.local import LocalStore
+from storage.open import DEFAULT_STORE_URL, open_store
+
+if TYPE_CHECKING:
+    from storage.s3 import S3Store
+
+__all__ = [
+    "DEFAULT_STORE_URL",
+    "LocalStore",
+    "S3Store",
+    "Store",
+    "StoreError",
+    "join_key",
+    "open_store",
+    "safe_segment",
+    "unsafe_segment",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "S3Store":
+        from storage.s3 import S3Store
+
+        return S3Store
+    raise AttributeError(f"module 'storage' has no attribute {name!r}")

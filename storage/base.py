@@ -1,0 +1,83 @@
+"""The checkpoint-store interface shared by the local and S3 backends."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class StoreError(RuntimeError):
+    """A store operation failed; the message names the problem and, where known, the fix."""
+
+
+class Store(ABC):
+    """A flat namespace of immutable-ish byte blobs addressed by '/'-separated keys.
+
+    Listing prefixes are directories: ``list("run1")`` equals ``list("run1/")`` and
+    never returns keys under ``run10/``. Listed keys are relative to the store root
+    and sorted by code point (which equals S3's UTF-8 byte order).
+
+    Stores are cheap to rebuild from ``url`` (plus the S3 endpoint), which is what a
+    Ray worker should receive instead of the object.
+    """
+
+    url: str
+
+    @abstractmethod
+    def put_if_absent(self, key: str, data: bytes) -> bool:
+        """Atomically create ``key``; False (and nothing changed) if it already existed."""
+
+    @abstractmethod
+    def put(self, key: str, data: bytes) -> None:
+        """Atomically create or replace ``key``."""
+
+    @abstractmethod
+    def get(self, key: str) -> bytes | None:
+        """The bytes at ``key``, or None when it does not exist."""
+
+    @abstractmethod
+    def exists(self, key: str) -> bool: ...
+
+    @abstractmethod
+    def list(self, prefix: str) -> list[str]:
+        """All keys under ``prefix`` (recursive), relative to the root, sorted."""
+
+    @abstractmethod
+    def list_dirs(self, prefix: str) -> list[str]:
+        """Names (one segment, no '/') of the immediate sub-directories of ``prefix``."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """Human-readable location; never contains secrets."""
+
+    def get_many(self, keys: Iterable[str], max_workers: int = 32) -> dict[str, bytes | None]:
+        """``get`` for many keys on a bounded thread pool; duplicates are fetched once."""
+        unique = list(dict.fromkeys(keys))
+        return dict(zip(unique, self._map(self.get, unique, max_workers), strict=True))
+
+    def put_many_if_absent(
+        self, items: Mapping[str, bytes], max_workers: int = 32
+    ) -> dict[str, bool]:
+        """``put_if_absent`` for many items on a bounded thread pool."""
+        keys = list(items)
+        results = self._map(lambda k: self.put_if_absent(k, items[k]), keys, max_workers)
+        return dict(zip(keys, results, strict=True))
+
+    def _parallelism(self, requested: int) -> int:
+        """Upper bound on concurrent calls (S3 caps it at its connection pool size)."""
+        return requested
+
+    def _map(self, fn: Callable[[T], R], args: Sequence[T], max_workers: int) -> list[R]:
+        workers = min(self._parallelism(max_workers), len(args))
+        if workers <= 1:
+            return [fn(a) for a in args]
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="store") as pool:
+            return list(pool.map(fn, args))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"

@@ -1,0 +1,150 @@
+"""Checkpoint store in a local directory (the default, ``./runs``)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+
+from storage.base import Store, StoreError
+from storage.keys import TMP_PREFIX, check_key, norm_prefix
+
+
+class LocalStore(Store):
+    """Keys are files under ``root``; every write goes through a temp file in the
+    target directory, so readers never see partial content.
+
+    ``fsync=True`` flushes file data and the directory entry to disk before a write
+    returns (survives power loss, costs a few ms per write); the default only
+    guarantees atomicity, which is what crash-resume needs on a healthy machine.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *, fsync: bool = False) -> None:
+        self.root = os.path.abspath(os.path.expanduser(os.fspath(root)))
+        if os.path.exists(self.root) and not os.path.isdir(self.root):
+            raise StoreError(
+                f"store root {self.root} exists and is not a directory: "
+                "pick another store URL or move the file away"
+            )
+        self.url = self.root
+        self.fsync = fsync
+
+    def describe(self) -> str:
+        return f"local directory {self.root}"
+
+    # -- writes ---------------------------------------------------------------
+
+    def put_if_absent(self, key: str, data: bytes) -> bool:
+        path = self._path(key)
+        if os.path.lexists(path):  # cheap fast path; os.link below is the real guard
+            return False
+        tmp = self._write_temp(path, data, key)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create {key!r} in {self.root}: {exc} "
+                "(the store needs a filesystem with hard links)"
+            ) from exc
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        self._sync_dir(path)
+        return True
+
+    def put(self, key: str, data: bytes) -> None:
+        path = self._path(key)
+        tmp = self._write_temp(path, data, key)
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise StoreError(f"cannot write {key!r} in {self.root}: {exc}") from exc
+        self._sync_dir(path)
+
+    # -- reads ----------------------------------------------------------------
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            with open(self._path(key), "rb") as f:
+                return f.read()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            raise StoreError(f"cannot read {key!r} in {self.root}: {exc}") from exc
+
+    def exists(self, key: str) -> bool:
+        return os.path.isfile(self._path(key))
+
+    def list(self, prefix: str) -> list[str]:
+        base = norm_prefix(prefix)
+        keys: list[str] = []
+        stack = [(os.path.join(self.root, base), base)]
+        while stack:
+            directory, rel = stack.pop()
+            try:
+                entries = os.scandir(directory)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            with entries:
+                for entry in entries:
+                    if entry.name.startswith(TMP_PREFIX):
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append((entry.path, f"{rel}{entry.name}/"))
+                    else:
+                        keys.append(rel + entry.name)
+        keys.sort()
+        return keys
+
+    def list_dirs(self, prefix: str) -> list[str]:
+        try:
+            with os.scandir(os.path.join(self.root, norm_prefix(prefix))) as entries:
+                return sorted(
+                    e.name
+                    for e in entries
+                    if e.is_dir(follow_symlinks=False) and not e.name.startswith(TMP_PREFIX)
+                )
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def _parallelism(self, requested: int) -> int:
+        # Local file I/O gains little from threads: writing 100,000 keys here took
+        # 2-4x longer with 32 threads than with 8 (GIL and directory contention).
+        return min(requested, 8)
+
+    # -- helpers --------------------------------------------------------------
+
+    def _path(self, key: str) -> str:
+        return os.path.join(self.root, *check_key(key).split("/"))
+
+    def _write_temp(self, path: str, data: bytes, key: str) -> str:
+        """Write ``data`` to a fresh temp file beside ``path``; return the temp path."""
+        directory = os.path.dirname(path)
+        tmp = os.path.join(directory, f"{TMP_PREFIX}{uuid.uuid4().hex}")
+        try:
+            os.makedirs(directory, exist_ok=True)
+            # os.open instead of mkstemp: mkstemp forces mode 0600, we want the umask.
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                if self.fsync:
+                    f.flush()
+                    os.fsync(f.fileno())
+        except OSError as exc:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise StoreError(f"cannot write {key!r} in {self.root}: {exc}") from exc
+        return tmp
+
+    def _sync_dir(self, path: str) -> None:
+        if not self.fsync:
+            return
+        fd = os.open(os.path.dirname(path), os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
