@@ -1,0 +1,102 @@
+"""Provider-neutral request settings, completion results and the error taxonomy."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """The decoding settings of one epoch. None means "do not send"."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int = 16000
+    seed: int | None = None
+    reasoning_effort: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class ErrorKind(StrEnum):
+    RATE_LIMITED = "rate_limited"
+    OVERLOADED = "overloaded"
+    SERVER_ERROR = "server_error"
+    TIMEOUT = "timeout"
+    CONNECTION = "connection"
+    BAD_REQUEST = "bad_request"
+    AUTH = "auth"
+    NOT_FOUND = "not_found"
+    CONTENT_FILTERED = "content_filtered"
+    CONTEXT_TOO_LONG = "context_too_long"
+    EMPTY_ANSWER = "empty_answer"
+    MALFORMED_RESPONSE = "malformed_response"
+    UNKNOWN = "unknown"
+
+
+RETRYABLE_KINDS = frozenset(
+    {
+        ErrorKind.RATE_LIMITED,
+        ErrorKind.OVERLOADED,
+        ErrorKind.SERVER_ERROR,
+        ErrorKind.TIMEOUT,
+        ErrorKind.CONNECTION,
+        ErrorKind.MALFORMED_RESPONSE,
+    }
+)
+
+
+class ProviderError(Exception):
+    """A failed provider call, already classified into the taxonomy."""
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        status: int | None = None,
+        request_id: str | None = None,
+        retry_after_s: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.status = status
+        self.request_id = request_id
+        self.retry_after_s = retry_after_s
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in RETRYABLE_KINDS
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": str(self.kind),
+            "status": self.status,
+            "message": self.message[:2000],
+            "request_id": self.request_id,
+        }
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0  # includes reasoning tokens, for every provider
+    reasoning_tokens: int = 0
+    cached_input_tokens: int = 0
+
+
+@dataclass
+class ProviderResponse:
+    """What one successful provider call returned."""
+
+    text: str
+    finish_reason: str | None
+    usage: Usage
+    model_reported: str | None = None
+    request_id: str | None = None
+    reasoning_text: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
