@@ -1,0 +1,149 @@
+"""Anthropic Messages API through the official async SDK."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import anthropic
+
+from benchmarks.base import Part
+from providers.anthropic_errors import map_anthropic_error
+from providers.base import ProviderClient
+from providers.media_parts import b64, check_parts, refuse
+from providers.registry import ModelConfig
+from providers.types import Decoding, ErrorKind, ProviderError, ProviderResponse, Usage
+
+IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+EFFORTS = frozenset({"low", "medium", "high", "xhigh", "max"})
+MIN_THINKING_BUDGET = 1024
+_FINISH = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+}
+
+
+def messages_content(config: ModelConfig, parts: Sequence[Part]) -> list[dict[str, Any]]:
+    """Neutral parts -> content blocks in the benchmark's order; images as base64 blocks."""
+    check_parts(config, parts)
+    blocks: list[dict[str, Any]] = []
+    for index, part in enumerate(parts):
+        if part.kind == "text":
+            if part.text:  # the API refuses empty text blocks
+                blocks.append({"type": "text", "text": part.text})
+            continue
+        if part.media_type not in IMAGE_TYPES:
+            raise refuse(config, index, part, f"{part.media_type} is not an image type it takes")
+        source = {"type": "base64", "media_type": part.media_type, "data": b64(part.data)}
+        blocks.append({"type": "image", "source": source})
+    return blocks
+
+
+def thinking_arguments(config: ModelConfig, decoding: Decoding, max_tokens: int) -> dict[str, Any]:
+    """`thinking` (and `output_config.effort` for adaptive thinking), or nothing."""
+    effort = config.effort_for(decoding.reasoning_effort)
+    if not config.thinks(decoding.reasoning_effort):
+        return {"thinking": {"type": "disabled"}} if config.thinking else {}
+    if (config.thinking or "enabled") == "adaptive":
+        args: dict[str, Any] = {"thinking": {"type": "adaptive"}}
+        effort = "low" if effort == "minimal" else effort
+        if effort in EFFORTS:
+            args["output_config"] = {"effort": effort}
+        return args
+    # The budget counts toward max_tokens and must stay below it.
+    budget = min(config.thinking_budget or MIN_THINKING_BUDGET, max_tokens - 1)
+    if budget < MIN_THINKING_BUDGET:
+        raise ProviderError(
+            ErrorKind.BAD_REQUEST,
+            f"{config.id}: max_tokens {max_tokens} leaves no room for a thinking budget of "
+            f"{MIN_THINKING_BUDGET} tokens",
+        )
+    return {"thinking": {"type": "enabled", "budget_tokens": budget}}
+
+
+def messages_arguments(config: ModelConfig, decoding: Decoding) -> dict[str, Any]:
+    """anthropic 2.x has no sampling keywords: accepted ones go through extra_body."""
+    max_tokens = config.output_limit(decoding.max_tokens)
+    args = {"max_tokens": max_tokens, **thinking_arguments(config, decoding, max_tokens)}
+    thinking_on = args.get("thinking", {}).get("type", "disabled") != "disabled"
+    names = ("seed",) if thinking_on else ("temperature", "top_p", "seed")
+    extra = {
+        name: getattr(decoding, name)
+        for name in names
+        if getattr(decoding, name) is not None and name in config.accepts
+    }
+    if extra:
+        args["extra_body"] = extra
+    return args
+
+
+class AnthropicMessagesClient(ProviderClient):
+    def __init__(self, config: ModelConfig, api_key: str) -> None:
+        super().__init__(config, api_key)
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key,
+            base_url=config.base_url,
+            max_retries=0,
+            timeout=config.timeout_s,
+        )
+
+    async def complete(self, parts: Sequence[Part], decoding: Decoding) -> ProviderResponse:
+        content = messages_content(self.config, parts)
+        arguments = messages_arguments(self.config, decoding)
+        try:
+            # An explicit per-call timeout also lifts the SDK's non-streaming guard.
+            raw = await self._client.messages.with_raw_response.create(
+                model=self.config.api_model,
+                messages=[{"role": "user", "content": content}],
+                timeout=self.config.timeout_s,
+                **arguments,
+            )
+        except Exception as exc:  # every SDK failure goes through one taxonomy
+            raise map_anthropic_error(exc) from exc
+        request_id = raw.headers.get("request-id")
+        try:
+            message = await raw.parse()
+        except Exception as exc:
+            raise ProviderError(
+                ErrorKind.MALFORMED_RESPONSE,
+                f"malformed response body: {str(exc)[:300]}",
+                status=raw.status_code,
+                request_id=request_id,
+            ) from exc
+        return _response(message, request_id)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+def _response(message: Any, request_id: str | None) -> ProviderResponse:
+    if message.stop_reason == "refusal":
+        raise ProviderError(
+            ErrorKind.CONTENT_FILTERED, "the model refused", status=200, request_id=request_id
+        )
+    texts = [b.text for b in message.content if b.type == "text"]
+    thoughts = [b.thinking for b in message.content if b.type == "thinking"]
+    return ProviderResponse(
+        text="".join(texts),
+        finish_reason=_FINISH.get(message.stop_reason, message.stop_reason),
+        usage=_usage(message.usage),
+        model_reported=message.model,
+        request_id=request_id,
+        reasoning_text="\n\n".join(thoughts) if thoughts else None,
+        extra={"stop_reason": message.stop_reason},
+    )
+
+
+def _usage(usage: Any) -> Usage:
+    """input_tokens excludes cache reads and writes: add them, as the other providers do."""
+    cache_read = usage.cache_read_input_tokens or 0
+    cache_write = usage.cache_creation_input_tokens or 0
+    details = usage.output_tokens_details
+    return Usage(
+        input_tokens=(usage.input_tokens or 0) + cache_read + cache_write,
+        output_tokens=usage.output_tokens or 0,
+        reasoning_tokens=(getattr(details, "thinking_tokens", None) or 0) if details else 0,
+        cached_input_tokens=cache_read,
+    )

@@ -1,0 +1,165 @@
+"""Gemini generateContent through the official google-genai async client."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import httpx2
+from google import genai
+from google.genai import types
+
+from benchmarks.base import Part
+from providers.base import ProviderClient
+from providers.google_errors import map_google_error
+from providers.media_parts import check_parts
+from providers.registry import ModelConfig
+from providers.types import Decoding, ErrorKind, ProviderError, ProviderResponse, Usage
+
+API_VERSION = "v1beta"  # google-genai 3.x defaults to v1; pin it
+FILTERED = frozenset(
+    {
+        "SAFETY",
+        "PROHIBITED_CONTENT",
+        "BLOCKLIST",
+        "SPII",
+        "RECITATION",
+        "IMAGE_SAFETY",
+        "IMAGE_PROHIBITED_CONTENT",
+        "IMAGE_RECITATION",
+    }
+)
+_FINISH = {"STOP": "stop", "MAX_TOKENS": "length"}
+_LEVELS = {
+    "minimal": types.ThinkingLevel.MINIMAL,
+    "low": types.ThinkingLevel.LOW,
+    "medium": types.ThinkingLevel.MEDIUM,
+    "high": types.ThinkingLevel.HIGH,
+    "xhigh": types.ThinkingLevel.XHIGH,
+    "max": types.ThinkingLevel.XHIGH,
+}
+
+
+def gemini_parts(config: ModelConfig, parts: Sequence[Part]) -> list[types.Part]:
+    """Neutral parts -> text and inline_data parts (images, audio) in the benchmark's order."""
+    check_parts(config, parts)
+    out: list[types.Part] = []
+    for part in parts:
+        if part.kind == "text":
+            if part.text:
+                out.append(types.Part.from_text(text=part.text))
+        else:
+            out.append(types.Part.from_bytes(data=part.data or b"", mime_type=part.media_type))
+    return out
+
+
+def thinking_config(config: ModelConfig, decoding: Decoding) -> types.ThinkingConfig | None:
+    """Thoughts are requested back (include_thoughts) so they can be kept apart."""
+    effort = config.effort_for(decoding.reasoning_effort)
+    level_style = config.thinking == "level"
+    if not config.thinks(decoding.reasoning_effort):
+        if effort != "none":
+            return None
+        if level_style:  # level models cannot turn thinking off: ask for the least
+            return types.ThinkingConfig(thinking_level=types.ThinkingLevel.MINIMAL)
+        return types.ThinkingConfig(thinking_budget=0)
+    if level_style:
+        return types.ThinkingConfig(include_thoughts=True, thinking_level=_LEVELS.get(effort or ""))
+    budget = config.thinking_budget if config.thinking_budget is not None else -1  # -1: dynamic
+    return types.ThinkingConfig(include_thoughts=True, thinking_budget=budget)
+
+
+def generation_config(config: ModelConfig, decoding: Decoding) -> types.GenerateContentConfig:
+    args: dict[str, Any] = {
+        "max_output_tokens": config.output_limit(decoding.max_tokens),
+        # One request per record: no hidden, separately billed continuation hops.
+        "automatic_continuation": False,
+        "thinking_config": thinking_config(config, decoding),
+    }
+    for name in ("temperature", "top_p", "seed"):
+        value = getattr(decoding, name)
+        if value is not None and name in config.accepts:
+            args[name] = value
+    return types.GenerateContentConfig(**args)
+
+
+class GoogleGenAIClient(ProviderClient):
+    def __init__(self, config: ModelConfig, api_key: str) -> None:
+        super().__init__(config, api_key)
+        options = types.HttpOptions(
+            base_url=config.base_url,
+            api_version=API_VERSION,
+            timeout=round(config.timeout_s * 1000),
+            # An httpx2 transport keeps the SDK off its aiohttp path, which silently retries
+            # once on connection errors; no retry_options: one attempt per call.
+            async_client_args={"transport": httpx2.AsyncHTTPTransport()},
+        )
+        # Keep the client: its __del__ closes the HTTP client that `.aio` uses.
+        self._genai = genai.Client(api_key=api_key, vertexai=False, http_options=options)
+
+    async def complete(self, parts: Sequence[Part], decoding: Decoding) -> ProviderResponse:
+        contents = [types.Content(role="user", parts=gemini_parts(self.config, parts))]
+        config = generation_config(self.config, decoding)
+        try:
+            response = await self._genai.aio.models.generate_content(
+                model=self.config.api_model, contents=contents, config=config
+            )
+        except Exception as exc:  # every SDK and transport failure goes through one taxonomy
+            raise map_google_error(exc) from exc
+        return _response(response)
+
+    async def aclose(self) -> None:
+        await self._genai.aio.aclose()
+
+
+def _filtered(reason: str, request_id: str | None) -> ProviderError:
+    return ProviderError(
+        ErrorKind.CONTENT_FILTERED, f"blocked: {reason}", status=200, request_id=request_id
+    )
+
+
+def _name(value: Any) -> str | None:
+    return None if value is None else str(getattr(value, "value", value))
+
+
+def _response(response: types.GenerateContentResponse) -> ProviderResponse:
+    request_id = response.response_id
+    feedback = response.prompt_feedback
+    block = _name(feedback.block_reason) if feedback is not None else None
+    if block and block != "BLOCKED_REASON_UNSPECIFIED":
+        raise _filtered(f"prompt ({block})", request_id)
+    if not response.candidates:
+        raise ProviderError(
+            ErrorKind.EMPTY_ANSWER, "response has no candidates", status=200, request_id=request_id
+        )
+    candidate = response.candidates[0]
+    finish = _name(candidate.finish_reason)
+    if finish in FILTERED:
+        raise _filtered(f"answer ({finish})", request_id)
+    answer: list[str] = []
+    thoughts: list[str] = []
+    for part in (candidate.content.parts if candidate.content else None) or ():
+        if part.text is not None:
+            (thoughts if part.thought else answer).append(part.text)
+    return ProviderResponse(
+        text="".join(answer),
+        finish_reason=_FINISH.get(finish, finish.lower()) if finish else None,
+        usage=_usage(response.usage_metadata),
+        model_reported=response.model_version,
+        request_id=request_id,
+        reasoning_text="\n\n".join(thoughts) if thoughts else None,
+        extra={"finish_reason": finish},
+    )
+
+
+def _usage(meta: types.GenerateContentResponseUsageMetadata | None) -> Usage:
+    """Gemini counts thoughts apart from candidates; our output count includes them."""
+    if meta is None:
+        return Usage()
+    thoughts = meta.thoughts_token_count or 0
+    return Usage(
+        input_tokens=meta.prompt_token_count or 0,
+        output_tokens=(meta.candidates_token_count or 0) + thoughts,
+        reasoning_tokens=thoughts,
+        cached_input_tokens=meta.cached_content_token_count or 0,
+    )

@@ -1,0 +1,152 @@
+"""OpenAI Responses API (reasoning models) through the official async SDK."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import openai
+
+from benchmarks.base import Part
+from providers.base import ProviderClient
+from providers.media_parts import check_parts, data_url
+from providers.openai_errors import map_openai_error
+from providers.registry import ModelConfig
+from providers.types import Decoding, ErrorKind, ProviderError, ProviderResponse, Usage
+
+# `response.error.code` of a failed response; anything else is a problem with the input.
+_FAILED_KINDS = {
+    "server_error": ErrorKind.SERVER_ERROR,
+    "rate_limit_exceeded": ErrorKind.RATE_LIMITED,
+}
+
+
+def responses_content(config: ModelConfig, parts: Sequence[Part]) -> list[dict[str, Any]]:
+    """Neutral parts -> Responses input content, in the benchmark's order (no audio here)."""
+    check_parts(config, parts)
+    content: list[dict[str, Any]] = []
+    for part in parts:
+        if part.kind == "text":
+            content.append({"type": "input_text", "text": part.text or ""})
+        else:
+            content.append({"type": "input_image", "image_url": data_url(part), "detail": "auto"})
+    return content
+
+
+def responses_arguments(config: ModelConfig, decoding: Decoding) -> dict[str, Any]:
+    """Sampling only where the model takes it.
+
+    The Responses API has no seed; a server that takes one anyway (the simulator, some
+    gateways) lists `seed` in the model's `accepts` and gets it in the body.
+    """
+    args: dict[str, Any] = {"max_output_tokens": config.output_limit(decoding.max_tokens)}
+    for name in ("temperature", "top_p"):
+        value = getattr(decoding, name)
+        if value is not None and name in config.accepts:
+            args[name] = value
+    if decoding.seed is not None and "seed" in config.accepts:
+        args["extra_body"] = {"seed": decoding.seed}
+    effort = config.effort_for(decoding.reasoning_effort)
+    if effort is not None:
+        reasoning: dict[str, Any] = {"effort": effort}
+        summary = config.extra.get("reasoning_summary")
+        if summary:
+            reasoning["summary"] = summary
+        args["reasoning"] = reasoning
+    return args
+
+
+class OpenAIResponsesClient(ProviderClient):
+    def __init__(self, config: ModelConfig, api_key: str) -> None:
+        super().__init__(config, api_key)
+        self._client = openai.AsyncOpenAI(
+            api_key=api_key,
+            base_url=config.base_url,
+            max_retries=0,
+            timeout=config.timeout_s,
+        )
+
+    async def complete(self, parts: Sequence[Part], decoding: Decoding) -> ProviderResponse:
+        content = responses_content(self.config, parts)
+        arguments = responses_arguments(self.config, decoding)
+        try:
+            raw = await self._client.responses.with_raw_response.create(
+                model=self.config.api_model,
+                input=[{"role": "user", "content": content}],
+                **arguments,
+            )
+        except Exception as exc:  # every SDK failure goes through one taxonomy
+            raise map_openai_error(exc) from exc
+        request_id = raw.headers.get("x-request-id")
+        try:
+            response = raw.parse()
+        except Exception as exc:
+            raise ProviderError(
+                ErrorKind.MALFORMED_RESPONSE,
+                f"malformed response body: {str(exc)[:300]}",
+                status=raw.status_code,
+                request_id=request_id,
+            ) from exc
+        finish = _finish_reason(response, request_id)
+        return ProviderResponse(
+            text=response.output_text,
+            finish_reason=finish,
+            usage=_usage(response.usage),
+            model_reported=response.model,
+            request_id=request_id,
+            reasoning_text=_reasoning_text(response.output),
+            extra={"response_id": response.id},
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+def _finish_reason(response: Any, request_id: str | None) -> str:
+    """The finish reason ("stop", "length", ...); raises for filtered or failed answers."""
+    if response.status == "completed":
+        return "stop"
+    if response.status == "incomplete":
+        details = response.incomplete_details
+        reason = details.reason if details is not None else None
+        if reason == "content_filter":
+            raise ProviderError(
+                ErrorKind.CONTENT_FILTERED,
+                "answer withheld by content filter",
+                status=200,
+                request_id=request_id,
+            )
+        return "length" if reason == "max_output_tokens" else (reason or "incomplete")
+    if response.status == "failed" and response.error is not None:
+        kind = _FAILED_KINDS.get(response.error.code, ErrorKind.BAD_REQUEST)
+        message = f"response failed: {response.error.code}: {response.error.message}"
+        raise ProviderError(kind, message, status=200, request_id=request_id)
+    raise ProviderError(
+        ErrorKind.MALFORMED_RESPONSE,
+        f"response has status {response.status!r}",
+        status=200,
+        request_id=request_id,
+    )
+
+
+def _reasoning_text(output: Sequence[Any]) -> str | None:
+    """Reasoning summaries (and any reasoning content) kept apart from the answer."""
+    texts: list[str] = []
+    for item in output:
+        if item.type == "reasoning":
+            texts.extend(s.text for s in item.summary)
+            texts.extend(c.text for c in item.content or ())
+    return "\n\n".join(texts) if texts else None
+
+
+def _usage(usage: Any) -> Usage:
+    if usage is None:
+        return Usage()
+    out_details = usage.output_tokens_details
+    in_details = usage.input_tokens_details
+    return Usage(
+        input_tokens=usage.input_tokens or 0,
+        output_tokens=usage.output_tokens or 0,
+        reasoning_tokens=(out_details.reasoning_tokens or 0) if out_details else 0,
+        cached_input_tokens=(in_details.cached_tokens or 0) if in_details else 0,
+    )
