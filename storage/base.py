@@ -44,6 +44,10 @@ class Store(ABC):
     def exists(self, key: str) -> bool: ...
 
     @abstractmethod
+    def delete(self, key: str) -> None:
+        """Remove ``key`` (no error if absent). Only for quarantining undecodable records."""
+
+    @abstractmethod
     def list(self, prefix: str) -> list[str]:
         """All keys under ``prefix`` (recursive), relative to the root, sorted."""
 

@@ -79,6 +79,14 @@ class LocalStore(Store):
     def exists(self, key: str) -> bool:
         return os.path.isfile(self._path(key))
 
+    def delete(self, key: str) -> None:
+        try:
+            os.unlink(self._path(key))
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise StoreError(f"cannot delete {key!r} in {self.root}: {exc}") from exc
+
     def list(self, prefix: str) -> list[str]:
         base = norm_prefix(prefix)
         keys: list[str] = []

@@ -162,6 +162,10 @@ class S3Store(Store):
             self._check_bucket_once()
             return False
 
+    def delete(self, key: str) -> None:
+        with self._errors("delete", key):
+            self.client.delete_object(Bucket=self.bucket, Key=self._full(key))
+
     def list(self, prefix: str) -> list[str]:
         full = self.prefix + norm_prefix(prefix)
         cut = len(self.prefix)

@@ -1,0 +1,77 @@
+"""The completion record: one JSON object per work item, written once."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Any
+
+from providers.registry import ModelConfig
+from providers.types import ProviderError, ProviderResponse
+from tasks.work import WorkItem
+
+RECORD_VERSION = 1
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")
+
+
+def build_record(
+    item: WorkItem,
+    config: ModelConfig,
+    *,
+    response: ProviderResponse | None,
+    error: ProviderError | None,
+    attempts: int,
+    attempt_errors: list[ProviderError],
+    started: float,
+    finished: float,
+    latency_s: float | None,
+) -> dict[str, Any]:
+    """Everything about one call that a later reader needs. Never the API key."""
+    usage = asdict(response.usage) if response else None
+    # attempt_errors lists every failed attempt, the final one included when the call failed.
+    return {
+        "record_version": RECORD_VERSION,
+        "run_id": item.run_id,
+        "model": item.model,
+        "benchmark": item.benchmark,
+        "sample_id": item.sample_id,
+        "epoch": item.epoch,
+        "request_hash": item.request_hash,
+        "provider": config.provider,
+        "api_model": config.api_model,
+        "model_reported": response.model_reported if response else None,
+        "request": item.decoding.to_dict(),
+        "response": response.text if response else None,
+        "reasoning": response.reasoning_text if response else None,
+        "finish_reason": response.finish_reason if response else None,
+        "usage": usage,
+        "cost_usd": (
+            config.cost_usd(response.usage.input_tokens, response.usage.output_tokens)
+            if response
+            else 0.0
+        ),
+        "latency_s": latency_s,
+        "attempts": attempts,
+        "attempt_errors": [e.to_dict() for e in attempt_errors],
+        "request_id": (response.request_id if response else (error.request_id if error else None)),
+        "started_at": iso(started),
+        "finished_at": iso(finished),
+        "error": error.to_dict() if error else None,
+    }
+
+
+def encode_record(record: dict[str, Any]) -> bytes:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def decode_record(data: bytes) -> dict[str, Any] | None:
+    """None for a truncated or undecodable record (reported, then treated as missing)."""
+    try:
+        record = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return record if isinstance(record, dict) and "sample_id" in record else None

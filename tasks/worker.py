@@ -1,0 +1,183 @@
+"""The Ray actor that turns one work item into one stored completion record."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+
+from benchmarks.base import Part
+from providers.base import ProviderClient
+from providers.clients import make_client
+from providers.registry import ModelConfig
+from providers.retry import RetryPolicy, call_with_retries
+from providers.types import ErrorKind, ProviderError, ProviderResponse
+from storage import layout, open_store
+from tasks.limiter import get_or_create_limiter
+from tasks.records import build_record, encode_record
+from tasks.secrets import Secret
+from tasks.work import WorkItem
+
+log = logging.getLogger("evalfleet.worker")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the driver needs to know about one item (the record itself stays in the store)."""
+
+    model: str
+    benchmark: str
+    sample_id: str
+    epoch: int
+    status: str  # "ok" | "failed" | "exists" | "write_failed"
+    error_kind: str | None
+    attempts: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+
+
+def estimate_input_tokens(parts: list[Part]) -> int:
+    """A cheap estimate for the tokens-per-minute bucket, corrected after the call."""
+    total = 0
+    for part in parts:
+        total += len(part.text or "") // 4 if part.kind == "text" else 1000
+    return max(total, 1)
+
+
+@ray.remote(num_cpus=0)
+class CompletionWorker:
+    """Hosts provider clients for many concurrent calls (an async actor)."""
+
+    def __init__(
+        self,
+        store_url: str,
+        s3_endpoint_url: str | None,
+        models: dict[str, ModelConfig],
+        keys: dict[str, Secret],
+        retry: RetryPolicy,
+    ) -> None:
+        self._store = open_store(store_url, s3_endpoint_url=s3_endpoint_url)
+        self._models = models
+        self._keys = keys
+        self._retry = retry
+        self._clients: dict[str, ProviderClient] = {}
+        self._limiters: dict[str, Any] = {}
+        self._io = ThreadPoolExecutor(max_workers=32, thread_name_prefix="store")
+
+    def _client(self, model: str) -> ProviderClient:
+        client = self._clients.get(model)
+        if client is None:
+            client = make_client(self._models[model], self._keys[model].reveal())
+            self._clients[model] = client
+        return client
+
+    def _limiter(self, config: ModelConfig):
+        if config.rpm is None and config.tpm is None:
+            return None
+        limiter = self._limiters.get(config.id)
+        if limiter is None:
+            limiter = get_or_create_limiter(config.id, config.rpm, config.tpm)
+            self._limiters[config.id] = limiter
+        return limiter
+
+    async def run(self, item: WorkItem, parts: list[Part]) -> Outcome:
+        config = self._models[item.model]
+        client = self._client(item.model)
+        limiter = self._limiter(config)
+        estimate = estimate_input_tokens(parts) if config.tpm else 0
+        started = time.time()
+        latency: list[float] = []
+
+        async def attempt() -> ProviderResponse:
+            if limiter is not None:
+                wait = await limiter.acquire.remote(estimate)
+                if wait > 0:
+                    await asyncio.sleep(wait)
+            t0 = time.monotonic()
+            try:
+                return await client.complete(parts, item.decoding)
+            finally:
+                latency.append(time.monotonic() - t0)
+
+        async def on_error(exc: ProviderError) -> None:
+            if limiter is not None and exc.kind == ErrorKind.RATE_LIMITED:
+                limiter.rate_limited.remote(exc.retry_after_s)
+
+        response, error, attempted = await call_with_retries(
+            attempt, self._retry, on_error=on_error
+        )
+        finished = time.time()
+        if response is not None and not response.text.strip():
+            # Tokens were spent: keep the response (usage, finish reason) beside the error.
+            error = ProviderError(
+                ErrorKind.EMPTY_ANSWER,
+                f"empty answer (finish reason {response.finish_reason})",
+                request_id=response.request_id,
+            )
+        if limiter is not None and response is not None:
+            limiter.succeeded.remote()
+            if config.tpm:
+                used = response.usage.input_tokens + response.usage.output_tokens
+                limiter.settle.remote(used - estimate)
+        record = build_record(
+            item,
+            config,
+            response=response,
+            error=error,
+            attempts=attempted.attempts,
+            attempt_errors=attempted.errors,
+            started=started,
+            finished=finished,
+            latency_s=latency[-1] if latency else None,
+        )
+        if error is None:
+            key = item.key
+        else:
+            key = layout.failure_key(
+                item.run_id,
+                item.model,
+                item.benchmark,
+                item.sample_id,
+                item.epoch,
+                item.request_hash,
+                int(finished * 1000),
+            )
+        status = "ok" if error is None else "failed"
+        try:
+            loop = asyncio.get_running_loop()
+            written = await loop.run_in_executor(
+                self._io, self._store.put_if_absent, key, encode_record(record)
+            )
+            if not written:
+                status = "exists"
+        except Exception as exc:  # the item stays missing; the run reports it at the end
+            log.warning("checkpoint write failed for %s: %s", key, exc)
+            status = "write_failed"
+        usage = response.usage if response else None
+        return Outcome(
+            model=item.model,
+            benchmark=item.benchmark,
+            sample_id=item.sample_id,
+            epoch=item.epoch,
+            status=status,
+            error_kind=str(error.kind) if error else None,
+            attempts=attempted.attempts,
+            input_tokens=usage.input_tokens if usage else 0,
+            output_tokens=usage.output_tokens if usage else 0,
+            cost_usd=record["cost_usd"],
+        )
+
+    def ready(self) -> bool:
+        """Answered once the actor (and its process) is up: lets timing start after start-up."""
+        return True
+
+    async def close(self) -> None:
+        for client in self._clients.values():
+            await client.aclose()
+        self._clients.clear()

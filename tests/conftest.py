@@ -1,0 +1,57 @@
+"""Session-wide real components: one local Ray, one Prefect server, one demo dataset.
+
+Ray and the Prefect server each take 10-30 s to start on a 2-core machine, so every test
+shares one of each; subprocesses join them through RAY_ADDRESS and PREFECT_API_URL.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("RAY_ACCEPT_CLUSTER_AUTH_TOKEN", "1")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.setdefault("TQDM_DISABLE", "1")
+for _var in (
+    "RAY_ADDRESS",
+    "PREFECT_API_URL",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",
+    "EVALFLEET_SIMULATOR_URL",
+):
+    os.environ.pop(_var, None)
+
+
+@pytest.fixture(scope="session")
+def ray_address():
+    import ray
+
+    context = ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True)
+    yield context.address_info["gcs_address"]
+    ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def prefect_api_url():
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield PREFECT_API_URL.value()
+
+
+@pytest.fixture(scope="session")
+def demo_dataset(tmp_path_factory) -> str:
+    from benchmarks.demo_data import write_demo_dataset
+
+    return str(write_demo_dataset(tmp_path_factory.mktemp("data") / "zerobench"))
+
+
+@pytest.fixture(scope="session")
+def answer_key(demo_dataset, tmp_path_factory) -> Path:
+    from flows.demo import DEMO_BENCHMARKS, write_answer_key
+
+    path = tmp_path_factory.mktemp("answers") / "answers.jsonl"
+    return write_answer_key(demo_dataset, DEMO_BENCHMARKS, path)

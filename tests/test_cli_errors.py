@@ -1,0 +1,120 @@
+"""Bad input: one clear line, exit code 2, before any request and without touching the store."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from flows.cli import main
+from storage import layout
+
+
+@pytest.fixture
+def store(tmp_path):
+    return tmp_path / "runs"
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str]:
+    code = main(["run", *args])
+    err = capsys.readouterr().err.strip()
+    return code, err
+
+
+def test_unknown_provider(capsys, store, demo_dataset):
+    code, err = run_cli(capsys, "-m", "acme/model-1", "--store", str(store))
+    assert code == 2
+    assert err == (
+        "error: unknown provider 'acme' in model 'acme/model-1': use one of "
+        "openai, openai-compatible, anthropic, google"
+    )
+    assert not store.exists()
+
+
+def test_unknown_model(capsys, store):
+    code, err = run_cli(capsys, "-m", "openai/gpt-nonexistent", "--store", str(store))
+    assert code == 2
+    assert err == (
+        "error: unknown model 'openai/gpt-nonexistent': add it to deployments/models.yaml "
+        "(or use openai/sim-<accuracy> against the simulator)"
+    )
+
+
+def test_missing_api_key(capsys, store, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    code, err = run_cli(capsys, "-m", "openai/gpt-4o-2024-11-20", "--store", str(store))
+    assert code == 2
+    assert err == "error: missing API key for openai/gpt-4o-2024-11-20: set OPENAI_API_KEY"
+
+
+def test_simulated_model_needs_simulator_url(capsys, store):
+    code, err = run_cli(capsys, "-m", "openai/sim-0.5", "--store", str(store))
+    assert code == 2
+    assert "start `evalfleet simulate` and pass --simulator-url" in err
+
+
+def test_unreadable_dataset_path(capsys, store, tmp_path):
+    missing = tmp_path / "nope"
+    code, err = run_cli(
+        capsys,
+        "-m",
+        "openai/sim-0.5",
+        "--simulator-url",
+        "http://127.0.0.1:9",
+        "--dataset-path",
+        str(missing),
+        "--store",
+        str(store),
+    )
+    assert code == 2
+    assert err.startswith("error: ") and str(missing) in err
+    assert "\n" not in err
+    assert not store.exists()
+
+
+def test_invalid_request_values(capsys, store):
+    code, err = run_cli(capsys, "-m", "openai/sim-0.5", "--epochs", "0", "--store", str(store))
+    assert code == 2
+    assert err == "error: invalid request: epochs: Input should be greater than or equal to 1"
+
+
+def test_incompatible_run_id_is_refused_and_manifest_kept(capsys, store, demo_dataset):
+    from flows.plan import build_manifest, load_benchmarks, open_run, resolve_models
+    from flows.request import EvalRequest
+    from storage import open_store
+
+    base = dict(
+        models=["openai/sim-0.5"],
+        dataset_path=demo_dataset,
+        run_id="r1",
+        store=str(store),
+        simulator_url="http://127.0.0.1:9",
+    )
+    request = EvalRequest(**base)
+    target = open_store(str(store))
+    loaded = load_benchmarks(request)
+    open_run(target, build_manifest(request, "r1", resolve_models(request), loaded))
+    before = (store / layout.manifest_key("r1")).read_bytes()
+
+    code, err = run_cli(
+        capsys,
+        "-m",
+        "openai/sim-0.5",
+        "--dataset-path",
+        demo_dataset,
+        "--run-id",
+        "r1",
+        "--store",
+        str(store),
+        "--simulator-url",
+        "http://127.0.0.1:9",
+        "--epochs",
+        "3",
+    )
+    assert code == 2
+    assert err == (
+        "error: run id r1 already exists with a different request (epochs: 5 -> 3): pass the "
+        "same settings to resume it, or choose a new --run-id"
+    )
+    assert (store / layout.manifest_key("r1")).read_bytes() == before
+    assert json.loads(before)["identity"]["epochs"] == 5
