@@ -1,0 +1,42 @@
+"""Which models a provider offers now, through each SDK's list-models call."""
+
+from __future__ import annotations
+
+import anthropic
+import openai
+from google import genai
+from google.genai import types as genai_types
+
+from providers.registry import ConfigError
+
+
+async def list_provider_models(
+    provider: str, *, base_url: str | None, api_key: str, timeout_s: float = 30.0
+) -> list[str]:
+    """Model names (without the provider prefix) the provider lists, sorted."""
+    if provider in ("openai", "openai-compatible"):
+        client = openai.AsyncOpenAI(
+            api_key=api_key, base_url=base_url, max_retries=2, timeout=timeout_s
+        )
+        try:
+            names = [model.id async for model in client.models.list()]
+        finally:
+            await client.close()
+    elif provider == "anthropic":
+        client = anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, max_retries=2, timeout=timeout_s
+        )
+        try:
+            names = [model.id async for model in client.models.list(limit=1000)]
+        finally:
+            await client.close()
+    elif provider == "google":
+        options = genai_types.HttpOptions(
+            base_url=base_url, api_version="v1beta", timeout=int(timeout_s * 1000)
+        )
+        google_client = genai.Client(api_key=api_key, http_options=options)
+        pager = await google_client.aio.models.list()
+        names = [(model.name or "").removeprefix("models/") async for model in pager]
+    else:
+        raise ConfigError(f"cannot list the models of provider '{provider}'")
+    return sorted(n for n in names if n)
