@@ -185,6 +185,17 @@ def open_run(store: Store, manifest: dict[str, Any]) -> bool:
         return True
     existing = read_manifest(store, run_id) or {}
     check_identity(run_id, existing.get("identity", {}), manifest["identity"])
+    # Same question, maybe new inputs (dataset copy, template, code): record what this
+    # resume used, so aggregate and status rebuild the plan the completions answered.
+    updated = {
+        **existing,
+        "request": manifest["request"],
+        "datasets": manifest["datasets"],
+        "models": manifest["models"],
+        "code_version": manifest["code_version"],
+        "resumed_at": [*existing.get("resumed_at", []), manifest["created_at"]],
+    }
+    store.put(layout.manifest_key(run_id), json.dumps(updated, indent=2, sort_keys=True).encode())
     return False
 
 

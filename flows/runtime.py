@@ -12,6 +12,8 @@ def ensure_ray() -> None:
     if ray.is_initialized():
         return
     os.environ.setdefault("RAY_ACCEPT_CLUSTER_AUTH_TOKEN", "1")
+    # Under `uv run`, Ray would otherwise rebuild the environment for every worker.
+    os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
     address = os.environ.get("RAY_ADDRESS") or None
     kwargs = {} if address else {"include_dashboard": False}
     ray.init(

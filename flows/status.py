@@ -61,7 +61,7 @@ def list_runs(store_url: str, *, s3_endpoint_url: str | None = None) -> str:
             rows.append(progress)
     if not rows:
         return f"no runs in {store.describe()}"
-    return pd.DataFrame(rows).to_markdown(index=False)
+    return pd.DataFrame(rows, dtype=object).to_markdown(index=False, missingval="?")
 
 
 def run_status(

@@ -46,3 +46,8 @@ def print_summary(result: dict[str, Any]) -> None:
     print(result["markdown"])
     if result.get("missing"):
         print(f"{result['missing']} items have no completion yet: re-run with the same --run-id")
+    if result.get("unreadable"):
+        print(
+            f"{result['unreadable']} stored records are undecodable and count as missing: "
+            f"`evalfleet status {result['run_id']} --quarantine` sets them aside for a resume"
+        )

@@ -6,8 +6,9 @@ with the zerobench-paper protocol (6 epochs), so N = Q * 6 * M items.
 
 Figures (last line):
   items_per_s            items / wall time of the generate phase (dispatch to last checkpoint)
-  overhead_ms_per_item   in_flight * wall / N - latency: the time each in-flight slot spends
-                         on an item beyond the simulated latency (0 would be a perfect pipeline)
+  overhead_ms_per_item   (wall - ideal) / N, where ideal = N * latency / in_flight is the time a
+                         perfect pipeline bound only by latency and concurrency would take:
+                         the wall time each item costs beyond that ideal
 
 Usage: python perf/throughput.py [--questions 500] [--models 2] [--latency-ms 200]
                                  [--in-flight 256] [--workers 2]
@@ -98,7 +99,8 @@ def main() -> None:
     items = result["submitted"]
     wall = result["elapsed_s"]
     rate = items / wall
-    overhead_ms = (args.in_flight * wall / items - args.latency_ms / 1000) * 1000
+    ideal = items * (args.latency_ms / 1000) / args.in_flight
+    overhead_ms = (wall - ideal) / items * 1000
     print(
         f"items={items} generate_s={wall:.2f} flow_total_s={total:.2f} "
         f"in_flight={args.in_flight} latency_ms={args.latency_ms:.0f} statuses={result['statuses']}"

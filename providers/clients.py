@@ -1,24 +1,34 @@
-"""Pick the client class for a model's wire API."""
+"""Pick the client class for a model's wire API.
+
+Each SDK is imported only when a model of its API is used: importing all three costs a
+worker process about four seconds of start-up.
+"""
 
 from __future__ import annotations
 
-from providers.anthropic_messages import AnthropicMessagesClient
+from importlib import import_module
+
 from providers.base import ProviderClient
-from providers.google_genai import GoogleGenAIClient
-from providers.openai_chat import OpenAIChatClient
-from providers.openai_responses import OpenAIResponsesClient
 from providers.registry import ConfigError, ModelConfig
 
-CLIENTS: dict[str, type[ProviderClient]] = {
-    "chat": OpenAIChatClient,
-    "responses": OpenAIResponsesClient,
-    "messages": AnthropicMessagesClient,
-    "generate_content": GoogleGenAIClient,
+CLIENTS: dict[str, str] = {
+    "chat": "providers.openai_chat:OpenAIChatClient",
+    "responses": "providers.openai_responses:OpenAIResponsesClient",
+    "messages": "providers.anthropic_messages:AnthropicMessagesClient",
+    "generate_content": "providers.google_genai:GoogleGenAIClient",
 }
 
 
+def client_class(api: str) -> type[ProviderClient] | None:
+    target = CLIENTS.get(api)
+    if target is None:
+        return None
+    module, _, name = target.partition(":")
+    return getattr(import_module(module), name)
+
+
 def make_client(config: ModelConfig, api_key: str) -> ProviderClient:
-    client_class = CLIENTS.get(config.api)
-    if client_class is None:
+    cls = client_class(config.api)
+    if cls is None:
         raise ConfigError(f"model {config.id} has api '{config.api}', which has no client")
-    return client_class(config, api_key)
+    return cls(config, api_key)

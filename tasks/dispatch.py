@@ -45,7 +45,7 @@ def dispatch(
                     continue
                 item = queue.popleft()
                 ref = next(worker_cycle).run.remote(
-                    item, parts_refs[(item.benchmark, item.sample_id)]
+                    item, [parts_refs[(item.benchmark, item.sample_id)]]
                 )
                 pending[ref] = model
                 in_flight_per_model[model] += 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,7 @@ from tasks.secrets import Secret
 from tasks.work import WorkItem
 
 log = logging.getLogger("evalfleet.worker")
+PARTS_CACHE_SIZE = 512
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,7 @@ class CompletionWorker:
         self._clients: dict[str, ProviderClient] = {}
         self._limiters: dict[str, Any] = {}
         self._io = ThreadPoolExecutor(max_workers=32, thread_name_prefix="store")
+        self._parts_cache: OrderedDict[Any, list[Part]] = OrderedDict()
 
     def _client(self, model: str) -> ProviderClient:
         client = self._clients.get(model)
@@ -86,7 +89,25 @@ class CompletionWorker:
             self._limiters[config.id] = limiter
         return limiter
 
-    async def run(self, item: WorkItem, parts: list[Part]) -> Outcome:
+    async def _parts(self, holder: list[Any]) -> list[Part]:
+        """A sample's parts, fetched from the object store once per worker, not once per call.
+
+        The ObjectRef comes wrapped in a list so Ray does not resolve it for every call: a
+        ZeroBench image can be megabytes, and each sample is asked for epochs x models times.
+        """
+        ref = holder[0]
+        parts = self._parts_cache.get(ref)
+        if parts is None:
+            parts = await ref
+            self._parts_cache[ref] = parts
+            if len(self._parts_cache) > PARTS_CACHE_SIZE:
+                self._parts_cache.popitem(last=False)
+        else:
+            self._parts_cache.move_to_end(ref)
+        return parts
+
+    async def run(self, item: WorkItem, parts_holder: list[Any]) -> Outcome:
+        parts = await self._parts(parts_holder)
         config = self._models[item.model]
         client = self._client(item.model)
         limiter = self._limiter(config)

@@ -1,0 +1,304 @@
+"""How long planning a resume takes when a run already holds 100,000 completions.
+
+Builds the work items of a synthetic run with the real planner (`flows.plan.build_items`:
+real keys and request hashes; default 2 models x 1 benchmark x 10,000 samples x 5 epochs =
+100,000 items), stores one small record per item in a local store and on a moto S3 server on
+127.0.0.1, then times:
+
+  plan_s_local    flows.plan.reconcile(local store, all items) + todo (what remains)
+  plan_s_s3       the same against the S3 store, over HTTP with boto3
+  list_floor_s3   one bare paginated list_objects_v2 of the run's completions prefix with a
+                  plain boto3 client, same server, same process (no parsing, no sorting)
+
+Each figure is the best of --repeat rounds; in each S3 round the bare listing and the plan run
+back to back, so both see the same server state. Setup is not timed: the local records are
+written with put_many_if_absent; the S3 objects are created straight in the backend of the moto
+server, which runs in a child process (100,000 PUTs over HTTP would take many minutes and
+measure moto, not the planner). moto answers each listing page by sorting every key under the
+prefix, so one listing of 100,000 keys takes about a minute: the whole script ~5 minutes.
+Progress goes to stdout; the last line is
+`plan_s_local=<x> plan_s_s3=<y> list_floor_s3=<z> objects=<n>`.
+
+Usage: python perf/resume.py [--samples 10000] [--models 2] [--epochs 4] [--repeat 2]
+                             [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pickle
+import pstats
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from storage.base import Store  # noqa: E402
+
+RUN_ID = "perf-resume"
+BUCKET = "evalfleet-perf"
+PREFIX = "team/runs"
+
+
+def say(message: str) -> None:
+    print(message, flush=True)
+
+
+def synthetic_items(samples: int, models: int, epochs: int):
+    from benchmarks.base import Part, Sample
+    from benchmarks.registry import get_task
+    from flows import plan as planning
+    from flows.request import EvalRequest
+
+    request = EvalRequest(
+        models=[f"openai/sim-0.{3 + i % 6}-m{i}" for i in range(models)],
+        benchmarks=["zerobench"],
+        epochs=epochs,
+        run_id=RUN_ID,
+        simulator_url="http://127.0.0.1:9",  # never contacted: nothing is requested
+    )
+    configs = planning.resolve_models(request)
+    loaded = planning.Loaded(
+        tasks={"zerobench": get_task("zerobench")},
+        samples={
+            "zerobench": [
+                Sample(
+                    id=str(i + 1),
+                    parts=[Part.of_text(f"Synthetic question {i + 1}: what is {i} mod 97?")],
+                    target=str(i % 97),
+                    group_id=str(i + 1),
+                )
+                for i in range(samples)
+            ]
+        },
+        revisions={"zerobench": "synthetic:perf-resume"},
+    )
+    return planning.build_items(request, RUN_ID, configs, loaded)
+
+
+def record_bytes(item) -> bytes:
+    from tasks.records import encode_record
+
+    return encode_record(
+        {
+            "record_version": 1,
+            "run_id": item.run_id,
+            "model": item.model,
+            "benchmark": item.benchmark,
+            "sample_id": item.sample_id,
+            "epoch": item.epoch,
+            "request_hash": item.request_hash,
+            "response": "So the final answer is {7}",
+            "error": None,
+        }
+    )
+
+
+def plan(store, items) -> tuple[float, Counter, int]:
+    from flows import plan as planning
+
+    started = time.perf_counter()
+    reconciled = planning.reconcile(store, RUN_ID, items)
+    todo = reconciled.todo(items)
+    elapsed = time.perf_counter() - started
+    return elapsed, Counter(reconciled.state.values()), len(todo)
+
+
+def bare_listing(client, prefix: str) -> tuple[float, int]:
+    started = time.perf_counter()
+    keys: list[str] = []
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
+        keys.extend(obj["Key"] for obj in page.get("Contents", ()))
+    return time.perf_counter() - started, len(keys)
+
+
+def check(label: str, states: Counter, todo: int, n: int) -> None:
+    if dict(states) != {"done": n} or todo:
+        raise SystemExit(f"{label}: expected {n} done and nothing to do, got {dict(states)}")
+
+
+def serve_s3(objects_file: str) -> None:
+    """Child process: a moto S3 server holding the objects of `objects_file` (a pickled
+    {key: body}), created straight in its backend. Prints `READY <endpoint>`, then serves until
+    stdin closes. A process of its own, so that neither the server's CPU nor its ~100,000
+    objects (which every garbage collection would walk) weigh on the timed planner."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.s3.models import s3_backends
+
+    from tests.s3_server import MotoS3Server
+
+    with open(objects_file, "rb") as f:
+        objects = pickle.load(f)
+    server = MotoS3Server()
+    server.start()
+    try:
+        server.create_bucket(BUCKET)
+        backend = s3_backends[DEFAULT_ACCOUNT_ID]["global"]
+        for key, body in objects.items():
+            backend.put_object(BUCKET, key, body, disable_notification=True)
+        del objects
+        print(f"READY {server.endpoint}", flush=True)
+        sys.stdin.read()
+    finally:
+        server.stop()
+
+
+class ListedKeys(Store):
+    """One listing served from memory: the planner's own cost, without any I/O."""
+
+    url = "memory:"
+
+    def __init__(self, keys: list[str]) -> None:
+        self.keys = keys
+
+    def list(self, prefix: str) -> list[str]:
+        return self.keys
+
+    def describe(self) -> str:
+        return "keys in memory"
+
+    def put_if_absent(self, key: str, data: bytes) -> bool:
+        raise NotImplementedError
+
+    def put(self, key: str, data: bytes) -> None:
+        raise NotImplementedError
+
+    def get(self, key: str) -> bytes | None:
+        raise NotImplementedError
+
+    def exists(self, key: str) -> bool:
+        raise NotImplementedError
+
+    def delete(self, key: str) -> None:
+        raise NotImplementedError
+
+    def list_dirs(self, prefix: str) -> list[str]:
+        raise NotImplementedError
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--samples", type=int, default=10_000)
+    parser.add_argument("--models", type=int, default=2)
+    parser.add_argument("--epochs", type=int, default=4, help="sampled epochs (+1 greedy)")
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--profile", action="store_true", help="profile one S3 plan")
+    parser.add_argument("--serve-s3", metavar="FILE", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    from tests.s3_server import FAKE_AWS_ENV
+
+    os.environ.update(FAKE_AWS_ENV)
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE"):
+        os.environ.pop(name, None)
+    if args.serve_s3:
+        serve_s3(args.serve_s3)
+        return
+
+    import boto3
+    from botocore.config import Config
+
+    from storage import LocalStore, layout, open_store
+
+    t0 = time.perf_counter()
+    items = synthetic_items(args.samples, args.models, args.epochs)
+    n = len(items)
+    say(f"built {n} work items in {time.perf_counter() - t0:.2f} s")
+    bodies = {item.key: record_bytes(item) for item in items}
+
+    work = Path(tempfile.mkdtemp(prefix="evalfleet-perf-resume-"))
+    child: subprocess.Popen[str] | None = None
+    try:
+        local = LocalStore(work / "runs")
+        t0 = time.perf_counter()
+        written = local.put_many_if_absent(bodies)
+        assert all(written.values())
+        os.sync()  # a resume reads records written long ago, not ones still being written back
+        say(f"local: wrote {n} records under {local.root} in {time.perf_counter() - t0:.1f} s")
+
+        t0 = time.perf_counter()
+        objects_file = work / "objects.pickle"
+        with objects_file.open("wb") as f:
+            pickle.dump({f"{PREFIX}/{k}": v for k, v in bodies.items()}, f)
+        child = subprocess.Popen(
+            [sys.executable, __file__, "--serve-s3", str(objects_file)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        ready = child.stdout.readline().split()
+        if ready[:1] != ["READY"]:
+            raise SystemExit("the S3 server process did not start")
+        endpoint = ready[1]
+        say(f"s3: moto server at {endpoint} holds {n} objects ({time.perf_counter() - t0:.1f} s)")
+        s3 = open_store(f"s3://{BUCKET}/{PREFIX}", s3_endpoint_url=endpoint)
+        some = items[n // 2]
+        assert s3.get(some.key) == bodies[some.key]  # over HTTP, as the planner will read
+        del bodies
+        client = boto3.client(
+            "s3", endpoint_url=endpoint, config=Config(s3={"addressing_style": "path"})
+        )
+        prefix = f"{PREFIX}/{layout.completions_prefix(RUN_ID)}"
+
+        # The local rounds first: right after a minute of S3 listing the local plan was seen
+        # to run up to 2x slower once (on a 2-core machine the server process and the kernel's
+        # writeback compete with it).
+        local_times, s3_times, floor_times = [], [], []
+        for round_ in range(1, args.repeat + 1):
+            elapsed, states, todo = plan(local, items)
+            check("local", states, todo, n)
+            local_times.append(elapsed)
+            say(f"round {round_}: plan local {elapsed:.2f} s")
+        for round_ in range(1, args.repeat + 1):
+            floor, listed = bare_listing(client, prefix)
+            if listed != n:
+                raise SystemExit(f"the bare listing found {listed} objects, not {n}")
+            floor_times.append(floor)
+            elapsed, states, todo = plan(s3, items)
+            check("s3", states, todo, n)
+            s3_times.append(elapsed)
+            say(f"round {round_}: plan s3 {elapsed:.2f} s, bare s3 listing {floor:.2f} s")
+
+        # What the plan adds to the listing: the planner's own work on the same keys, no I/O.
+        keys = local.list(layout.completions_prefix(RUN_ID))
+        cpu, states, todo = plan(ListedKeys(keys), items)
+        check("memory", states, todo, n)
+        t0 = time.perf_counter()
+        for key in keys:
+            layout.parse_completion_key(RUN_ID, key)
+        parse = time.perf_counter() - t0
+        say(
+            f"planner without I/O (reconcile + todo over {len(keys)} listed keys): {cpu:.2f} s, "
+            f"of which parse_completion_key {parse:.2f} s"
+        )
+        if args.profile:
+            profiler = cProfile.Profile()
+            profiler.enable()
+            plan(s3, items)
+            profiler.disable()
+            out = io.StringIO()
+            pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(15)
+            say(out.getvalue())
+    finally:
+        if child is not None:
+            child.stdin.close()
+            child.wait(timeout=60)
+        shutil.rmtree(work, ignore_errors=True)
+
+    print(
+        f"plan_s_local={min(local_times):.3f} plan_s_s3={min(s3_times):.3f} "
+        f"list_floor_s3={min(floor_times):.3f} objects={n}",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    main()

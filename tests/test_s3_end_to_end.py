@@ -1,0 +1,206 @@
+"""The same evaluate + aggregate run on the local store and on S3 gives the same tables.
+
+S3 is a real moto server on 127.0.0.1 (tests/s3_server.py), reached over HTTP by boto3. The S3
+run is driven from a child process: the Ray workers of the session cluster were started before
+this module set its (fake) AWS credentials, so they only get them as the job's runtime env,
+which a driver sets when it connects (the way `ray job submit --runtime-env-json` does).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import boto3
+import pandas as pd
+import pytest
+
+from flows import plan as planning
+from flows.pipeline import evaluate_and_aggregate
+from flows.request import EvalRequest
+from providers.simulator.process import start_simulator
+from storage import LocalStore, layout, open_store
+from tests.s3_server import FAKE_AWS_ENV, MotoS3Server, apply_fake_aws_env
+
+REPO = Path(__file__).resolve().parent.parent
+MODELS = ["openai/sim-0.3", "openai/sim-0.8"]
+RUN_ID = "e2e-s3"
+PREFIX = "team/evals"
+TOTAL = (4 + 11) * 6 * 2  # demo samples x epochs x models
+RESULTS = ["samples.parquet", "summary.csv", "summary.md", "summary.parquet"]
+
+DRIVER = """
+import json, sys
+from flows.pipeline import evaluate_and_aggregate
+from flows.request import EvalRequest
+result = evaluate_and_aggregate(EvalRequest.model_validate_json(sys.argv[1]))
+print("RESULT " + json.dumps(result))
+"""
+
+
+@pytest.fixture(scope="module")
+def moto_server() -> Iterator[MotoS3Server]:
+    with pytest.MonkeyPatch.context() as mp:
+        apply_fake_aws_env(mp)
+        server = MotoS3Server()
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+def job_env(ray_address: str, prefect_api_url: str) -> dict[str, str]:
+    """A driver's environment: join the session's Ray and Prefect, give workers the AWS env."""
+    job_config = {"runtime_env": {"env_vars": dict(FAKE_AWS_ENV)}}
+    return {
+        **os.environ,
+        **FAKE_AWS_ENV,
+        "RAY_ADDRESS": ray_address,
+        "PREFECT_API_URL": prefect_api_url,
+        "RAY_JOB_CONFIG_JSON_ENV_VAR": json.dumps(job_config),
+    }
+
+
+def drive(request: EvalRequest, env: dict[str, str]) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER, request.model_dump_json()],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert len(lines) == 1, done.stdout + done.stderr
+    return json.loads(lines[0][len("RESULT ") :])
+
+
+@pytest.fixture(scope="module")
+def both_runs(
+    moto_server, ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path_factory
+):
+    work = tmp_path_factory.mktemp("s3e2e")
+    bucket = f"evalfleet-e2e-{uuid.uuid4().hex[:8]}"
+    moto_server.create_bucket(bucket)
+    with start_simulator(answer_key, {"latency": {"ms": 5}}, work / "sim.jsonl") as sim:
+        common = dict(
+            models=MODELS,
+            dataset_path=demo_dataset,
+            run_id=RUN_ID,
+            simulator_url=sim.url,
+            workers=1,  # a worker actor takes ~6 s to start on 2 cores; one is plenty here
+        )
+        local_request = EvalRequest(**common, store=str(work / "runs"))
+        s3_request = EvalRequest(
+            **common, store=f"s3://{bucket}/{PREFIX}", s3_endpoint_url=moto_server.endpoint
+        )
+        local_result = evaluate_and_aggregate(local_request)
+        s3_result = drive(s3_request, job_env(ray_address, prefect_api_url))
+    return {
+        "work": work,
+        "bucket": bucket,
+        "local": (local_request, local_result),
+        "s3": (s3_request, s3_result),
+    }
+
+
+def expected_completion_keys(request: EvalRequest) -> list[str]:
+    configs = planning.resolve_models(request)
+    loaded = planning.load_benchmarks(request)
+    return sorted(item.key for item in planning.build_items(request, RUN_ID, configs, loaded))
+
+
+def table(store, name: str) -> pd.DataFrame:
+    data = store.get(f"{RUN_ID}/results/{name}")
+    assert data is not None, name
+    return pd.read_parquet(io.BytesIO(data))
+
+
+def test_tables_are_identical(both_runs, moto_server):
+    local = LocalStore(both_runs["local"][0].store)
+    s3_request = both_runs["s3"][0]
+    s3 = open_store(s3_request.store, s3_endpoint_url=moto_server.endpoint)
+
+    summary_local, summary_s3 = table(local, "summary.parquet"), table(s3, "summary.parquet")
+    assert len(summary_local) == 2 * 2 * 2  # models x splits x scoring modes
+    order = ["model", "split", "scoring"]
+    pd.testing.assert_frame_equal(
+        summary_local.sort_values(order).reset_index(drop=True),
+        summary_s3.sort_values(order).reset_index(drop=True),
+        check_exact=True,
+    )
+    samples_local, samples_s3 = table(local, "samples.parquet"), table(s3, "samples.parquet")
+    assert len(samples_local) == TOTAL * 2  # one row per scoring mode
+    order = ["model", "split", "sample_id", "epoch", "scoring"]
+    pd.testing.assert_frame_equal(
+        samples_local.sort_values(order).reset_index(drop=True),
+        samples_s3.sort_values(order).reset_index(drop=True),
+        check_exact=True,
+    )
+    # The text tables are byte for byte the same too, and the flows returned the same summary.
+    for name in ("summary.csv", "summary.md"):
+        assert local.get(f"{RUN_ID}/results/{name}") == s3.get(f"{RUN_ID}/results/{name}")
+    local_result, s3_result = both_runs["local"][1], both_runs["s3"][1]
+    assert s3_result["summary"] == local_result["summary"]
+    assert s3_result["markdown"] == local_result["markdown"]
+    assert (s3_result["missing"], s3_result["stale"], s3_result["unreadable"]) == (0, 0, 0)
+    assert s3_result["store"] == s3_request.store
+
+
+def test_bucket_holds_exactly_the_expected_keys(both_runs, moto_server):
+    local_request, _ = both_runs["local"]
+    expected = expected_completion_keys(local_request)
+    assert len(expected) == TOTAL
+    local_keys = LocalStore(local_request.store).list(RUN_ID)
+    assert local_keys == sorted(
+        [*expected, f"{RUN_ID}/manifest.json", *(f"{RUN_ID}/results/{n}" for n in RESULTS)]
+    )
+    # The raw bucket listing (boto3, paginated, no store code): the same relative keys under
+    # the prefix, and nothing else in the bucket.
+    client = boto3.client("s3", endpoint_url=moto_server.endpoint)
+    raw = [
+        obj["Key"]
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=both_runs["bucket"])
+        for obj in page.get("Contents", ())
+    ]
+    assert sorted(raw) == [f"{PREFIX}/{key}" for key in local_keys]
+
+
+def test_every_s3_record_is_complete_and_matches_its_key(both_runs, moto_server):
+    s3_request, _ = both_runs["s3"]
+    s3 = open_store(s3_request.store, s3_endpoint_url=moto_server.endpoint)
+    keys = s3.list(f"{RUN_ID}/completions")
+    blobs = s3.get_many(keys)
+    idents = Counter()
+    for key in keys:
+        record = json.loads(blobs[key])
+        name = layout.parse_completion_key(RUN_ID, key)
+        assert name is not None and not name.failed
+        assert (record["model"], record["benchmark"], record["sample_id"], record["epoch"]) == (
+            name.model,
+            name.benchmark,
+            name.sample_id,
+            name.epoch,
+        )
+        assert record["request_hash"].startswith(name.hash_prefix)
+        assert record["error"] is None and record["attempts"] == 1
+        idents[(name.model, name.benchmark, name.sample_id, name.epoch)] += 1
+    assert len(idents) == TOTAL and set(idents.values()) == {1}
+
+
+def test_simulator_answered_the_same_requests_for_both_stores(both_runs):
+    lines = [json.loads(x) for x in (both_runs["work"] / "sim.jsonl").read_text().splitlines()]
+    assert len(lines) == 2 * TOTAL
+    assert {line["status"] for line in lines} == {200}
+    per_request = Counter((line["model"], line["prompt_sha256"], line["seed"]) for line in lines)
+    assert len(per_request) == TOTAL
+    assert set(per_request.values()) == {2}  # once for the local run, once for the S3 run
