@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -56,30 +55,24 @@ def decoding_arguments(config: ModelConfig, decoding: Decoding) -> dict[str, Any
     return args
 
 
-# httpcore scans its whole connection pool on every request, so one client with hundreds of
-# connections spends milliseconds per call; a few smaller pools cut that by about a third.
-CONNECTION_SHARDS = 8
-
-
 class OpenAIChatClient(ProviderClient):
     def __init__(self, config: ModelConfig, api_key: str) -> None:
         super().__init__(config, api_key)
-        self._clients = [
-            openai.AsyncOpenAI(
-                api_key=api_key,
-                base_url=config.base_url,
-                max_retries=0,
-                timeout=config.timeout_s,
-            )
-            for _ in range(CONNECTION_SHARDS)
-        ]
-        self._next = itertools.cycle(self._clients)
+        # The SDK's aiohttp transport costs about a third less CPU per call than its default
+        # httpx2 one at hundreds of calls in flight (measured against the simulator).
+        self._client = openai.AsyncOpenAI(
+            api_key=api_key,
+            base_url=config.base_url,
+            max_retries=0,
+            timeout=config.timeout_s,
+            http_client=openai.DefaultAioHttpClient(timeout=config.timeout_s),
+        )
 
     async def complete(self, parts: Sequence[Part], decoding: Decoding) -> ProviderResponse:
         check_parts(self.config, parts)
         messages = [{"role": "user", "content": chat_content(parts)}]
         try:
-            raw = await next(self._next).chat.completions.with_raw_response.create(
+            raw = await self._client.chat.completions.with_raw_response.create(
                 model=self.config.api_model,
                 messages=messages,
                 **decoding_arguments(self.config, decoding),
@@ -121,8 +114,7 @@ class OpenAIChatClient(ProviderClient):
         )
 
     async def aclose(self) -> None:
-        for client in self._clients:
-            await client.close()
+        await self._client.close()
 
 
 def _usage(usage: Any) -> Usage:

@@ -27,6 +27,8 @@ class Store(ABC):
     """
 
     url: str
+    #: True when a write is a local file operation cheap enough to run on an event loop.
+    writes_are_local: bool = False
 
     @abstractmethod
     def put_if_absent(self, key: str, data: bytes) -> bool:

@@ -19,6 +19,8 @@ class LocalStore(Store):
     guarantees atomicity, which is what crash-resume needs on a healthy machine.
     """
 
+    writes_are_local = True
+
     def __init__(self, root: str | os.PathLike[str], *, fsync: bool = False) -> None:
         self.root = os.path.abspath(os.path.expanduser(os.fspath(root)))
         if os.path.exists(self.root) and not os.path.isdir(self.root):
@@ -28,6 +30,7 @@ class LocalStore(Store):
             )
         self.url = self.root
         self.fsync = fsync
+        self.writes_are_local = not fsync  # an fsync costs milliseconds: keep it off the loop
 
     def describe(self) -> str:
         return f"local directory {self.root}"

@@ -12,6 +12,8 @@ import signal
 import sys
 from typing import Any
 
+import uvloop
+
 from providers.simulator.answering import AnswerKey, AnswerKeyError
 from providers.simulator.config import (
     FAULT_KINDS,
@@ -115,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: cannot open log {args.log}: {err.strerror or err}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(_serve(server))
+        uvloop.run(_serve(server))  # the simulator must not be the bottleneck of a benchmark
     except OSError as err:
         print(f"error: cannot serve on {config.host}:{config.port}: {err}", file=sys.stderr)
         return 1
