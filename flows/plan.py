@@ -233,15 +233,17 @@ def reconcile(store: Store, run_id: str, items: list[WorkItem]) -> Reconciled:
     """Classify every item from one listing: done, failed (terminal error), stale or missing."""
     ok: dict[tuple[str, str, str, int], dict[str, str]] = defaultdict(dict)
     failed: dict[tuple[str, str, str, int], dict[str, str]] = defaultdict(dict)
-    for key in store.list(layout.completions_prefix(run_id)):
-        name = layout.parse_completion_key(run_id, key)
-        if name is None:
-            continue
-        ident = (name.model, name.benchmark, name.sample_id, name.epoch)
-        target = failed if name.failed else ok
-        previous = target[ident].get(name.hash_prefix)
-        if previous is None or key > previous:  # the latest failure wins (keys end in ms)
-            target[ident][name.hash_prefix] = key
+    # Pages are parsed while the store fetches the next ones (S3 listings are the slow part).
+    for page in store.iter_pages(layout.completions_prefix(run_id)):
+        for key in page:
+            name = layout.parse_completion_key(run_id, key)
+            if name is None:
+                continue
+            ident = (name.model, name.benchmark, name.sample_id, name.epoch)
+            target = failed if name.failed else ok
+            previous = target[ident].get(name.hash_prefix)
+            if previous is None or key > previous:  # the latest failure wins (keys end in ms)
+                target[ident][name.hash_prefix] = key
     reconciled = Reconciled(state={}, record_key={})
     for item in items:
         ident = item.identity()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
@@ -52,6 +52,10 @@ class Store(ABC):
     @abstractmethod
     def list(self, prefix: str) -> list[str]:
         """All keys under ``prefix`` (recursive), relative to the root, sorted."""
+
+    def iter_pages(self, prefix: str) -> Iterator[list[str]]:
+        """The keys of ``list(prefix)`` in pages, so a caller can work while the rest arrive."""
+        yield self.list(prefix)
 
     @abstractmethod
     def list_dirs(self, prefix: str) -> list[str]:

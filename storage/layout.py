@@ -13,6 +13,7 @@ that answered another request is never overwritten, only left aside.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -23,7 +24,8 @@ _NAME = re.compile(r"^(?P<epoch>\d+)\.(?P<hash>[0-9a-f]+)(?:\.failed-(?P<ms>\d+)
 
 
 segment = safe_segment
-unsegment = unsafe_segment
+# A resume parses every stored key; model and sample segments repeat across epochs.
+unsegment = functools.lru_cache(maxsize=1 << 16)(unsafe_segment)
 
 
 def manifest_key(run_id: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import mimetypes
 import os
+import queue
 import random
 import threading
 import time
@@ -181,6 +182,29 @@ class S3Store(Store):
                 )
         keys.sort()
         return keys
+
+    def iter_pages(self, prefix: str) -> Iterator[list[str]]:
+        """Pages in key order; the next page is fetched while the caller handles this one."""
+        pages: queue.Queue[list[str] | BaseException | None] = queue.Queue(maxsize=8)
+
+        def fetch() -> None:
+            full = self.prefix + norm_prefix(prefix)
+            cut = len(self.prefix)
+            try:
+                with self._errors("list", prefix):
+                    paginator = self.client.get_paginator("list_objects_v2")
+                    for page in paginator.paginate(Bucket=self.bucket, Prefix=full):
+                        contents = page.get("Contents", ())
+                        pages.put([o["Key"][cut:] for o in contents if not o["Key"].endswith("/")])
+                pages.put(None)
+            except BaseException as exc:  # handed to the consumer, raised there
+                pages.put(exc)
+
+        threading.Thread(target=fetch, name="s3-list", daemon=True).start()
+        while (item := pages.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
 
     def list_dirs(self, prefix: str) -> list[str]:
         full = self.prefix + norm_prefix(prefix)

@@ -187,6 +187,10 @@ def test_listing_beyond_one_s3_page(store: Store) -> None:
     assert store.put_many_if_absent(items, max_workers=32) == dict.fromkeys(items, True)
     assert store.list("run1/completions/m/zb/") == sorted(items)
     assert store.list_dirs("run1/completions/m/zb/") == sorted(str(i) for i in range(1500))
+    pages = list(store.iter_pages("run1/completions/"))
+    assert [key for page in pages for key in page] == sorted(items)
+    if store.url.startswith("s3://"):
+        assert [len(page) for page in pages] == [1000, 500]
     assert store.list("run1/completions/m/zb/1499") == ["run1/completions/m/zb/1499/0.json"]
 
 
