@@ -43,7 +43,13 @@ def write_tables(
 def print_summary(result: dict[str, Any]) -> None:
     print()
     print(f"run {result['run_id']} — results in {result['store']}/{result['run_id']}/results/")
-    print(result["markdown"])
+    summary = pd.DataFrame(result["summary"])
+    if summary.empty:
+        print(summary_markdown(summary))
+    else:  # one table per split, e.g. ZeroBench's main questions and its subquestions
+        for split, rows in summary.groupby("split", sort=False):
+            print(f"\n{split}")
+            print(summary_markdown(rows.reset_index(drop=True)))
     if result.get("missing"):
         print(f"{result['missing']} items have no completion yet: re-run with the same --run-id")
     if result.get("unreadable"):
