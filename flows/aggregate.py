@@ -10,7 +10,6 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows import plan as planning
-from flows.request import EvalRequest
 from flows.scoring import score_run
 from flows.tables import summary_markdown, write_tables
 from storage import open_store
@@ -21,17 +20,8 @@ from tasks.records import decode_record
 def load_records(run_id: str, store_url: str, s3_endpoint_url: str | None):
     logger = get_run_logger()
     store = open_store(store_url, s3_endpoint_url=s3_endpoint_url)
-    manifest = planning.read_manifest(store, run_id)
-    if manifest is None:
-        raise planning.RunError(
-            f"no run '{run_id}' in {store.describe()}: `evalfleet runs --store {store_url}` "
-            "lists the runs there"
-        )
-    request = EvalRequest(**manifest["request"])
-    configs = planning.resolve_models(request)
-    loaded = planning.load_benchmarks(request)
-    items = planning.build_items(request, run_id, configs, loaded)
-    reconciled = planning.reconcile(store, run_id, items)
+    run = planning.load_run(store, run_id)
+    request, loaded, reconciled = run.request, run.loaded, run.reconciled
     blobs = store.get_many(list(reconciled.record_key.values()))
     records: dict[tuple[str, str, str, int], dict[str, Any]] = {}
     unreadable = 0

@@ -272,3 +272,27 @@ def precheck(request: EvalRequest, store: Store) -> None:
     existing = read_manifest(store, run_id)
     if existing is not None:
         check_identity(run_id, existing.get("identity", {}), request.identity())
+
+
+@dataclass
+class StoredRun:
+    """A run rebuilt from its manifest: the plan its completions answered, and their state."""
+
+    request: EvalRequest
+    loaded: Loaded
+    items: list[WorkItem]
+    reconciled: Reconciled
+
+
+def load_run(store: Store, run_id: str) -> StoredRun:
+    """Rebuild a stored run's plan (for aggregate and status), or say how to find runs."""
+    manifest = read_manifest(store, run_id)
+    if manifest is None:
+        raise RunError(
+            f"no run '{run_id}' in {store.describe()}: `evalfleet runs --store {store.url}` "
+            "lists the runs there"
+        )
+    request = EvalRequest(**manifest["request"])
+    loaded = load_benchmarks(request)
+    items = build_items(request, run_id, resolve_models(request), loaded)
+    return StoredRun(request, loaded, items, reconcile(store, run_id, items))

@@ -80,17 +80,7 @@ def run_status(
     from tasks.records import decode_record
 
     store = open_store(store_url, s3_endpoint_url=s3_endpoint_url)
-    manifest = planning.read_manifest(store, run_id)
-    if manifest is None:
-        raise planning.RunError(
-            f"no run '{run_id}' in {store.describe()}: `evalfleet runs --store {store_url}` "
-            "lists the runs there"
-        )
-    request = EvalRequest(**manifest["request"])
-    configs = planning.resolve_models(request)
-    loaded = planning.load_benchmarks(request)
-    items = planning.build_items(request, run_id, configs, loaded)
-    reconciled = planning.reconcile(store, run_id, items)
+    reconciled = planning.load_run(store, run_id).reconciled
     blobs = store.get_many(list(reconciled.record_key.values()))
     bad: list[str] = []
     for ident, key in reconciled.record_key.items():
