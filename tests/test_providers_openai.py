@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import math
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -29,24 +28,20 @@ from providers.simulator import prompt_sha256, start_simulator_in_thread
 from providers.simulator.answering import reasoning_for
 from providers.simulator.process import SimulatorHandle
 from providers.simulator.samples import tiny_jpeg, tiny_png, tiny_wav
-from providers.types import Decoding, ErrorKind, ProviderError, ProviderResponse
+from providers.types import Decoding, ErrorKind, ProviderError
+from tests.provider_harness import (
+    UNKNOWN,
+    complete,
+    failure,
+    fault_rules,
+    log_for,
+    text_tokens,
+)
 
 IMAGE_TOKENS = 100
 AUDIO_TOKENS = 300
 REASONING_TOKENS = 40
-UNKNOWN = "I do not know. {unknown}"  # the simulator's answer to a prompt not in its key
-FAULTS: dict[str, dict[str, Any]] = {
-    "f500": {"http_500": 1.0},
-    "f503": {"http_503": 1.0},
-    "f529": {"http_529": 1.0},
-    "hang": {"hang": 1.0, "hang_s": 10},
-    "malformed": {"malformed_json": 1.0},
-    "empty": {"empty_content": 1.0},
-    "truncate": {"truncate": 1.0},
-    "r429": {"fail_first_n": 100, "fail_first_status": 429, "retry_after_ms": 30},
-    "flaky": {"fail_first_n": 2, "fail_first_status": 503},
-    "down": {"fail_first_n": 100, "fail_first_status": 500},
-}
+FAULTS = fault_rules(flaky_status=503)
 
 
 @pytest.fixture(scope="module")
@@ -65,38 +60,6 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatorHandle]:
 def model(sim: SimulatorHandle, name: str, **changes: Any) -> ModelConfig:
     config = resolve_model(f"openai/{name}", simulator_url=sim.url)
     return dataclasses.replace(config, **changes)
-
-
-async def _complete(config: ModelConfig, parts: list[Part], decoding: Decoding) -> ProviderResponse:
-    client = make_client(config, "sk-test")
-    try:
-        return await client.complete(parts, decoding)
-    finally:
-        await client.aclose()
-
-
-def complete(config: ModelConfig, parts: list[Part], decoding: Decoding) -> ProviderResponse:
-    return asyncio.run(_complete(config, parts, decoding))
-
-
-def failure(config: ModelConfig, parts: list[Part], decoding: Decoding) -> ProviderError:
-    with pytest.raises(ProviderError) as info:
-        complete(config, parts, decoding)
-    return info.value
-
-
-def log_for(sim: SimulatorHandle, api_model: str, count: int = 1) -> list[dict[str, Any]]:
-    """The model's log lines, waiting briefly for lines of requests the client gave up on."""
-    deadline = time.monotonic() + 3
-    while True:
-        entries = [e for e in sim.read_log() if e["model"] == api_model]
-        if len(entries) >= count or time.monotonic() > deadline:
-            return entries
-        time.sleep(0.05)
-
-
-def text_tokens(*texts: str) -> int:
-    return math.ceil(sum(len(t) for t in texts) / 4)
 
 
 def images() -> list[Part]:
