@@ -1,82 +1,44 @@
-"""The benchmark tasks a request can name, each a plain set of functions."""
+"""The benchmarks a request can name. Flows, the CLI and the simulator's answer keys ask
+this registry and nothing else; adding a benchmark is one line in BUILTIN (or a
+`register()` call)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+import re
 
-from benchmarks import omnibench, zerobench
-from benchmarks.base import Sample, Score
-from providers.registry import ConfigError
+from benchmarks.interface import Benchmark
+from benchmarks.omnibench import OMNIBENCH
+from benchmarks.zerobench import ZEROBENCH, ZEROBENCH_SUBQUESTIONS
+from core.types import ConfigError
 
-
-@dataclass(frozen=True)
-class LoadOptions:
-    """How to load a benchmark: where from, how much, and what to send instead of media."""
-
-    dataset_path: str | None = None
-    limit: int | None = None
-    max_image_side: int | None = None
-    text_alternatives: frozenset[str] = field(default_factory=frozenset)  # "image", "audio"
+BUILTIN: tuple[Benchmark, ...] = (ZEROBENCH, ZEROBENCH_SUBQUESTIONS, OMNIBENCH)
+_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+_registry: dict[str, Benchmark] = {b.name: b for b in BUILTIN}
 
 
-@dataclass(frozen=True)
-class BenchmarkTask:
-    """One evaluable task: how to load it, how to score it, what the simulator needs."""
-
-    name: str
-    family: str
-    load: Callable[[LoadOptions], list[Sample]]
-    score: Callable[[str, Sample], list[Score]]
-    revision: Callable[[str | None], str]
-    answer_key_entry: Callable[[Sample], dict[str, Any]]
-    grouped: bool = False
-    text_alternatives: frozenset[str] = frozenset()  # media kinds that have a text stand-in
+def register(benchmark: Benchmark) -> Benchmark:
+    """Add a benchmark (its name must be new and a valid store-key segment)."""
+    if not _NAME.match(benchmark.name):
+        raise ValueError(f"benchmark name {benchmark.name!r}: use lowercase letters, digits, _ -")
+    if benchmark.name in _registry and _registry[benchmark.name] is not benchmark:
+        raise ValueError(f"a benchmark named {benchmark.name!r} is already registered")
+    _registry[benchmark.name] = benchmark
+    return benchmark
 
 
-def _zerobench(split: str, grouped: bool) -> BenchmarkTask:
-    return BenchmarkTask(
-        name=split,
-        family="zerobench",
-        load=lambda o: zerobench.load_samples(
-            split, dataset_path=o.dataset_path, limit=o.limit, max_side=o.max_image_side
-        ),
-        score=lambda response, sample: zerobench.score(response, sample.target),
-        revision=zerobench.dataset_revision,
-        answer_key_entry=zerobench.answer_key_entry,
-        grouped=grouped,
-    )
+def unregister(name: str) -> None:
+    """Remove a registered benchmark (tests that register their own call this after)."""
+    _registry.pop(name, None)
 
 
-def _omnibench() -> BenchmarkTask:
-    return BenchmarkTask(
-        name="omnibench",
-        family="omnibench",
-        load=lambda o: omnibench.load_samples(
-            o.dataset_path,
-            o.limit,
-            use_image="image" not in o.text_alternatives,
-            use_audio="audio" not in o.text_alternatives,
-        ),
-        score=omnibench.score,
-        revision=omnibench.dataset_revision,
-        answer_key_entry=omnibench.answer_key_entry,
-        text_alternatives=frozenset({"image", "audio"}),
-    )
+def names() -> list[str]:
+    return list(_registry)
 
 
-TASKS: dict[str, BenchmarkTask] = {
-    "zerobench": _zerobench("zerobench", grouped=False),
-    "zerobench_subquestions": _zerobench("zerobench_subquestions", grouped=True),
-    "omnibench": _omnibench(),
-}
-
-
-def get_task(name: str) -> BenchmarkTask:
+def get(name: str) -> Benchmark:
     try:
-        return TASKS[name]
+        return _registry[name]
     except KeyError:
         raise ConfigError(
-            f"unknown benchmark '{name}': use one of {', '.join(sorted(TASKS))}"
+            f"unknown benchmark '{name}': use one of {', '.join(_registry)}"
         ) from None

@@ -1,74 +1,90 @@
-"""Flow `aggregate`: read a run's completions, score them, compute metrics, write tables."""
+"""Aggregating: read a run's records, score them, compute each benchmark's metrics, write
+versioned tables. `aggregate_run` is the work; the `aggregate` flow wraps it."""
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import Any
 
-from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from flows import plan as planning
-from flows.scoring import score_run
-from flows.tables import summary_markdown, write_tables
+from flows import runs
+from flows.logs import logger
 from storage import open_store
-from tasks.records import decode_record
 
 
-@task(name="load-records", cache_policy=NO_CACHE, persist_result=False)
-def load_records(run_id: str, store_url: str, s3_endpoint_url: str | None):
-    logger = get_run_logger()
-    store = open_store(store_url, s3_endpoint_url=s3_endpoint_url)
-    run = planning.load_run(store, run_id)
-    request, loaded, reconciled = run.request, run.loaded, run.reconciled
-    blobs = store.get_many(list(reconciled.record_key.values()))
-    records: dict[tuple[str, str, str, int], dict[str, Any]] = {}
-    unreadable = 0
-    for ident, key in reconciled.record_key.items():
-        record = decode_record(blobs.get(key) or b"")
-        if record is None:
-            unreadable += 1
-            continue
-        records[ident] = record
-    states = Counter(reconciled.state.values())
-    logger.info(
-        "run %s: %d records read (%d done, %d failed), %d stale, %d missing, %d unreadable",
+def aggregate_run(
+    run_id: str, store: str = "./runs", s3_endpoint_url: str | None = None
+) -> dict[str, Any]:
+    """Score every stored record of a run and write its tables under a new results version."""
+    from flows.scoring import score_run
+    from flows.tables import markdown, summaries, write_results
+
+    log = logger()
+    target = open_store(store, s3_endpoint_url=s3_endpoint_url)
+    run = runs.load_run(target, run_id)
+    states = Counter(run.answer_state.state.values())
+    unreadable = len(run.answer_state.undecodable) + len(run.judge_state.undecodable)
+    log.info(
+        "run %s: %d answers done, %d failed, %d stale, %d missing, %d unreadable",
         run_id,
-        len(records),
         states["done"],
         states["failed"],
         states["stale"],
         states["missing"],
         unreadable,
     )
-    return request, loaded, records, states, unreadable
-
-
-@flow(name="aggregate", log_prints=True)
-def aggregate(run_id: str, store: str = "./runs", s3_endpoint_url: str | None = None) -> dict:
-    """Score every stored completion of a run and write its result tables under results/."""
-    request, loaded, records, states, unreadable = load_records(run_id, store, s3_endpoint_url)
-    samples_df, summary_df = score_run(request, loaded, records)
-    target = open_store(store, s3_endpoint_url=s3_endpoint_url)
-    written = write_tables(target, run_id, samples_df, summary_df)
-    markdown = summary_markdown(summary_df)
-    try:
-        create_table_artifact(
-            table=summary_df.astype(object).where(summary_df.notna(), None).to_dict("records"),
-            key=f"summary-{run_id}".lower().replace("_", "-").replace(".", "-"),
-            description=f"evalfleet summary of run {run_id}",
-        )
-        create_markdown_artifact(markdown=markdown, description=f"evalfleet run {run_id}")
-    except Exception as exc:  # artifacts are a convenience; the tables are in the store
-        get_run_logger().warning("could not publish artifacts: %s", exc)
+    scored = score_run(run)
+    tables = summaries(scored, {name: d.benchmark for name, d in run.data.items()})
+    version, written = write_results(target, run_id, scored, tables)
+    judge_states = Counter(run.judge_state.state.values())
     return {
         "run_id": run_id,
         "store": store,
-        "summary": summary_df.astype(object).where(summary_df.notna(), None).to_dict("records"),
-        "markdown": markdown,
+        "version": version,
+        "summaries": {name: _records(t) for name, t in tables.items()},
+        "usage": _records(scored.usage),
+        "markdown": "\n\n".join(f"### {n}\n\n{markdown(t)}" for n, t in tables.items()),
         "written": written,
         "missing": states["missing"],
         "stale": states["stale"],
         "unreadable": unreadable,
+        "judgements": dict(judge_states),
     }
+
+
+def _records(frame) -> list[dict[str, Any]]:
+    return frame.astype(object).where(frame.notna(), None).to_dict("records")
+
+
+def publish_artifacts(result: dict[str, Any]) -> None:
+    """Tables in the Prefect UI (best effort: the tables are in the store either way)."""
+    from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+    run_id = result["run_id"]
+    try:
+        for name, records in result["summaries"].items():
+            key = f"summary-{run_id}-{name}".lower().replace("_", "-").replace(".", "-")
+            create_table_artifact(
+                table=records, key=key[:100], description=f"{name} summary of run {run_id}"
+            )
+        create_markdown_artifact(
+            markdown=result["markdown"] or "_no records scored yet_",
+            description=f"evalfleet run {run_id}",
+        )
+    except Exception as exc:
+        logger().warning("could not publish artifacts: %s", exc)
+
+
+@task(name="score-and-write-tables", cache_policy=NO_CACHE, persist_result=False)
+def aggregate_task(run_id: str, store: str, s3_endpoint_url: str | None) -> dict[str, Any]:
+    result = aggregate_run(run_id, store, s3_endpoint_url)
+    publish_artifacts(result)
+    return result
+
+
+@flow(name="aggregate", log_prints=True)
+def aggregate(run_id: str, store: str = "./runs", s3_endpoint_url: str | None = None) -> dict:
+    """Score every stored record of a run and write its result tables under results/."""
+    return aggregate_task(run_id, store, s3_endpoint_url)

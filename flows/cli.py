@@ -5,27 +5,31 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import types
+import typing
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import ValidationError
+
+from core.types import ConfigError, UsageError
+
+DEFAULT_STORE = "./runs"
 
 
 def user_errors() -> tuple[type[Exception], ...]:
     """Errors that mean "your input is wrong": shown as one line, no traceback."""
-    from benchmarks.zerobench import DatasetError
-    from flows.plan import RunError
-    from providers.registry import ConfigError
     from storage import StoreError
 
-    return (ConfigError, DatasetError, RunError, StoreError, ValidationError)
+    return (ConfigError, StoreError, ValidationError)
 
 
 def _model_limits(values: list[str] | None, flag: str) -> dict[str, int]:
     limits: dict[str, int] = {}
     for value in values or []:
         model, sep, number = value.rpartition("=")
-        if not sep or not number.isdigit():
-            raise SystemExit(f"error: {flag} takes MODEL=N, e.g. {flag} openai/gpt-4o=500")
+        if not sep or not model or not number.isdigit():
+            raise UsageError(f"{flag} takes MODEL=N, e.g. {flag} openai/gpt-4o=500 (got {value!r})")
         limits[model] = int(number)
     return limits
 
@@ -36,20 +40,85 @@ def _split_list(values: list[str] | None) -> list[str]:
 
 def _dataset_paths(values: list[str] | None) -> tuple[str | None, dict[str, str]]:
     """`PATH` applies to every benchmark; `BENCHMARK=PATH` to one."""
-    from benchmarks.registry import TASKS
+    from benchmarks import registry
 
     default: str | None = None
     per_benchmark: dict[str, str] = {}
     for value in values or []:
         name, sep, path = value.partition("=")
-        if sep and name in TASKS:
+        if sep and name in registry.names():
             per_benchmark[name] = path
         else:
             default = value
     return default, per_benchmark
 
 
+# --- benchmark options as flags ------------------------------------------------------------
+
+
+def option_flag(benchmark: str, field: str) -> str:
+    return f"--{benchmark.replace('_', '-')}-{field.replace('_', '-')}"
+
+
+def _option_dest(benchmark: str, field: str) -> str:
+    return f"bopt__{benchmark}__{field}"
+
+
+def _add_benchmark_options(parser: argparse.ArgumentParser) -> None:
+    """One flag per field of each registered benchmark's options (`--omnibench-...`)."""
+    from benchmarks import registry
+
+    for name in registry.names():
+        bench = registry.get(name)
+        fields = bench.options_model.model_fields
+        if not fields:
+            continue
+        group = parser.add_argument_group(f"{name} options", bench.description)
+        for field_name, info in fields.items():
+            kwargs: dict[str, Any] = {
+                "dest": _option_dest(name, field_name),
+                "default": None,
+                "help": info.description,
+            }
+            annotation = info.annotation
+            origin = typing.get_origin(annotation)
+            if annotation is bool:
+                kwargs.update(action="store_true", default=None)
+            elif origin is list:
+                kwargs.update(action="append", metavar="VALUE[,VALUE]")
+                (inner,) = typing.get_args(annotation)
+                if typing.get_origin(inner) is typing.Literal:
+                    kwargs["help"] += f" (repeatable; one of {', '.join(typing.get_args(inner))})"
+            elif origin is typing.Literal:
+                kwargs["choices"] = list(typing.get_args(annotation))
+            elif origin in (typing.Union, types.UnionType):
+                kwargs["metavar"] = "VALUE"
+            group.add_argument(option_flag(name, field_name), **kwargs)
+
+
+def _benchmark_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    from benchmarks import registry
+
+    options: dict[str, dict[str, Any]] = {}
+    for name in registry.names():
+        for field_name, info in registry.get(name).options_model.model_fields.items():
+            value = getattr(args, _option_dest(name, field_name), None)
+            if value is None:
+                continue
+            if typing.get_origin(info.annotation) is list:
+                value = _split_list(value)
+            options.setdefault(name, {})[field_name] = value
+    return options
+
+
+# --- run -----------------------------------------------------------------------------------
+
+
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    from benchmarks import registry
+    from benchmarks.protocols import PROTOCOLS
+
+    names = registry.names()
     p.add_argument(
         "--model",
         "-m",
@@ -63,34 +132,47 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         "-b",
         action="append",
         dest="benchmarks",
-        help="zerobench, zerobench_subquestions (default: both)",
+        metavar="NAME",
+        help=f"benchmark to run, repeatable: {', '.join(names)} "
+        "(default: zerobench and zerobench_subquestions)",
     )
     p.add_argument("--limit", type=int, help="first N samples of each benchmark")
     p.add_argument(
         "--dataset-path",
         action="append",
         metavar="[BENCHMARK=]PATH",
-        help="local dataset copy (save_to_disk dir or Parquet); "
+        help="local dataset copy (save_to_disk dir, Parquet file or dir); "
         "BENCHMARK=PATH for one benchmark only (repeatable)",
     )
     p.add_argument(
-        "--text-alternative",
-        action="append",
-        choices=["image", "audio"],
-        dest="text_alternatives",
-        help="send the benchmark's text stand-in instead of this media (OmniBench)",
+        "--protocol",
+        choices=list(PROTOCOLS),
+        help="epoch protocol (default: each benchmark's own): "
+        + "; ".join(f"{k}: {v}" for k, v in PROTOCOLS.items()),
     )
     p.add_argument(
-        "--protocol", choices=["zerobench-paper", "sampled-k"], default="zerobench-paper"
+        "--epochs",
+        type=int,
+        help="epochs; for zerobench-paper the sampled ones after the greedy one "
+        "(default: each benchmark's own, ZeroBench 5)",
     )
-    p.add_argument("--epochs", type=int, default=5, help="sampled epochs (default 5)")
-    p.add_argument("--temperature", type=float, default=0.7)
-    p.add_argument("--top-p", type=float, default=0.95)
+    p.add_argument("--temperature", type=float, default=0.7, help="of sampled epochs")
+    p.add_argument("--top-p", type=float, default=0.95, help="of sampled epochs")
     p.add_argument("--seed", type=int, default=42, help="base seed; epoch e uses seed+e")
     p.add_argument("--max-tokens", type=int, default=16000)
     p.add_argument("--max-image-side", type=int, help="downscale images (1024 = upstream)")
+    p.add_argument(
+        "--judge-model",
+        metavar="PROVIDER/MODEL",
+        help="LLM judge for benchmarks that have one (ZeroBench fallback parser, ...)",
+    )
     p.add_argument("--run-id", help="reuse to resume; default: a new timestamped id")
-    p.add_argument("--store", default="./runs", help="./runs (default) or s3://bucket/prefix")
+    p.add_argument(
+        "--extend",
+        action="store_true",
+        help="let an existing run id grow: more models or more epochs",
+    )
+    p.add_argument("--store", default=DEFAULT_STORE, help="./runs (default) or s3://bucket/prefix")
     p.add_argument("--s3-endpoint-url", default=os.environ.get("AWS_ENDPOINT_URL_S3"))
     p.add_argument(
         "--simulator-url",
@@ -99,7 +181,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--max-in-flight", type=int, default=256)
     p.add_argument("--workers", type=int, default=2, help="Ray worker actors")
-    p.add_argument("--max-attempts", type=int, default=6)
+    p.add_argument(
+        "--max-attempts", type=int, default=6, help="attempts per item (429s counted apart)"
+    )
     p.add_argument("--rpm", action="append", metavar="MODEL=N", help="requests/min limit")
     p.add_argument("--tpm", action="append", metavar="MODEL=N", help="tokens/min limit")
     p.add_argument(
@@ -107,18 +191,19 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="on resume, keep terminal errors instead of requesting them again",
     )
+    _add_benchmark_options(p)
 
 
 def request_from_args(args: argparse.Namespace):
     from flows.request import EvalRequest
 
     dataset_path, dataset_paths = _dataset_paths(args.dataset_path)
-    fields = dict(
+    fields: dict[str, Any] = dict(
         models=_split_list(args.models),
+        benchmark_options=_benchmark_options(args),
         limit=args.limit,
         dataset_path=dataset_path,
         dataset_paths=dataset_paths,
-        text_alternatives=args.text_alternatives or [],
         protocol=args.protocol,
         epochs=args.epochs,
         temperature=args.temperature,
@@ -126,7 +211,9 @@ def request_from_args(args: argparse.Namespace):
         base_seed=args.seed,
         max_tokens=args.max_tokens,
         max_image_side=args.max_image_side,
+        judge_model=args.judge_model,
         run_id=args.run_id,
+        extend=args.extend,
         store=args.store,
         s3_endpoint_url=args.s3_endpoint_url,
         simulator_url=args.simulator_url,
@@ -140,25 +227,26 @@ def request_from_args(args: argparse.Namespace):
     if benchmarks:
         fields["benchmarks"] = benchmarks
     if not fields["models"]:
-        raise SystemExit("error: no model given: pass --model provider/model (e.g. openai/sim-0.5)")
+        raise UsageError("no model given: pass --model provider/model (e.g. openai/sim-0.5)")
     request = EvalRequest(**fields)
     return request.model_copy(update={"run_id": request.resolved_run_id()})
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from flows.pipeline import run_pipeline
+    from flows.launch import run_request
+    from flows.tables import print_result
 
     request = request_from_args(args)
-    run_pipeline(request, retry_errors=not args.no_retry_errors)
+    args.run_id = request.run_id  # the resume hint names it even when it was generated
+    print_result(run_request(request, retry_errors=not args.no_retry_errors))
     return 0
 
 
 def cmd_aggregate(args: argparse.Namespace) -> int:
-    from flows.aggregate import aggregate
-    from flows.tables import print_summary
+    from flows.aggregate import aggregate_run
+    from flows.tables import print_result
 
-    result = aggregate(run_id=args.run_id, store=args.store, s3_endpoint_url=args.s3_endpoint_url)
-    print_summary(result)
+    print_result(aggregate_run(args.run_id, args.store, args.s3_endpoint_url))
     return 0
 
 
@@ -177,7 +265,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     )
     print(table.to_markdown(index=False))
     if bad:
-        action = "moved to quarantine/" if args.quarantine else "pass --quarantine to set aside"
+        action = "moved to quarantine/" if args.quarantine else "the next run moves them aside"
         print(f"{len(bad)} undecodable records count as missing ({action}):")
         for key in bad[:20]:
             print(f"  {key}")
@@ -192,9 +280,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from flows.demo import run_demo
+    from flows.tables import print_result
 
-    run_demo(store=args.store, run_id=args.run_id, s3_endpoint_url=args.s3_endpoint_url)
+    result = run_demo(store=args.store, run_id=args.run_id, s3_endpoint_url=args.s3_endpoint_url)
+    print_result(result)
     return 0
+
+
+def _store_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", default=DEFAULT_STORE, help="./runs (default) or s3://bucket/prefix")
+    p.add_argument("--s3-endpoint-url", default=os.environ.get("AWS_ENDPOINT_URL_S3"))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -204,29 +299,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="evaluate, then aggregate (resumes an existing --run-id)")
+    run = sub.add_parser(
+        "run",
+        help="evaluate, then aggregate (resumes an existing --run-id)",
+        description="Evaluate models on benchmarks, then write the tables. Ctrl-C stops "
+        "cleanly (exit 130) and keeps everything stored; run again with the same --run-id "
+        "to resume.",
+    )
     add_run_arguments(run)
     run.set_defaults(func=cmd_run)
 
     agg = sub.add_parser("aggregate", help="score a run and write its result tables")
     agg.add_argument("run_id")
-    agg.add_argument("--store", default="./runs")
-    agg.add_argument("--s3-endpoint-url", default=os.environ.get("AWS_ENDPOINT_URL_S3"))
+    _store_arguments(agg)
     agg.set_defaults(func=cmd_aggregate)
 
     runs = sub.add_parser("runs", help="list the runs in a store with their progress")
-    runs.add_argument("--store", default="./runs")
-    runs.add_argument("--s3-endpoint-url", default=os.environ.get("AWS_ENDPOINT_URL_S3"))
+    _store_arguments(runs)
     runs.set_defaults(func=cmd_runs)
 
     status = sub.add_parser("status", help="done / failed / stale / missing per model, benchmark")
     status.add_argument("run_id")
-    status.add_argument("--store", default="./runs")
-    status.add_argument("--s3-endpoint-url", default=os.environ.get("AWS_ENDPOINT_URL_S3"))
+    _store_arguments(status)
     status.add_argument(
         "--quarantine",
         action="store_true",
-        help="move undecodable records aside so a resume requests them again",
+        help="move undecodable records aside now (a resume also does it)",
     )
     status.set_defaults(func=cmd_status)
 
@@ -237,7 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.set_defaults(func=cmd_simulate)
 
     demo = sub.add_parser("demo", help="generate a small dataset, simulate two models, evaluate")
-    demo.add_argument("--store", default="./runs")
+    demo.add_argument("--store", default=DEFAULT_STORE)
     demo.add_argument("--run-id", default=None)
     demo.add_argument("--s3-endpoint-url", default=os.environ.get("AWS_ENDPOINT_URL_S3"))
     demo.set_defaults(func=cmd_demo)
@@ -246,10 +344,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def one_line(exc: BaseException) -> str:
     if isinstance(exc, ValidationError):
-        problems = [
-            f"{'.'.join(str(p) for p in err['loc']) or 'request'}: {err['msg']}"
-            for err in exc.errors()
-        ]
+        problems = []
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err["loc"]) or "request"
+            message = str(err.get("ctx", {}).get("error") or err["msg"])
+            problems.append(f"{where}: {message}")
         return "invalid request: " + "; ".join(problems)
     return " ".join(str(exc).split())
 
@@ -262,19 +361,36 @@ def quiet_defaults() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     quiet_defaults()
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a malformed flag (2)
+        return int(exc.code or 0)
+    from flows.outcome import Interrupted
+
     try:
         return args.func(args)
     except user_errors() as exc:
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
+    except Interrupted as exc:
+        from flows.interrupts import STOP
+        from flows.launch import resume_hint
+
+        print(f"{exc}", file=sys.stderr)
+        run_id = getattr(args, "run_id", None)
+        if run_id:
+            print(f"resume with: {resume_hint(run_id)}", file=sys.stderr)
+        return STOP.exit_code
     except KeyboardInterrupt:
-        print(
-            "interrupted: completions stored so far are kept; re-run with the same "
-            "--run-id to resume",
-            file=sys.stderr,
-        )
+        print("interrupted: everything stored so far is kept", file=sys.stderr)
         return 130
+    except RuntimeError as exc:
+        from flows.services import ServiceError
+
+        if not isinstance(exc, ServiceError):
+            raise
+        print(f"error: {one_line(exc)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

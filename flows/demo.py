@@ -7,23 +7,37 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.demo_data import write_demo_dataset
-from benchmarks.registry import LoadOptions, get_task
-from flows.pipeline import run_pipeline
+from benchmarks import registry
+from benchmarks.zerobench.demo import write_demo_dataset
 from flows.request import EvalRequest
 
 DEMO_MODELS = ["openai/sim-0.3", "openai/sim-0.7"]
 DEMO_BENCHMARKS = ["zerobench", "zerobench_subquestions"]
 
 
-def write_answer_key(dataset_path: str, benchmarks: list[str], path: Path) -> Path:
-    """The simulator's answer key: what each prompt's correct answer is."""
+def answer_key_lines(
+    dataset_path: str, benchmarks: list[str], options: dict[str, dict] | None = None
+) -> list[str]:
+    """The simulator's answer key for these benchmarks (and their judges), as JSONL lines."""
     lines = []
     for name in benchmarks:
-        task = get_task(name)
-        for sample in task.load(LoadOptions(dataset_path=dataset_path)):
-            lines.append(json.dumps(task.answer_key_entry(sample)))
-    path.write_text("\n".join(lines) + "\n")
+        bench = registry.get(name)
+        opts = bench.options((options or {}).get(name))
+        samples = bench.load(dataset_path, opts, None).samples
+        for sample in samples:
+            lines.extend(json.dumps(entry) for entry in bench.answer_key(sample, opts))
+        if bench.judge is not None:
+            lines.extend(json.dumps(entry) for entry in bench.judge.answer_key(samples, opts))
+    return lines
+
+
+def write_answer_key(
+    dataset_path: str,
+    benchmarks: list[str],
+    path: Path,
+    options: dict[str, dict] | None = None,
+) -> Path:
+    path.write_text("\n".join(answer_key_lines(dataset_path, benchmarks, options)) + "\n")
     return path
 
 
@@ -37,6 +51,7 @@ def run_demo(
 ) -> dict[str, Any]:
     import datasets
 
+    from flows.launch import run_request
     from providers.simulator.process import start_simulator
 
     datasets.disable_progress_bars()
@@ -54,10 +69,9 @@ def run_demo(
             models=DEMO_MODELS,
             benchmarks=DEMO_BENCHMARKS,
             dataset_path=dataset_path,
-            protocol="zerobench-paper",
             run_id=run_id,
             store=store,
             s3_endpoint_url=s3_endpoint_url,
             simulator_url=simulator.url,
         )
-        return run_pipeline(request)
+        return run_request(request)

@@ -1,127 +1,272 @@
-"""Flow `evaluate`: plan the run, skip what the store already holds, fan the rest out on Ray."""
+"""Evaluating: check everything, open the run, ask only what the store lacks, checkpoint every
+answer and judgement as it lands.
+
+The work is plain functions (`preflight`, `plan`, `generate`); the Prefect flow `evaluate`
+wraps them in two coarse tasks. The CLI runs the same functions without Prefect when the
+Prefect server goes away mid-run.
+"""
 
 from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-import ray
-from prefect import flow, get_run_logger, task
+from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
+from core.types import Part
 from flows import plan as planning
-from flows.progress import Progress
+from flows import runs
+from flows.interrupts import STOP
+from flows.logs import logger
 from flows.request import EvalRequest
-from flows.runtime import ensure_ray
 from providers.registry import ModelConfig
-from providers.retry import RetryPolicy
-from storage import open_store
-from tasks.dispatch import dispatch
+from storage import layout, open_store
+from storage.base import Store
+from tasks.secrets import Secret
 from tasks.work import WorkItem
-from tasks.worker import CompletionWorker
+
+DRAIN_S = 8.0  # how long calls in flight may take to land after a stop
+
+
+@dataclass
+class Prepared:
+    """A request that passed every check; nothing is written yet."""
+
+    request: EvalRequest
+    run_id: str
+    store: Store
+    configs: dict[str, ModelConfig]
+    keys: dict[str, Secret]
+    data: dict[str, planning.BenchmarkData]
+    manifest: dict[str, Any]
+
+    @property
+    def api_models(self) -> dict[str, str]:
+        return {m: c.api_model for m, c in self.configs.items()}
 
 
 @dataclass
 class RunPlan:
-    run_id: str
-    configs: dict[str, ModelConfig]
-    loaded: planning.Loaded
-    items: list[WorkItem]
+    prepared: Prepared
+    event: str  # new, resumed, extended
+    answers: list[WorkItem]
     todo: list[WorkItem]
-    reconciled: planning.Reconciled
-    new_run: bool
+    judge_todo: list[tuple[WorkItem, list[Part]]]
+    states: Counter[str]
+    judge_states: Counter[str] = field(default_factory=Counter)
+    quarantined: int = 0
 
 
-def prepare(request: EvalRequest, *, retry_errors: bool = True) -> RunPlan:
-    """Everything that can fail before money is spent: models, keys, data, modalities, run id."""
-    run_id = request.resolved_run_id()
+# Checks the CLI already ran in this process, reused by the flow it then starts.
+_checked: dict[str, Prepared] = {}
+
+
+def quick_checks(request: EvalRequest) -> tuple[Store, dict[str, ModelConfig]]:
+    """The checks that take milliseconds: models, keys, the store's writability."""
+    store = open_store(request.store, s3_endpoint_url=request.s3_endpoint_url)
     configs = planning.resolve_models(request)
     planning.collect_keys(configs)
-    loaded = planning.load_benchmarks(request)
-    planning.check_modalities(configs, loaded)
-    items = planning.build_items(request, run_id, configs, loaded)
-    store = open_store(request.store, s3_endpoint_url=request.s3_endpoint_url)
-    manifest = planning.build_manifest(request, run_id, configs, loaded)
-    new_run = planning.open_run(store, manifest)
-    reconciled = planning.reconcile(store, run_id, items)
-    todo = reconciled.todo(items, retry_errors=retry_errors)
-    return RunPlan(run_id, configs, loaded, items, todo, reconciled, new_run)
+    store.check_writable()
+    return store, configs
 
 
-@task(name="plan-run", cache_policy=NO_CACHE, persist_result=False)
-def plan_run(request: EvalRequest, retry_errors: bool = True) -> RunPlan:
-    logger = get_run_logger()
-    run_plan = prepare(request, retry_errors=retry_errors)
-    states = Counter(run_plan.reconciled.state.values())
-    logger.info(
-        "run %s (%s): %d items — %d done, %d failed, %d stale, %d missing; %d to request",
-        run_plan.run_id,
-        "new" if run_plan.new_run else "resumed",
-        len(run_plan.items),
+def preflight(request: EvalRequest) -> Prepared:
+    """Everything that can fail before money is spent: models, keys, the store, the data,
+    modalities, the run id. Writes nothing; every failure is one ConfigError line."""
+    run_id = request.resolved_run_id()
+    request = request.model_copy(update={"run_id": run_id})
+    store, configs = quick_checks(request)
+    keys = planning.collect_keys(configs)
+    data = planning.load_benchmarks(request)
+    planning.check_modalities(request, configs, data)
+    manifest = runs.build_manifest(request, run_id, configs, data)
+    runs.precheck_run(store, manifest, request.extend)
+    prepared = Prepared(request, run_id, store, configs, keys, data, manifest)
+    _checked[_cache_key(request)] = prepared
+    return prepared
+
+
+def _cache_key(request: EvalRequest) -> str:
+    return request.model_dump_json()
+
+
+def checked(request: EvalRequest) -> Prepared:
+    """The preflight of this request: the one the CLI just ran, or a fresh one."""
+    request = request.model_copy(update={"run_id": request.resolved_run_id()})
+    return _checked.pop(_cache_key(request), None) or preflight(request)
+
+
+def plan(prepared: Prepared, *, retry_errors: bool = True) -> RunPlan:
+    """Open (or resume) the run and find what is left to ask.
+
+    On a local store every record counted as done is read back; undecodable ones are moved
+    to quarantine/ and asked again. On S3 the listing's sizes catch empty records
+    (`evalfleet status` reads them all).
+    """
+    request, store, run_id = prepared.request, prepared.store, prepared.run_id
+    event = runs.open_run(store, prepared.manifest, prepared.data, request.extend)
+    answers = planning.answer_items(request, run_id, prepared.api_models, prepared.data)
+    judged = planning.judged_benchmarks(request, prepared.data)
+    stages = (layout.ANSWER, layout.JUDGE) if judged else (layout.ANSWER,)
+    listing = runs.list_records(store, run_id, stages)
+    read = store.writes_are_local
+    state = runs.reconcile(store, listing, answers, read=read)
+    if judged and not read:  # the judgements to plan need the stored answers' texts
+        keys = [k for a, k in state.record_key.items() if a.benchmark in judged]
+        blobs = store.get_many(keys)
+        state.records.update(
+            {k: r for k, b in blobs.items() if (r := runs.decode_record(b or b"")) is not None}
+        )
+    judge_items: list[tuple[WorkItem, list[Part]]] = []
+    for key, record_key in state.record_key.items():
+        record = state.records.get(record_key)
+        if key.benchmark not in judged or state.state[key] != "done" or record is None:
+            continue
+        made = planning.judge_item(
+            request, run_id, prepared.api_models, prepared.data[key.benchmark], key,
+            record_key, record.get("response") or "",
+        )
+        if made is not None:
+            judge_items.append(made)
+    judge_state = runs.reconcile(store, listing, [j for j, _ in judge_items], read=read)
+    bad = [*state.undecodable, *judge_state.undecodable]
+    runs.quarantine(store, run_id, bad)
+    wanted = {"missing", "stale", "failed"} if retry_errors else {"missing", "stale"}
+    return RunPlan(
+        prepared=prepared,
+        event=event,
+        answers=answers,
+        todo=state.todo(answers, retry_errors),
+        judge_todo=[(j, p) for j, p in judge_items if judge_state.state[j.key] in wanted],
+        states=Counter(state.state.values()),
+        judge_states=Counter(judge_state.state.values()),
+        quarantined=len(bad),
+    )
+
+
+def report_plan(run_plan: RunPlan) -> None:
+    log = logger()
+    states = run_plan.states
+    log.info(
+        "run %s (%s): %d answers — %d done, %d failed, %d stale, %d missing; %d to request",
+        run_plan.prepared.run_id,
+        run_plan.event,
+        len(run_plan.answers),
         states["done"],
         states["failed"],
         states["stale"],
         states["missing"],
         len(run_plan.todo),
     )
+    if run_plan.judge_states or run_plan.judge_todo:
+        log.info(
+            "judgements of stored answers: %d done, %d to request",
+            run_plan.judge_states["done"],
+            len(run_plan.judge_todo),
+        )
     if states["stale"]:
-        logger.warning(
-            "%d stored completions answered a different request (prompt, settings or dataset "
-            "revision changed): they are kept and requested again",
+        log.warning(
+            "%d stored answers were asked differently (prompt, settings or dataset changed): "
+            "they are kept and asked again",
             states["stale"],
         )
-    return run_plan
+    if run_plan.quarantined:
+        log.warning(
+            "%d stored records were undecodable: moved to quarantine/ and asked again",
+            run_plan.quarantined,
+        )
 
 
-@task(name="generate-completions", cache_policy=NO_CACHE, persist_result=False)
-def generate_completions(request: EvalRequest, run_plan: RunPlan) -> dict[str, Any]:
-    logger = get_run_logger()
-    if not run_plan.todo:
-        logger.info("nothing to request: every item already has a stored completion")
-        return {"submitted": 0, "statuses": {}, "elapsed_s": 0.0}
+def generate(run_plan: RunPlan) -> dict[str, Any]:
+    """Fan the remaining items out on Ray and collect their outcomes.
+
+    Answers of judged benchmarks come back with their text, and their judgements join the
+    queue at once. A stop request (first Ctrl-C or SIGTERM) ends submission; see `dispatch`.
+    """
+    import ray
+
+    from flows.progress import Progress
+    from flows.runtime import ensure_ray
+    from providers.retry import RetryPolicy
+    from tasks.dispatch import dispatch
+    from tasks.worker import CompletionWorker
+
+    prepared, request = run_plan.prepared, run_plan.prepared.request
+    log = logger()
+    total = len(run_plan.todo) + len(run_plan.judge_todo)
+    if not total:
+        log.info("nothing to request: every item already has a stored record")
+        return {"submitted": 0, "statuses": {}, "elapsed_s": 0.0, "stopped": False}
     ensure_ray()
-    keys = planning.collect_keys(run_plan.configs)
-    retry = RetryPolicy(max_attempts=request.max_attempts, max_total_s=request.max_retry_seconds)
+    retry = RetryPolicy(
+        max_attempts=request.max_attempts,
+        max_total_s=request.max_retry_seconds,
+        max_rate_limited_s=request.max_rate_limited_seconds,
+    )
     workers = [
         CompletionWorker.options(max_concurrency=max(64, request.max_in_flight)).remote(
-            request.store, request.s3_endpoint_url, run_plan.configs, keys, retry
+            prepared.store.url, request.s3_endpoint_url, prepared.configs, prepared.keys, retry
         )
         for _ in range(request.workers)
     ]
-    needed = {(item.benchmark, item.sample_id) for item in run_plan.todo}
+    needed = {(i.key.benchmark, i.key.sample_id) for i in run_plan.todo}
     parts_refs = {
-        (benchmark, sample.id): ray.put(sample.parts)
-        for benchmark, samples in run_plan.loaded.samples.items()
-        for sample in samples
-        if (benchmark, sample.id) in needed
+        (name, sample.id): ray.put(sample.parts)
+        for name, bench_data in prepared.data.items()
+        for sample in bench_data.samples
+        if (name, sample.id) in needed
     }
     ray.get([worker.ready.remote() for worker in workers])
+    done_before = len(run_plan.answers) - len(run_plan.todo) + run_plan.judge_states["done"]
     progress = Progress(
-        total=len(run_plan.items),
-        already_done=len(run_plan.items) - len(run_plan.todo),
-        description=f"evaluate {run_plan.run_id}",
+        total=done_before + total, already_done=done_before, description=f"run {prepared.run_id}"
     )
+
+    def follow_up(outcome):
+        if outcome.response is None or outcome.status != "ok":
+            return []
+        made = planning.judge_item(
+            request, prepared.run_id, prepared.api_models,
+            prepared.data[outcome.key.benchmark], outcome.key, outcome.store_key,
+            outcome.response,
+        )
+        if made is None:
+            return []
+        progress.grow(1)
+        return [made]
+
+    jobs = [(i, parts_refs[(i.key.benchmark, i.key.sample_id)]) for i in run_plan.todo]
     started = time.monotonic()
     try:
-        outcomes = dispatch(
-            run_plan.todo,
-            parts_refs,
+        dispatched = dispatch(
+            [*jobs, *run_plan.judge_todo],
             workers,
             max_in_flight=request.max_in_flight,
-            per_model_limit={m: c.max_concurrency for m, c in run_plan.configs.items()},
+            per_model_limit={m: c.max_concurrency for m, c in prepared.configs.items()},
             on_progress=progress.update,
+            follow_up=follow_up,
+            stop_requested=STOP.requested,
+            drain_s=DRAIN_S,
         )
     finally:
         progress.close()
-        ray.get([w.close.remote() for w in workers])
         for worker in workers:
             ray.kill(worker)
-    elapsed = time.monotonic() - started
+    return summarize_outcomes(dispatched, time.monotonic() - started)
+
+
+def summarize_outcomes(dispatched, elapsed: float) -> dict[str, Any]:
+    log = logger()
+    outcomes = dispatched.outcomes
     statuses = Counter(o.status for o in outcomes)
     errors = Counter(o.error_kind for o in outcomes if o.error_kind)
-    logger.info(
+    cost = Counter()
+    for outcome in outcomes:
+        cost[outcome.key.stage] += outcome.cost_usd
+    log.info(
         "requested %d items in %.1f s (%.1f items/s): %s",
         len(outcomes),
         elapsed,
@@ -129,10 +274,10 @@ def generate_completions(request: EvalRequest, run_plan: RunPlan) -> dict[str, A
         dict(statuses),
     )
     if errors:
-        logger.warning("terminal errors by kind: %s", dict(errors))
+        log.warning("terminal errors by kind: %s", dict(errors))
     if statuses.get("write_failed"):
-        logger.error(
-            "%d completions could not be checkpointed; they stay missing and a resume will "
+        log.error(
+            "%d records could not be checkpointed; they stay missing and a resume will "
             "request them again",
             statuses["write_failed"],
         )
@@ -141,16 +286,74 @@ def generate_completions(request: EvalRequest, run_plan: RunPlan) -> dict[str, A
         "statuses": dict(statuses),
         "errors": dict(errors),
         "elapsed_s": elapsed,
-        "cost_usd": sum(o.cost_usd for o in outcomes),
+        "cost_usd": round(cost[layout.ANSWER], 6),
+        "judge_cost_usd": round(cost[layout.JUDGE], 6),
+        "stopped": dispatched.stopped,
+        "abandoned": dispatched.abandoned,
+        "not_started": dispatched.not_started,
     }
 
 
-@flow(name="evaluate", retries=1, retry_delay_seconds=10, log_prints=True)
-def evaluate(request: EvalRequest, retry_errors: bool = True) -> dict[str, Any]:
-    """Plan the run, request only what the store lacks, checkpoint each completion on arrival.
+def evaluate_run(request: EvalRequest, *, retry_errors: bool = True) -> dict[str, Any]:
+    """The whole evaluation without Prefect (the flow below runs the same steps as tasks)."""
+    run_plan = plan(checked(request), retry_errors=retry_errors)
+    report_plan(run_plan)
+    return {"run_id": run_plan.prepared.run_id, **generate(run_plan)}
 
-    Safe to retry or re-run with the same run id: stored completions are never requested again.
+
+# --- Prefect ---------------------------------------------------------------------------------
+
+
+def transient(task, task_run, state) -> bool:
+    """Retry a task only for infrastructure trouble (a Ray worker or node lost, a dropped
+    connection); a configuration or input error fails at once."""
+    import ray.exceptions
+
+    exc = state.data if isinstance(state.data, BaseException) else None
+    return isinstance(
+        exc,
+        ray.exceptions.RayActorError
+        | ray.exceptions.RaySystemError
+        | ray.exceptions.ObjectLostError
+        | ConnectionError
+        | TimeoutError,
+    )
+
+
+@task(name="plan-run", cache_policy=NO_CACHE, persist_result=False)
+def plan_task(request: EvalRequest, retry_errors: bool = True) -> RunPlan:
+    run_plan = plan(checked(request), retry_errors=retry_errors)
+    report_plan(run_plan)
+    return run_plan
+
+
+@task(
+    name="generate",
+    cache_policy=NO_CACHE,
+    persist_result=False,
+    retries=2,
+    retry_delay_seconds=5,
+    retry_condition_fn=transient,
+)
+def generate_task(run_plan: RunPlan) -> dict[str, Any]:
+    return {"run_id": run_plan.prepared.run_id, **generate(run_plan)}
+
+
+def evaluate_steps(request: EvalRequest, retry_errors: bool = True) -> dict[str, Any]:
+    """The flow body shared by `evaluate` and `evaluate-and-aggregate`."""
+    with STOP.handling():
+        run_plan = plan_task(request, retry_errors)
+        if STOP.requested():
+            return {"run_id": run_plan.prepared.run_id, "submitted": 0, "stopped": True}
+        return generate_task(run_plan)
+
+
+@flow(name="evaluate", log_prints=True)
+def evaluate(request: EvalRequest, retry_errors: bool = True):
+    """Plan the run, request only what the store lacks, checkpoint each record on arrival.
+
+    Safe to retry or re-run with the same run id: stored records are never requested again.
     """
-    run_plan = plan_run(request, retry_errors)
-    result = generate_completions(request, run_plan)
-    return {"run_id": run_plan.run_id, "store": request.store, **result}
+    from flows.outcome import finished_state
+
+    return finished_state(evaluate_steps(request, retry_errors), request)

@@ -1,4 +1,4 @@
-"""`evalfleet run`: check everything up front, evaluate, then aggregate, as one Prefect flow."""
+"""`evaluate-and-aggregate`: the whole job as one Prefect flow, and how the CLI runs it."""
 
 from __future__ import annotations
 
@@ -6,27 +6,27 @@ from typing import Any
 
 from prefect import flow
 
-from flows import plan as planning
-from flows.aggregate import aggregate
-from flows.evaluate import evaluate
+from flows.aggregate import aggregate_run, aggregate_task
+from flows.evaluate import evaluate_run, evaluate_steps
+from flows.interrupts import STOP
+from flows.outcome import Interrupted, finished_state, interrupted_message
 from flows.request import EvalRequest
-from flows.tables import print_summary
-from storage import open_store
 
 
 @flow(name="evaluate-and-aggregate", log_prints=True)
-def evaluate_and_aggregate(request: EvalRequest, retry_errors: bool = True) -> dict[str, Any]:
-    """The whole job: the flow a deployment or the UI starts."""
-    evaluated = evaluate(request, retry_errors=retry_errors)
-    return aggregate(
-        run_id=evaluated["run_id"], store=request.store, s3_endpoint_url=request.s3_endpoint_url
-    )
+def evaluate_and_aggregate(request: EvalRequest, retry_errors: bool = True):
+    """The whole job, the flow a deployment or the UI starts: evaluate (resuming the run id
+    if it exists), then score and write the tables."""
+    evaluated = evaluate_steps(request, retry_errors)
+    if evaluated.get("stopped"):
+        return finished_state(evaluated, request)
+    return aggregate_task(evaluated["run_id"], request.store, request.s3_endpoint_url)
 
 
-def run_pipeline(request: EvalRequest, *, retry_errors: bool = True) -> dict[str, Any]:
-    """Fail fast with one line on bad input (before Prefect or Ray start), then run the flow."""
-    store = open_store(request.store, s3_endpoint_url=request.s3_endpoint_url)
-    planning.precheck(request, store)
-    result = evaluate_and_aggregate(request, retry_errors=retry_errors)
-    print_summary(result)
-    return result
+def run_without_prefect(request: EvalRequest, *, retry_errors: bool = True) -> dict[str, Any]:
+    """The same steps with no Prefect server: what the CLI falls back to when it is lost."""
+    with STOP.handling():
+        evaluated = evaluate_run(request, retry_errors=retry_errors)
+    if evaluated.get("stopped"):
+        raise Interrupted(interrupted_message(evaluated))
+    return aggregate_run(evaluated["run_id"], request.store, request.s3_endpoint_url)

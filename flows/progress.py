@@ -1,15 +1,26 @@
-"""Progress you can see: a terminal bar and a Prefect progress artifact, updated together."""
+"""Progress you can see: a terminal bar, and a Prefect progress artifact kept off the data path.
+
+The dispatch loop only updates numbers. A background thread pushes the artifact at most once
+a second, with a short timeout; if Prefect is slow or gone the loop never waits for it, and a
+lost server is reported once.
+"""
 
 from __future__ import annotations
 
+import contextvars
+import logging
 import sys
-import time
+import threading
 from collections import Counter
 
-from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from tqdm import tqdm
 
 from tasks.worker import Outcome
+
+log = logging.getLogger("evalfleet.progress")
+PUSH_EVERY_S = 1.0
+RETRY_LOST_EVERY_S = 30.0
+API_TIMEOUT_S = 5.0
 
 
 class Progress:
@@ -25,16 +36,24 @@ class Progress:
             file=sys.stderr,
             dynamic_ncols=True,
         )
-        self._artifact = _try(
-            lambda: create_progress_artifact(
-                progress=self.percent, key="evaluate-progress", description=description
-            )
+        self._stop = threading.Event()
+        self._publisher = threading.Thread(
+            target=contextvars.copy_context().run,
+            args=(self._publish, description),
+            name="progress-artifact",
+            daemon=True,
         )
-        self._last_push = 0.0
+        self._publisher.start()
 
     @property
     def percent(self) -> float:
         return 100.0 * self.done / self.total if self.total else 100.0
+
+    def grow(self, extra: int) -> None:
+        """More items joined the run (judgements of answers that just arrived)."""
+        self.total += extra
+        self._bar.total = self.total
+        self._bar.refresh()
 
     def update(self, outcomes: list[Outcome]) -> None:
         self.done += len(outcomes)
@@ -43,20 +62,47 @@ class Progress:
         failed = self.statuses.get("failed", 0)
         if failed:
             self._bar.set_postfix(failed=failed, refresh=False)
-        now = time.monotonic()
-        if self._artifact is not None and now - self._last_push >= 1.0:
-            self._last_push = now
-            _try(lambda: update_progress_artifact(self._artifact, self.percent))
 
     def close(self) -> None:
-        if self._artifact is not None:
-            _try(lambda: update_progress_artifact(self._artifact, self.percent))
+        self._stop.set()
+        self._publisher.join(timeout=API_TIMEOUT_S + 1)
         self._bar.close()
 
+    def _publish(self, description: str) -> None:
+        """Create the artifact, then push the percentage until closed (best effort)."""
+        from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
-def _try(call):
-    """Artifacts need a Prefect run context; outside one, progress is terminal-only."""
-    try:
-        return call()
-    except Exception:
-        return None
+        artifact = None
+        lost = False
+        pushed = -1.0
+        while True:
+            closing = self._stop.wait(PUSH_EVERY_S if not lost else RETRY_LOST_EVERY_S)
+            percent = self.percent
+            if percent != pushed or artifact is None:
+                try:
+                    if artifact is None:
+                        artifact = create_progress_artifact(
+                            progress=percent, key="evaluate-progress", description=description
+                        )
+                    else:
+                        update_progress_artifact(artifact, percent)
+                    pushed = percent
+                    if lost:
+                        log.warning("Prefect server reachable again: progress artifact resumed")
+                    lost = False
+                except Exception as exc:  # no flow run context, or the server is gone
+                    if not lost and _in_flow_run():
+                        log.warning(
+                            "Prefect server unreachable (%s): the run goes on; progress is "
+                            "shown in this terminal only",
+                            type(exc).__name__,
+                        )
+                    lost = True
+            if closing:
+                return
+
+
+def _in_flow_run() -> bool:
+    from prefect.context import FlowRunContext
+
+    return FlowRunContext.get() is not None

@@ -17,11 +17,12 @@ from typing import Any
 from prefect import flow, get_run_logger
 from pydantic import BaseModel, ConfigDict, Field
 
+from benchmarks.protocols import ProtocolName
+from core.types import ConfigError
 from flows.pipeline import evaluate_and_aggregate
-from flows.request import EvalRequest, Protocol
+from flows.request import DEFAULT_BENCHMARKS, BenchmarkName, EvalRequest
 from providers.discovery import list_provider_models
 from providers.registry import (
-    ConfigError,
     load_registry,
     resolve_api_key,
     resolve_model,
@@ -39,12 +40,14 @@ class ReevaluateRequest(BaseModel):
         default={"openai": ["gpt-*"], "anthropic": ["claude-*"], "google": ["gemini-*"]},
         description="per provider, glob patterns of model names worth evaluating",
     )
-    benchmarks: list[str] = Field(default=["zerobench", "zerobench_subquestions"])
-    limit: int | None = Field(default=None, ge=1)
-    dataset_path: str | None = None
-    protocol: Protocol = "zerobench-paper"
-    epochs: int = Field(default=5, ge=1)
-    store: str = "./runs"
+    benchmarks: list[BenchmarkName] = Field(
+        default_factory=lambda: list(DEFAULT_BENCHMARKS), description="benchmarks to run"
+    )
+    limit: int | None = Field(default=None, ge=1, description="first N samples of each")
+    dataset_path: str | None = Field(default=None, description="local copy instead of the Hub")
+    protocol: ProtocolName | None = Field(default=None, description="default: each benchmark's")
+    epochs: int | None = Field(default=None, ge=1, description="default: each benchmark's")
+    store: str = Field(default="./runs", description="directory, or s3://bucket/prefix")
     s3_endpoint_url: str | None = None
     simulator_url: str | None = Field(
         default=None, description="list and evaluate the simulator's models instead (dry run)"
@@ -85,19 +88,24 @@ def reevaluate(request: ReevaluateRequest) -> dict[str, Any]:
     state: dict[str, list[str]] = json.loads(raw_state) if raw_state else {}
     first_run = raw_state is None
     listed: dict[str, list[str]] = {}
+    skipped: dict[str, str] = {}
     for provider, patterns in request.include.items():
+        try:
+            key = _key_for(provider, request, registry)
+        except ConfigError as exc:  # one provider without a key must not stop the others
+            logger.warning("skipping provider %s: %s", provider, exc)
+            skipped[provider] = str(exc)
+            continue
         names = asyncio.run(
             list_provider_models(
-                provider,
-                base_url=_list_url(provider, request, registry),
-                api_key=_key_for(provider, request, registry),
+                provider, base_url=_list_url(provider, request, registry), api_key=key
             )
         )
         listed[provider] = [n for n in names if any(fnmatch.fnmatch(n, p) for p in patterns)]
     if first_run and not request.evaluate_existing:
         store.put(STATE_KEY, json.dumps(listed, indent=2, sort_keys=True).encode())
         logger.info("first run: recorded %s as the baseline", listed)
-        return {"baseline": listed, "evaluated": [], "needs_registry": []}
+        return {"baseline": listed, "evaluated": [], "needs_registry": [], "skipped": skipped}
     evaluated: list[dict[str, Any]] = []
     needs_registry: list[str] = []
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
@@ -119,7 +127,7 @@ def reevaluate(request: ReevaluateRequest) -> dict[str, Any]:
                 continue
             logger.info("new model %s: evaluating", model_id)
             run_id = f"reeval-{stamp}-{provider}-{name}".replace("/", "-")[:128]
-            result = evaluate_and_aggregate(
+            summary = evaluate_and_aggregate(
                 EvalRequest(
                     models=[model_id],
                     benchmarks=request.benchmarks,
@@ -135,6 +143,13 @@ def reevaluate(request: ReevaluateRequest) -> dict[str, Any]:
             )
             state.setdefault(provider, []).append(name)
             store.put(STATE_KEY, json.dumps(state, indent=2, sort_keys=True).encode())
-            evaluated.append({"model": model_id, "run_id": run_id, "summary": result["summary"]})
+            evaluated.append(
+                {"model": model_id, "run_id": run_id, "summaries": summary["summaries"]}
+            )
     logger.info("evaluated %d new models", len(evaluated))
-    return {"baseline": None, "evaluated": evaluated, "needs_registry": needs_registry}
+    return {
+        "baseline": None,
+        "evaluated": evaluated,
+        "needs_registry": needs_registry,
+        "skipped": skipped,
+    }

@@ -1,55 +1,174 @@
-"""The evaluation request: the flow's parameters, so the Prefect UI renders it as a form."""
+"""The evaluation request: the flow's parameters, so the Prefect UI renders it as a form.
+
+Benchmark names and each benchmark's options come from the registry when the schema is
+generated and when a request is validated, so a newly registered benchmark is a choice in
+the form and on the command line without any change here.
+"""
 
 from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
 
-from providers.types import Decoding
+from benchmarks import registry
+from benchmarks.interface import BenchmarkOptions
+from benchmarks.protocols import PROTOCOLS, ProtocolName, Sampling, decodings
+from core.types import Decoding
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-Protocol = Literal["zerobench-paper", "sampled-k"]
+DEFAULT_BENCHMARKS = ["zerobench", "zerobench_subquestions"]
+
+
+def _known_benchmark(name: str) -> str:
+    registry.get(name)  # raises a one-line ConfigError naming the known ones
+    return name
+
+
+class _RegistryEnum:
+    """JSON schema: the registered benchmark names as an enum (a drop-down in the UI)."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        value = handler(schema)
+        value["enum"] = registry.names()
+        return value
+
+
+class _RegistryOptions:
+    """JSON schema: one property per registered benchmark holding its options' form."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        properties = {}
+        for name in registry.names():
+            model = registry.get(name).options_model
+            properties[name] = _inline_refs(model.model_json_schema())
+            properties[name]["description"] = registry.get(name).description
+        return {
+            "type": "object",
+            "title": "Benchmark options",
+            "properties": properties,
+            "additionalProperties": False,
+        }
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with its local `$defs` references inlined (it is nested in another)."""
+    defs = schema.pop("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return resolve(dict(defs[ref.split("/")[-1]]))
+            return {k: resolve(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [resolve(v) for v in node]
+        return node
+
+    return resolve(schema)
+
+
+BenchmarkName = Annotated[str, AfterValidator(_known_benchmark), _RegistryEnum]
 
 
 class EvalRequest(BaseModel):
+    """What to evaluate, how, and where to keep it."""
+
     model_config = ConfigDict(extra="forbid")
 
-    models: list[str] = Field(min_length=1, description="provider/model ids, e.g. openai/gpt-4o")
-    benchmarks: list[str] = Field(default=["zerobench", "zerobench_subquestions"], min_length=1)
+    models: list[str] = Field(
+        min_length=1,
+        description="models to evaluate as provider/model (deployments/models.yaml), e.g. "
+        "openai/gpt-4o-2024-11-20, or provider/sim-<accuracy> against the simulator",
+    )
+    benchmarks: list[BenchmarkName] = Field(
+        default_factory=lambda: list(DEFAULT_BENCHMARKS),
+        min_length=1,
+        description="benchmarks to run",
+    )
+    benchmark_options: Annotated[dict[str, dict[str, Any]], _RegistryOptions] = Field(
+        default_factory=dict,
+        description="per benchmark, its options (part of the run identity)",
+    )
     limit: int | None = Field(default=None, ge=1, description="first N samples of each benchmark")
     dataset_path: str | None = Field(
-        default=None, description="local copy (save_to_disk or Parquet) instead of the Hub"
+        default=None,
+        description="local copy (save_to_disk or Parquet) instead of the Hugging Face Hub",
     )
     dataset_paths: dict[str, str] = Field(
         default_factory=dict, description="per-benchmark local copies (override dataset_path)"
     )
-    text_alternatives: list[Literal["image", "audio"]] = Field(
-        default_factory=list,
-        description="send a benchmark's text stand-in instead of these media (OmniBench)",
+    protocol: ProtocolName | None = Field(
+        default=None,
+        description="epoch protocol; empty: each benchmark's own ("
+        + "; ".join(f"{k}: {v}" for k, v in PROTOCOLS.items())
+        + ")",
     )
-    protocol: Protocol = "zerobench-paper"
-    epochs: int = Field(
-        default=5, ge=1, le=100, description="sampled epochs (after the greedy one in the paper)"
+    epochs: int | None = Field(
+        default=None,
+        ge=1,
+        le=100,
+        description="epochs (sampled epochs after the greedy one for zerobench-paper); "
+        "empty: each benchmark's own",
     )
-    temperature: float = Field(default=0.7, ge=0, le=2)
-    top_p: float = Field(default=0.95, gt=0, le=1)
-    base_seed: int = 42
-    max_tokens: int = Field(default=16000, ge=1)
-    max_image_side: int | None = Field(default=None, ge=16, description="1024 = upstream")
-    run_id: str | None = None
-    store: str = "./runs"
-    s3_endpoint_url: str | None = None
-    simulator_url: str | None = None
-    max_in_flight: int = Field(default=256, ge=1)
-    workers: int = Field(default=2, ge=1, le=64)
-    max_attempts: int = Field(default=6, ge=1, le=50)
-    max_retry_seconds: float = Field(default=600.0, gt=0)
+    temperature: float = Field(default=0.7, ge=0, le=2, description="of sampled epochs")
+    top_p: float = Field(default=0.95, gt=0, le=1, description="of sampled epochs")
+    base_seed: int = Field(default=42, description="epoch e is sent seed base_seed + e")
+    max_tokens: int = Field(default=16000, ge=1, description="output tokens, reasoning included")
+    max_image_side: int | None = Field(
+        default=None,
+        ge=16,
+        description="downscale images whose longer side exceeds this (1024 reproduces "
+        "ZeroBench upstream); empty: send the original bytes",
+    )
+    judge_model: str | None = Field(
+        default=None,
+        description="provider/model that grades answers for benchmarks with an LLM judge "
+        "(ZeroBench's fallback parser, ROME, DatBench judge rows)",
+    )
+    run_id: str | None = Field(
+        default=None, description="reuse to resume; empty: a new timestamped id"
+    )
+    extend: bool = Field(
+        default=False,
+        description="allow this run id to grow: more models or more epochs than it had",
+    )
+    store: str = Field(default="./runs", description="directory, or s3://bucket/prefix")
+    s3_endpoint_url: str | None = Field(default=None, description="for MinIO, R2, Ceph, ...")
+    simulator_url: str | None = Field(
+        default=None, description="where `evalfleet simulate` listens, for */sim-* models"
+    )
+    max_in_flight: int = Field(default=256, ge=1, description="calls in flight in all")
+    workers: int = Field(default=2, ge=1, le=64, description="Ray worker actors")
+    max_attempts: int = Field(
+        default=6, ge=1, le=50, description="attempts per item, rate-limit answers apart"
+    )
+    max_retry_seconds: float = Field(
+        default=600.0, gt=0, description="time one item may spend retrying failures"
+    )
+    max_rate_limited_seconds: float = Field(
+        default=1800.0, gt=0, description="time one item may spend waiting out rate limits"
+    )
     rpm: dict[str, int] = Field(default_factory=dict, description="requests/min per model id")
     tpm: dict[str, int] = Field(default_factory=dict, description="tokens/min per model id")
-    judge_model: str | None = None
 
     @field_validator("run_id")
     @classmethod
@@ -58,40 +177,32 @@ class EvalRequest(BaseModel):
             raise ValueError("run id must be 1-128 characters of letters, digits, '.', '_' or '-'")
         return value
 
+    @model_validator(mode="after")
+    def _options_belong_to_benchmarks(self) -> EvalRequest:
+        for name, raw in self.benchmark_options.items():
+            if name not in self.benchmarks:
+                raise ValueError(
+                    f"options given for benchmark {name!r}, which this request does not run"
+                )
+            registry.get(name).options(raw)  # validates
+        for name in self.dataset_paths:
+            _known_benchmark(name)
+        return self
+
+    def options_for(self, benchmark: str) -> BenchmarkOptions:
+        return registry.get(benchmark).options(self.benchmark_options.get(benchmark))
+
     def dataset_path_for(self, benchmark: str) -> str | None:
         return self.dataset_paths.get(benchmark, self.dataset_path)
 
     def resolved_run_id(self) -> str:
         return self.run_id or datetime.now(UTC).strftime("run-%Y%m%d-%H%M%S")
 
-    def epoch_decodings(self) -> list[Decoding]:
-        """The decoding settings of every epoch; the seed differs per epoch."""
-        sampled = [
-            Decoding(
-                temperature=self.temperature,
-                top_p=self.top_p,
-                max_tokens=self.max_tokens,
-                seed=self.base_seed + epoch,
-            )
-            for epoch in range(self.epochs + (1 if self.protocol == "zerobench-paper" else 0))
-        ]
-        if self.protocol == "zerobench-paper":
-            sampled[0] = Decoding(
-                temperature=0.0, top_p=None, max_tokens=self.max_tokens, seed=self.base_seed
-            )
-        return sampled
+    def protocol_for(self, benchmark: str) -> str:
+        return self.protocol or registry.get(benchmark).protocol
 
-    def identity(self) -> dict[str, object]:
-        """What must match when a run id is reused (everything that changes the answers)."""
-        return {
-            "models": sorted(self.models),
-            "benchmarks": sorted(self.benchmarks),
-            "limit": self.limit,
-            "protocol": self.protocol,
-            "epochs": self.epochs,
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "base_seed": self.base_seed,
-            "max_tokens": self.max_tokens,
-            "max_image_side": self.max_image_side,
-        }
+    def decodings_for(self, benchmark: str) -> list[Decoding]:
+        """The decoding settings of every epoch of one benchmark (the seed differs per epoch)."""
+        bench = registry.get(benchmark)
+        sampling = Sampling(self.temperature, self.top_p, self.max_tokens, self.base_seed)
+        return decodings(self.protocol_for(benchmark), self.epochs or bench.epochs, sampling)

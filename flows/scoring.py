@@ -1,77 +1,135 @@
-"""Turn stored records into per-sample score rows and per (model, split, scoring) summaries."""
+"""Score a stored run: every answer by every scoring mode of its benchmark (judge modes from
+the stored judgements), then each benchmark's metric set. Nothing here knows a benchmark:
+it asks each one through the interface."""
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from benchmarks import zerobench_metrics
-from benchmarks.zerobench_metrics import EpochScore
-from flows.plan import Loaded
-from flows.request import EvalRequest
+from benchmarks.interface import Judgement, ScoredItem
+from flows.runs import StoredRun
+from storage.layout import ItemKey
 
 SAMPLE_COLUMNS = [
     "model",
-    "split",
+    "benchmark",
     "sample_id",
-    "main_question_id",
+    "group_id",
     "epoch",
     "scoring",
     "target",
     "answer",
+    "value",
     "correct",
+    "judged",
+    "score_error",
     "error",
     "finish_reason",
     "input_tokens",
     "output_tokens",
     "reasoning_tokens",
 ]
+LONG_COLUMNS = [
+    "model",
+    "benchmark",
+    "scoring",
+    "metric",
+    "group",
+    "value",
+    "se",
+    "n",
+    "errors",
+    "judged",
+    "score_errors",
+]
+USAGE_COLUMNS = [
+    "model",
+    "benchmark",
+    "answers",
+    "errors",
+    "input_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "cost_usd",
+    "judgements",
+    "judge_errors",
+    "judge_input_tokens",
+    "judge_output_tokens",
+    "judge_cost_usd",
+]
 
 
-def score_run(
-    request: EvalRequest,
-    loaded: Loaded,
-    records: dict[tuple[str, str, str, int], dict[str, Any]],
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+@dataclass
+class Scored:
+    samples: pd.DataFrame  # one row per (model, benchmark, sample, epoch, scoring)
+    long: pd.DataFrame  # one row per metric (LONG_COLUMNS)
+    usage: pd.DataFrame  # one row per (model, benchmark): tokens and cost, judge apart
+    digest: str  # of the set of records scored
+
+
+def _judgement(run: StoredRun, key: ItemKey) -> Judgement:
+    judge_key = key.judged_by(run.request.judge_model or "")
+    record_key = run.judge_state.record_key.get(judge_key)
+    record = run.judge_state.records.get(record_key) if record_key else None
+    if record is None:
+        return Judgement(reply=None, error="not judged yet")
+    if record.get("error"):
+        return Judgement(reply=None, error=f"judge call failed: {record['error'].get('type')}")
+    return Judgement(reply=record.get("response") or "")
+
+
+def score_run(run: StoredRun) -> Scored:
     rows: list[dict[str, Any]] = []
-    summaries: list[dict[str, Any]] = []
-    n_epochs = len(request.epoch_decodings())
-    for benchmark, samples in loaded.samples.items():
-        task = loaded.tasks[benchmark]
-        sample_groups = {s.id: s.group_id or s.id for s in samples}
-        for model in request.models:
-            per_mode: dict[str, list[EpochScore]] = defaultdict(list)
-            usage = {"errors": 0, "input_tokens": 0, "output_tokens": 0, "reasoning_tokens": 0}
-            cost = 0.0
-            for sample in samples:
-                for epoch in range(n_epochs):
-                    record = records.get((model, benchmark, sample.id, epoch))
+    usage: dict[tuple[str, str], dict[str, Any]] = {}
+    scored_keys: list[str] = []
+    judge_model = run.request.judge_model
+    for name, data in run.data.items():
+        bench, options = data.benchmark, data.options
+        judge = bench.judge if judge_model else None
+        for model in run.request.models:
+            spent = usage.setdefault((model, name), dict.fromkeys(USAGE_COLUMNS[2:], 0))
+            for sample in data.samples:
+                for epoch in range(len(data.decodings)):
+                    key = ItemKey.answer(model, name, sample.id, epoch)
+                    record_key = run.answer_state.record_key.get(key)
+                    record = run.answer_state.records.get(record_key) if record_key else None
                     if record is None:
-                        continue  # never requested yet: lowers n, is not an error
+                        continue  # never answered yet: lowers n, is not an error
+                    scored_keys.append(record_key)
                     tokens = record.get("usage") or {}
-                    for name in ("input_tokens", "output_tokens", "reasoning_tokens"):
-                        usage[name] += int(tokens.get(name) or 0)
-                    cost += float(record.get("cost_usd") or 0.0)
                     error = (record.get("error") or {}).get("type")
-                    usage["errors"] += 1 if error else 0
-                    for score in task.score(record.get("response") or "", sample):
-                        correct = bool(score.correct) and not error
-                        per_mode[score.scoring].append(
-                            EpochScore(sample.id, sample_groups[sample.id], epoch, correct)
-                        )
+                    response = record.get("response") or ""
+                    _spend(spent, "", record, error)
+                    scores = bench.score(sample, response, options)
+                    if judge is not None:
+                        judgement = None
+                        if not error and judge.wants(sample, response, options):
+                            judgement = _judgement(run, key)
+                            judge_record = _judge_record(run, key)
+                            if judge_record is not None:
+                                scored_keys.append(judge_record[0])
+                                _spend(spent, "judge_", judge_record[1], None)
+                        scores = [*scores, *judge.score(sample, response, options, judgement)]
+                    for score in scores:
                         rows.append(
                             {
                                 "model": model,
-                                "split": benchmark,
+                                "benchmark": name,
                                 "sample_id": sample.id,
-                                "main_question_id": sample_groups[sample.id],
+                                "group_id": sample.group_id or sample.id,
                                 "epoch": epoch,
                                 "scoring": score.scoring,
                                 "target": sample.target,
                                 "answer": None if error else score.answer,
-                                "correct": correct,
+                                "value": 0.0 if error else float(score.value),
+                                "correct": bool(score.correct) and not error,
+                                "judged": score.judged,
+                                "score_error": None if error else score.error,
                                 "error": error,
                                 "finish_reason": record.get("finish_reason"),
                                 "input_tokens": int(tokens.get("input_tokens") or 0),
@@ -79,25 +137,72 @@ def score_run(
                                 "reasoning_tokens": int(tokens.get("reasoning_tokens") or 0),
                             }
                         )
-            for scoring, scores in sorted(per_mode.items()):
-                metrics = zerobench_metrics.summarize(
-                    scores,
-                    sample_groups=sample_groups,
-                    protocol=request.protocol,
-                    grouped=task.grouped,
-                )
-                summaries.append(
-                    {
-                        "model": model,
-                        "split": benchmark,
-                        "scoring": scoring,
-                        "n_questions": len(samples),
-                        "n_epochs": n_epochs,
-                        **metrics,
-                        **usage,
-                        "cost_usd": round(cost, 6),
-                    }
-                )
-    samples_df = pd.DataFrame(rows, columns=SAMPLE_COLUMNS)
-    summary_df = pd.DataFrame(summaries, columns=zerobench_metrics.SUMMARY_COLUMNS)
-    return samples_df, summary_df
+    samples = pd.DataFrame(rows, columns=SAMPLE_COLUMNS)
+    long = metric_table(run, samples)
+    usage_frame = pd.DataFrame(
+        [{"model": m, "benchmark": b, **spent} for (m, b), spent in usage.items()],
+        columns=USAGE_COLUMNS,
+    )
+    usage_frame["cost_usd"] = usage_frame["cost_usd"].astype(float).round(6)
+    usage_frame["judge_cost_usd"] = usage_frame["judge_cost_usd"].astype(float).round(6)
+    digest = hashlib.sha256("\n".join(sorted(scored_keys)).encode()).hexdigest()
+    return Scored(samples, long, usage_frame, digest)
+
+
+def _judge_record(run: StoredRun, key: ItemKey) -> tuple[str, dict[str, Any]] | None:
+    judge_key = key.judged_by(run.request.judge_model or "")
+    record_key = run.judge_state.record_key.get(judge_key)
+    record = run.judge_state.records.get(record_key) if record_key else None
+    return (record_key, record) if record is not None else None
+
+
+def _spend(spent: dict[str, Any], prefix: str, record: dict[str, Any], error: str | None) -> None:
+    tokens = record.get("usage") or {}
+    spent["judgements" if prefix else "answers"] += 1
+    spent[f"{prefix}errors"] += 1 if (error or record.get("error")) else 0
+    spent[f"{prefix}input_tokens"] += int(tokens.get("input_tokens") or 0)
+    spent[f"{prefix}output_tokens"] += int(tokens.get("output_tokens") or 0)
+    if not prefix:
+        spent["reasoning_tokens"] += int(tokens.get("reasoning_tokens") or 0)
+    spent[f"{prefix}cost_usd"] += float(record.get("cost_usd") or 0.0)
+
+
+def metric_table(run: StoredRun, samples: pd.DataFrame) -> pd.DataFrame:
+    """Each benchmark's metric set per (model, scoring mode), as long-table rows."""
+    out: list[dict[str, Any]] = []
+    grouped: dict[tuple[str, str, str], list[ScoredItem]] = defaultdict(list)
+    for row in samples.itertuples(index=False):
+        grouped[(row.model, row.benchmark, row.scoring)].append(
+            ScoredItem(
+                sample_id=row.sample_id,
+                group_id=row.group_id,
+                epoch=row.epoch,
+                value=row.value,
+                correct=row.correct,
+                errored=row.error is not None,
+                judged=row.judged,
+                score_error=row.score_error,
+            )
+        )
+    for (model, name, scoring), items in grouped.items():
+        data = run.data[name]
+        errors = sum(item.errored for item in items)
+        judged = sum(item.judged for item in items)
+        score_errors = sum(item.score_error is not None for item in items)
+        for metric in data.benchmark.metrics(items, data.by_id, data.protocol):
+            out.append(
+                {
+                    "model": model,
+                    "benchmark": name,
+                    "scoring": scoring,
+                    "metric": metric.metric,
+                    "group": metric.group,
+                    "value": metric.value,
+                    "se": metric.se,
+                    "n": metric.n,
+                    "errors": errors,
+                    "judged": judged,
+                    "score_errors": score_errors,
+                }
+            )
+    return pd.DataFrame(out, columns=LONG_COLUMNS)

@@ -1,62 +1,63 @@
-"""`evalfleet runs`: the runs in a store and how far each has got (from listings only)."""
+"""`evalfleet runs` (every run of a store and how far it got, from listings) and
+`evalfleet status` (one run, every record read: the exact view)."""
 
 from __future__ import annotations
 
-import json
-from collections import Counter
-
 import pandas as pd
 
-from flows.request import EvalRequest
+from flows import runs
 from storage import layout, open_store
+from storage.base import Store
 
 
-def run_progress(store, run_id: str) -> dict[str, object] | None:
-    data = store.get(layout.manifest_key(run_id))
-    if data is None:
-        return None
+def expected_answers(manifest: dict) -> int:
+    """Answers the run asks: samples x epochs x models, per benchmark."""
+    identity = manifest["identity"]
+    models = len(identity["models"])
+    return sum(
+        b["data"]["samples"] * len(b["decodings"]) * models
+        for b in identity["benchmarks"].values()
+    )
+
+
+def run_progress(store: Store, run_id: str) -> dict[str, object] | None:
     try:
-        manifest = json.loads(data)
-        request = EvalRequest(**manifest["request"])
-    except (ValueError, KeyError, TypeError):
+        manifest = runs.read_manifest(store, run_id)
+    except runs.RunError as exc:
+        problem = "older evalfleet" if "older evalfleet" in str(exc) else "unreadable manifest"
         return {
             "run_id": run_id,
-            "created_at": "?",
-            "models": "?",
-            "benchmarks": "?",
+            **dict.fromkeys(("created_at", "models", "benchmarks"), "?"),
             "expected": None,
             "done": None,
             "failed": None,
-            "progress": "unreadable manifest",
+            "progress": problem,
         }
-    per_model = sum(d["samples"] for d in manifest["datasets"].values())
-    expected = per_model * len(request.epoch_decodings()) * len(request.models)
-    done: set[tuple[str, str, str, int]] = set()
-    failed: set[tuple[str, str, str, int]] = set()
-    for key in store.list(layout.completions_prefix(run_id)):
-        name = layout.parse_completion_key(run_id, key)
-        if name is not None:
-            ident = (name.model, name.benchmark, name.sample_id, name.epoch)
-            (failed if name.failed else done).add(ident)
-    failed -= done
+    if manifest is None:
+        return None
+    expected = expected_answers(manifest)
+    listing = runs.list_records(store, run_id, (layout.ANSWER,))
+    done = {k for k, hashes in listing.ok.items() if hashes}
+    failed = {k for k, hashes in listing.failed.items() if hashes} - done
     return {
         "run_id": run_id,
         "created_at": manifest.get("created_at", "?"),
-        "models": ", ".join(request.models),
-        "benchmarks": ", ".join(request.benchmarks),
+        "models": ", ".join(manifest["identity"]["models"]),
+        "benchmarks": ", ".join(manifest["identity"]["benchmarks"]),
         "expected": expected,
         "done": len(done),
         "failed": len(failed),
-        "progress": f"{100.0 * len(done) / expected:.1f}%" if expected else "-",
+        "progress": f"{100.0 * min(len(done), expected) / expected:.1f}%" if expected else "-",
     }
 
 
 def list_runs(store_url: str, *, s3_endpoint_url: str | None = None) -> str:
+    """A table of the store's runs (from listings: a stale record counts as done here;
+    `status` tells them apart)."""
     store = open_store(store_url, s3_endpoint_url=s3_endpoint_url)
     rows = []
     for run_dir in store.list_dirs(""):
-        run_id = run_dir.strip("/")
-        progress = run_progress(store, run_id)
+        progress = run_progress(store, run_dir.strip("/"))
         if progress is not None:
             rows.append(progress)
     if not rows:
@@ -71,41 +72,30 @@ def run_status(
     s3_endpoint_url: str | None = None,
     quarantine: bool = False,
 ) -> tuple[pd.DataFrame, list[str]]:
-    """Per (model, benchmark): done / failed / stale / missing, plus undecodable records.
-
-    Every done or failed record is read and decoded; an undecodable one counts as missing.
-    With `quarantine`, it is moved to {run}/quarantine/ so the next resume requests it again.
-    """
-    from flows import plan as planning
-    from tasks.records import decode_record
-
+    """Per (stage, model, benchmark): done / failed / stale / missing, plus undecodable
+    records (every record is read; an undecodable one counts as missing). With
+    `quarantine`, undecodable records are moved to {run}/quarantine/ now."""
     store = open_store(store_url, s3_endpoint_url=s3_endpoint_url)
-    reconciled = planning.load_run(store, run_id).reconciled
-    blobs = store.get_many(list(reconciled.record_key.values()))
-    bad: list[str] = []
-    for ident, key in reconciled.record_key.items():
-        if decode_record(blobs.get(key) or b"") is None:
-            bad.append(key)
-            reconciled.state[ident] = "missing"
+    run = runs.load_run(store, run_id)
+    bad = [*run.answer_state.undecodable, *run.judge_state.undecodable]
     if quarantine:
-        for key in bad:
-            data = blobs.get(key)
-            if data is not None:
-                store.put(f"{run_id}/quarantine/{key[len(run_id) + 1 :]}", data)
-            store.delete(key)
-    bad_by_shard = Counter(
-        (n.model, n.benchmark)
-        for n in (layout.parse_completion_key(run_id, k) for k in bad)
-        if n is not None
-    )
+        runs.quarantine(store, run_id, bad)
+    bad_by_shard: dict[tuple[str, str, str], int] = {}
+    for key in bad:
+        name = layout.parse_record_key(run_id, key)
+        if name is not None:
+            shard = (name.item.stage, name.item.model, name.item.benchmark)
+            bad_by_shard[shard] = bad_by_shard.get(shard, 0) + 1
     rows = []
-    for (model, benchmark), counts in sorted(reconciled.counts().items()):
-        rows.append(
-            {
-                "model": model,
-                "benchmark": benchmark,
-                **{state: counts.get(state, 0) for state in planning.STATES},
-                "unreadable": bad_by_shard.get((model, benchmark), 0),
-            }
-        )
+    for state in (run.answer_state, run.judge_state):
+        for (stage, model, benchmark), counts in sorted(state.counts().items()):
+            rows.append(
+                {
+                    "stage": stage,
+                    "model": model,
+                    "benchmark": benchmark,
+                    **{name: counts.get(name, 0) for name in runs.STATES},
+                    "unreadable": bad_by_shard.get((stage, model, benchmark), 0),
+                }
+            )
     return pd.DataFrame(rows), bad

@@ -1,59 +1,146 @@
-"""Writing result tables to the store and showing them."""
+"""Result tables: written under their own version, shown in a terminal 120 columns wide.
+
+Each aggregation writes `{run}/results/{version}/` and then points `{run}/results/latest.json`
+at it. The version is derived from the set of records scored, so aggregating the same set
+again rewrites the same version, and a run that scores a different set never overwrites the
+tables of another.
+"""
 
 from __future__ import annotations
 
 import io
+import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
 
+from flows.scoring import Scored
 from storage import layout
 from storage.base import Store
 
-
-def summary_markdown(summary: pd.DataFrame) -> str:
-    if summary.empty:
-        return "_no completions scored yet_"
-    # Columns that do not apply (e.g. grouped metrics of the main split) stay empty.
-    shown = summary.astype(object).where(summary.notna(), None)
-    return shown.to_markdown(index=False, floatfmt=".4f", missingval="")
+WIDTH = 120
+USAGE_IN_SUMMARY = ["errors", "input_tokens", "output_tokens", "reasoning_tokens", "cost_usd"]
 
 
-def write_tables(
-    store: Store, run_id: str, samples: pd.DataFrame, summary: pd.DataFrame
-) -> list[str]:
-    """samples.parquet, summary.{parquet,csv,md} under {run}/results/ (overwritten each time)."""
-    outputs: dict[str, bytes] = {}
-    buffer = io.BytesIO()
-    samples.to_parquet(buffer, index=False)
-    outputs["samples.parquet"] = buffer.getvalue()
-    buffer = io.BytesIO()
-    summary.to_parquet(buffer, index=False)
-    outputs["summary.parquet"] = buffer.getvalue()
-    outputs["summary.csv"] = summary.to_csv(index=False).encode()
-    outputs["summary.md"] = (summary_markdown(summary) + "\n").encode()
-    keys = []
-    for name, data in outputs.items():
-        key = layout.results_key(run_id, name)
+def summaries(scored: Scored, benchmarks: dict[str, Any]) -> dict[str, pd.DataFrame]:
+    """Each benchmark's own wide table; usage columns join tables with one row per
+    (model, benchmark, scoring)."""
+    out = {}
+    for name, bench in benchmarks.items():
+        long = scored.long[scored.long["benchmark"] == name]
+        if long.empty:
+            continue
+        table = bench.summary(long.reset_index(drop=True))
+        if "breakdown" not in table.columns:
+            usage = scored.usage[["model", "benchmark", *USAGE_IN_SUMMARY]]
+            table = table.merge(usage, on=["model", "benchmark"], how="left")
+        out[name] = table
+    return out
+
+
+def markdown(frame: pd.DataFrame, width: int = WIDTH) -> str:
+    """A Markdown table; one wider than `width` is split into several, each repeating the
+    key columns (model, scoring, ...), never squeezed."""
+    if frame.empty:
+        return "_no rows_"
+    shown = frame.astype(object).where(frame.notna(), None)
+    keys = [c for c in ("model", "benchmark", "scoring", "breakdown", "group") if c in frame]
+    rest = [c for c in frame.columns if c not in keys]
+    chunks: list[list[str]] = []
+    current: list[str] = []
+    for column in rest:
+        trial = _render(shown, [*keys, *current, column])
+        if current and _width(trial) > width:
+            chunks.append(current)
+            current = [column]
+        else:
+            current.append(column)
+    chunks.append(current)
+    return "\n\n".join(_render(shown, [*keys, *chunk]) for chunk in chunks)
+
+
+def _render(frame: pd.DataFrame, columns: list[str]) -> str:
+    return frame[columns].to_markdown(index=False, floatfmt=".4f", missingval="")
+
+
+def _width(text: str) -> int:
+    return max((len(line) for line in text.splitlines()), default=0)
+
+
+def write_results(
+    store: Store, run_id: str, scored: Scored, tables: dict[str, pd.DataFrame]
+) -> tuple[str, list[str]]:
+    """Write one aggregation's tables under its version, then move `latest` to it."""
+    version = f"v-{scored.digest[:12]}"
+    files: dict[str, bytes] = {
+        "samples.parquet": _parquet(scored.samples),
+        "metrics.parquet": _parquet(scored.long),
+        "metrics.csv": scored.long.to_csv(index=False).encode(),
+        "usage.csv": scored.usage.to_csv(index=False).encode(),
+        "usage.parquet": _parquet(scored.usage),
+    }
+    for name, table in tables.items():
+        files[f"summary_{name}.parquet"] = _parquet(table)
+        files[f"summary_{name}.csv"] = table.to_csv(index=False).encode()
+        files[f"summary_{name}.md"] = (markdown(table) + "\n").encode()
+    written = []
+    for name, data in files.items():
+        key = layout.results_key(run_id, version, name)
         store.put(key, data)
-        keys.append(key)
-    return keys
+        written.append(key)
+    latest = {
+        "version": version,
+        "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "records_scored_sha256": scored.digest,
+        "files": sorted(files),
+    }
+    store.put(layout.latest_results_key(run_id), json.dumps(latest, indent=2).encode())
+    return version, written
 
 
-def print_summary(result: dict[str, Any]) -> None:
+def latest_version(store: Store, run_id: str) -> str | None:
+    blob = store.get(layout.latest_results_key(run_id))
+    return json.loads(blob)["version"] if blob else None
+
+
+def read_result(store: Store, run_id: str, name: str) -> pd.DataFrame:
+    """A table of the run's latest results (`summary_zerobench.parquet`, ...)."""
+    version = latest_version(store, run_id)
+    if version is None:
+        raise FileNotFoundError(f"run {run_id} has no results yet")
+    blob = store.get(layout.results_key(run_id, version, name))
+    if blob is None:
+        raise FileNotFoundError(f"run {run_id} results {version} have no {name}")
+    return pd.read_parquet(io.BytesIO(blob))
+
+
+def _parquet(frame: pd.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+def print_result(result: dict[str, Any]) -> None:
+    """The tables of an aggregation, one per benchmark, fitted to the terminal."""
     print()
-    print(f"run {result['run_id']} — results in {result['store']}/{result['run_id']}/results/")
-    summary = pd.DataFrame(result["summary"])
-    if summary.empty:
-        print(summary_markdown(summary))
-    else:  # one table per split, e.g. ZeroBench's main questions and its subquestions
-        for split, rows in summary.groupby("split", sort=False):
-            print(f"\n{split}")
-            print(summary_markdown(rows.reset_index(drop=True)))
+    location = f"{result['store']}/{result['run_id']}/results/{result.get('version')}/"
+    print(f"run {result['run_id']} — results in {location}")
+    for name, records in (result.get("summaries") or {}).items():
+        table = pd.DataFrame(records)
+        shown = table.drop(columns=["benchmark", *USAGE_IN_SUMMARY], errors="ignore")
+        shown = shown.dropna(axis="columns", how="all")
+        print(f"\n{name}")
+        print(markdown(shown))
+    usage = pd.DataFrame(result.get("usage") or [])
+    if not usage.empty:
+        spent = usage.loc[:, (usage != 0).any(axis=0)]
+        print("\ntokens and cost")
+        print(markdown(spent))
     if result.get("missing"):
-        print(f"{result['missing']} items have no completion yet: re-run with the same --run-id")
+        print(f"\n{result['missing']} items have no record yet: run again with the same run id")
     if result.get("unreadable"):
         print(
             f"{result['unreadable']} stored records are undecodable and count as missing: "
-            f"`evalfleet status {result['run_id']} --quarantine` sets them aside for a resume"
+            "the next run of this run id moves them to quarantine/ and asks them again"
         )

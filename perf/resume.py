@@ -53,48 +53,54 @@ def say(message: str) -> None:
 
 
 def synthetic_items(samples: int, models: int, epochs: int):
-    from benchmarks.base import Part, Sample
-    from benchmarks.registry import get_task
+    from benchmarks import registry
+    from core.types import Part, Sample
     from flows import plan as planning
     from flows.request import EvalRequest
 
     request = EvalRequest(
         models=[f"openai/sim-0.{3 + i % 6}-m{i}" for i in range(models)],
         benchmarks=["zerobench"],
+        protocol="sampled-k",
         epochs=epochs,
         run_id=RUN_ID,
         simulator_url="http://127.0.0.1:9",  # never contacted: nothing is requested
     )
     configs = planning.resolve_models(request)
-    loaded = planning.Loaded(
-        tasks={"zerobench": get_task("zerobench")},
-        samples={
-            "zerobench": [
-                Sample(
-                    id=str(i + 1),
-                    parts=[Part.of_text(f"Synthetic question {i + 1}: what is {i} mod 97?")],
-                    target=str(i % 97),
-                    group_id=str(i + 1),
-                )
-                for i in range(samples)
-            ]
-        },
-        revisions={"zerobench": "synthetic:perf-resume"},
+    bench = registry.get("zerobench")
+    data = planning.BenchmarkData(
+        benchmark=bench,
+        options=bench.options(),
+        samples=[
+            Sample(
+                id=str(i + 1),
+                parts=[Part.of_text(f"Synthetic question {i + 1}: what is {i} mod 97?")],
+                target=str(i % 97),
+                group_id=str(i + 1),
+            )
+            for i in range(samples)
+        ],
+        revision="synthetic:perf-resume",
+        source="synthetic",
+        protocol="sampled-k",
+        decodings=request.decodings_for("zerobench"),
     )
-    return planning.build_items(request, RUN_ID, configs, loaded)
+    api_models = {m: c.api_model for m, c in configs.items()}
+    return planning.answer_items(request, RUN_ID, api_models, {"zerobench": data})
 
 
 def record_bytes(item) -> bytes:
-    from tasks.records import encode_record
+    from tasks.records import RECORD_VERSION, encode_record
 
     return encode_record(
         {
-            "record_version": 1,
+            "record_version": RECORD_VERSION,
             "run_id": item.run_id,
-            "model": item.model,
-            "benchmark": item.benchmark,
-            "sample_id": item.sample_id,
-            "epoch": item.epoch,
+            "stage": item.key.stage,
+            "model": item.key.model,
+            "benchmark": item.key.benchmark,
+            "sample_id": item.key.sample_id,
+            "epoch": item.key.epoch,
             "request_hash": item.request_hash,
             "response": "So the final answer is {7}",
             "error": None,
@@ -103,10 +109,14 @@ def record_bytes(item) -> bytes:
 
 
 def plan(store, items) -> tuple[float, Counter, int]:
-    from flows import plan as planning
+    """What a resume does before its first request: list, classify (reading every record
+    on a local store, to catch undecodable ones), find the rest."""
+    from flows import runs
+    from storage import layout
 
     started = time.perf_counter()
-    reconciled = planning.reconcile(store, RUN_ID, items)
+    listing = runs.list_records(store, RUN_ID, (layout.ANSWER,))
+    reconciled = runs.reconcile(store, listing, items, read=store.writes_are_local)
     todo = reconciled.todo(items)
     elapsed = time.perf_counter() - started
     return elapsed, Counter(reconciled.state.values()), len(todo)
@@ -212,7 +222,7 @@ def main() -> None:
     items = synthetic_items(args.samples, args.models, args.epochs)
     n = len(items)
     say(f"built {n} work items in {time.perf_counter() - t0:.2f} s")
-    bodies = {item.key: record_bytes(item) for item in items}
+    bodies = {item.store_key: record_bytes(item) for item in items}
 
     work = Path(tempfile.mkdtemp(prefix="evalfleet-perf-resume-"))
     child: subprocess.Popen[str] | None = None

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import sys
 import tempfile
 import time
@@ -68,18 +67,14 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
 
-    from benchmarks.registry import LoadOptions, get_task
+    from flows.demo import write_answer_key
     from flows.evaluate import evaluate
     from flows.request import EvalRequest
     from providers.simulator.process import start_simulator
 
     work = Path(tempfile.mkdtemp(prefix="evalfleet-perf-"))
     dataset = write_dataset(work / "zerobench", args.questions)
-    task = get_task("zerobench")
-    answers = work / "answers.jsonl"
-    answers.write_text(
-        "\n".join(json.dumps(task.answer_key_entry(s)) for s in task.load(LoadOptions(dataset)))
-    )
+    answers = write_answer_key(dataset, ["zerobench"], work / "answers.jsonl")
     models = [f"openai/sim-0.{5 + i % 5}-m{i}" for i in range(args.models)]
     config = {"latency": {"ms": args.latency_ms}}
     with start_simulator(answers, config, work / "sim.jsonl") as sim:

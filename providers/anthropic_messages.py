@@ -7,12 +7,12 @@ from typing import Any
 
 import anthropic
 
-from benchmarks.base import Part
+from core.types import Decoding, Part
 from providers.anthropic_errors import map_anthropic_error
 from providers.base import ProviderClient
 from providers.media_parts import b64, check_parts, refuse
 from providers.registry import ModelConfig
-from providers.types import Decoding, ErrorKind, ProviderError, ProviderResponse, Usage
+from providers.types import ErrorKind, ProviderError, ProviderResponse, Usage
 
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 EFFORTS = frozenset({"low", "medium", "high", "xhigh", "max"})

@@ -5,9 +5,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from benchmarks.base import Part
+from core.types import Decoding, Part
 from providers.registry import ModelConfig
-from providers.types import Decoding, ProviderResponse
+from providers.types import ProviderResponse
 
 
 class ProviderClient(ABC):

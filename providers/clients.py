@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from importlib import import_module
 
+from core.types import ConfigError
 from providers.base import ProviderClient
-from providers.registry import ConfigError, ModelConfig
+from providers.registry import ModelConfig
 
 CLIENTS: dict[str, str] = {
     "chat": "providers.openai_chat:OpenAIChatClient",

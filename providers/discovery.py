@@ -7,7 +7,7 @@ import openai
 from google import genai
 from google.genai import types as genai_types
 
-from providers.registry import ConfigError
+from core.types import ConfigError
 
 
 async def list_provider_models(

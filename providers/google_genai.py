@@ -9,12 +9,12 @@ import httpx2
 from google import genai
 from google.genai import types
 
-from benchmarks.base import Part
+from core.types import Decoding, Part
 from providers.base import ProviderClient
 from providers.google_errors import map_google_error
 from providers.media_parts import check_parts
 from providers.registry import ModelConfig
-from providers.types import Decoding, ErrorKind, ProviderError, ProviderResponse, Usage
+from providers.types import ErrorKind, ProviderError, ProviderResponse, Usage
 
 API_VERSION = "v1beta"  # google-genai 3.x defaults to v1; pin it
 FILTERED = frozenset(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Sequence
 
-from benchmarks.base import Part
+from core.types import Part
 from providers.registry import API_MODALITIES, ModelConfig
 from providers.types import ErrorKind, ProviderError
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import openai
 
-from benchmarks.base import Part
+from core.types import Decoding, Part
 from providers.base import ProviderClient
 from providers.media_parts import check_parts
 from providers.openai_errors import map_openai_error
 from providers.registry import ModelConfig
-from providers.types import Decoding, ErrorKind, ProviderError, ProviderResponse, Usage
+from providers.types import ErrorKind, ProviderError, ProviderResponse, Usage
 
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 

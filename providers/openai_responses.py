@@ -7,12 +7,12 @@ from typing import Any
 
 import openai
 
-from benchmarks.base import Part
+from core.types import Decoding, Part
 from providers.base import ProviderClient
 from providers.media_parts import check_parts, data_url
 from providers.openai_errors import map_openai_error
 from providers.registry import ModelConfig
-from providers.types import Decoding, ErrorKind, ProviderError, ProviderResponse, Usage
+from providers.types import ErrorKind, ProviderError, ProviderResponse, Usage
 
 # `response.error.code` of a failed response; anything else is a problem with the input.
 _FAILED_KINDS = {

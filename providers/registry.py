@@ -10,6 +10,8 @@ from typing import Any
 
 import yaml
 
+from core.types import ConfigError
+
 DEFAULT_REGISTRY = Path(__file__).resolve().parent.parent / "deployments" / "models.yaml"
 PROVIDERS = ("openai", "openai-compatible", "anthropic", "google")
 SIMULATED_MODEL = re.compile(r"^sim-(\d+(?:\.\d+)?)")
@@ -37,10 +39,6 @@ THINKING_STYLES = {
     "messages": ("enabled", "adaptive"),
     "generate_content": ("budget", "level"),
 }
-
-
-class ConfigError(ValueError):
-    """A request or registry problem found before any money is spent."""
 
 
 @dataclass(frozen=True)

@@ -2,23 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
-
-
-@dataclass(frozen=True)
-class Decoding:
-    """The decoding settings of one epoch. None means "do not send"."""
-
-    temperature: float | None = None
-    top_p: float | None = None
-    max_tokens: int = 16000
-    seed: int | None = None
-    reasoning_effort: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class ErrorKind(StrEnum):

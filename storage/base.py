@@ -53,9 +53,15 @@ class Store(ABC):
     def list(self, prefix: str) -> list[str]:
         """All keys under ``prefix`` (recursive), relative to the root, sorted."""
 
-    def iter_pages(self, prefix: str) -> Iterator[list[str]]:
-        """The keys of ``list(prefix)`` in pages, so a caller can work while the rest arrive."""
-        yield self.list(prefix)
+    def iter_pages(self, prefix: str) -> Iterator[list[tuple[str, int | None]]]:
+        """``(key, size)`` of ``list(prefix)`` in pages, so a caller can work while the rest
+        arrive. The size is None where the listing does not give it for free."""
+        yield [(key, None) for key in self.list(prefix)]
+
+    @abstractmethod
+    def check_writable(self) -> None:
+        """Raise a one-line StoreError unless a record can be written here (writes nothing
+        that stays)."""
 
     @abstractmethod
     def list_dirs(self, prefix: str) -> list[str]:

@@ -1,11 +1,15 @@
 """Where each object of a run lives in the store (keys are '/'-separated, relative to the root).
 
-    {run}/manifest.json
-    {run}/completions/{model}/{benchmark}/{sample}/{epoch}.{hash}.json            a completion
+    {run}/manifest.json                                        request, identity, history
+    {run}/plan/{benchmark}.parquet                             the samples the run asks
+    {run}/completions/{model}/{benchmark}/{sample}/{epoch}.{hash}.json            an answer
     {run}/completions/{model}/{benchmark}/{sample}/{epoch}.{hash}.failed-{ms}.json a terminal error
-    {run}/results/...
+    {run}/judgements/{judge}/{model}/{benchmark}/{sample}/{epoch}.{hash}[.failed-{ms}].json
+    {run}/results/{version}/...                                tables of one aggregation
+    {run}/results/latest.json                                  which version is the newest
+    {run}/quarantine/...                                       undecodable records set aside
 
-`{model}` and `{sample}` are percent-encoded into one segment ("openai/gpt-4o" ->
+`{model}`, `{judge}` and `{sample}` are percent-encoded into one segment ("openai/gpt-4o" ->
 "openai%2Fgpt-4o"). `{hash}` is the first 16 hex digits of the request hash (what was sent),
 so a resume can tell done, failed and stale items apart from a listing alone, and a record
 that answered another request is never overwritten, only left aside.
@@ -16,86 +20,117 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from storage.keys import safe_segment, unsafe_segment
 
 HASH_CHARS = 16
+ANSWER = "answer"
+JUDGE = "judge"
 _NAME = re.compile(r"^(?P<epoch>\d+)\.(?P<hash>[0-9a-f]+)(?:\.failed-(?P<ms>\d+))?\.json$")
-
 
 segment = safe_segment
 # A resume parses every stored key; model and sample segments repeat across epochs.
 unsegment = functools.lru_cache(maxsize=1 << 16)(unsafe_segment)
 
 
-def manifest_key(run_id: str) -> str:
-    return f"{run_id}/manifest.json"
+class ItemKey(NamedTuple):
+    """Which work item: the one place the (stage, model, benchmark, sample, epoch) tuple is
+    spelled out. `judge` is the judge model of a judgement, "" for an answer."""
 
-
-def completions_prefix(run_id: str) -> str:
-    return f"{run_id}/completions/"
-
-
-def results_key(run_id: str, name: str) -> str:
-    return f"{run_id}/results/{name}"
-
-
-def item_dir(run_id: str, model: str, benchmark: str, sample_id: str) -> str:
-    return f"{run_id}/completions/{segment(model)}/{benchmark}/{segment(sample_id)}"
-
-
-def completion_key(
-    run_id: str, model: str, benchmark: str, sample_id: str, epoch: int, request_hash: str
-) -> str:
-    return (
-        f"{item_dir(run_id, model, benchmark, sample_id)}/{epoch}.{request_hash[:HASH_CHARS]}.json"
-    )
-
-
-def failure_key(
-    run_id: str,
-    model: str,
-    benchmark: str,
-    sample_id: str,
-    epoch: int,
-    request_hash: str,
-    unix_ms: int,
-) -> str:
-    base = item_dir(run_id, model, benchmark, sample_id)
-    return f"{base}/{epoch}.{request_hash[:HASH_CHARS]}.failed-{unix_ms}.json"
-
-
-@dataclass(frozen=True)
-class StoredName:
-    """A completion key taken apart."""
-
+    stage: str
+    judge: str
     model: str
     benchmark: str
     sample_id: str
     epoch: int
+
+    @staticmethod
+    def answer(model: str, benchmark: str, sample_id: str, epoch: int) -> ItemKey:
+        return ItemKey(ANSWER, "", model, benchmark, sample_id, epoch)
+
+    def judged_by(self, judge: str) -> ItemKey:
+        """The judgement of this answer by `judge`."""
+        return self._replace(stage=JUDGE, judge=judge)
+
+    def graded(self) -> ItemKey:
+        """The answer a judgement grades (an answer key is its own)."""
+        return self._replace(stage=ANSWER, judge="")
+
+    @property
+    def caller(self) -> str:
+        """The model that is called: the judge of a judgement, else the evaluated model."""
+        return self.judge or self.model
+
+
+def manifest_key(run_id: str) -> str:
+    return f"{run_id}/manifest.json"
+
+
+def plan_key(run_id: str, benchmark: str) -> str:
+    return f"{run_id}/plan/{benchmark}.parquet"
+
+
+def stage_prefix(run_id: str, stage: str) -> str:
+    return f"{run_id}/completions/" if stage == ANSWER else f"{run_id}/judgements/"
+
+
+def results_key(run_id: str, version: str, name: str) -> str:
+    return f"{run_id}/results/{version}/{name}"
+
+
+def latest_results_key(run_id: str) -> str:
+    return f"{run_id}/results/latest.json"
+
+
+def quarantine_key(run_id: str, key: str) -> str:
+    return f"{run_id}/quarantine/{key[len(run_id) + 1 :]}"
+
+
+def item_dir(run_id: str, key: ItemKey) -> str:
+    base = f"{segment(key.model)}/{key.benchmark}/{segment(key.sample_id)}"
+    if key.stage == ANSWER:
+        return f"{run_id}/completions/{base}"
+    return f"{run_id}/judgements/{segment(key.judge)}/{base}"
+
+
+def record_key(run_id: str, key: ItemKey, request_hash: str) -> str:
+    return f"{item_dir(run_id, key)}/{key.epoch}.{request_hash[:HASH_CHARS]}.json"
+
+
+def failure_key(run_id: str, key: ItemKey, request_hash: str, unix_ms: int) -> str:
+    return f"{item_dir(run_id, key)}/{key.epoch}.{request_hash[:HASH_CHARS]}.failed-{unix_ms}.json"
+
+
+@dataclass(frozen=True)
+class StoredName:
+    """A record key taken apart."""
+
+    item: ItemKey
     hash_prefix: str
     failed: bool
     key: str
 
 
-def parse_completion_key(run_id: str, key: str) -> StoredName | None:
-    """Inverse of completion_key / failure_key; None for anything else (e.g. temp files)."""
-    prefix = completions_prefix(run_id)
-    if not key.startswith(prefix):
-        return None
-    parts = key[len(prefix) :].split("/")
-    if len(parts) != 4:
+def parse_record_key(run_id: str, key: str) -> StoredName | None:
+    """Inverse of record_key / failure_key; None for anything else (e.g. temp files)."""
+    if key.startswith(f"{run_id}/completions/"):
+        parts = key[len(run_id) + len("/completions/") :].split("/")
+        if len(parts) != 4:
+            return None
+        stage, judge = ANSWER, ""
+    elif key.startswith(f"{run_id}/judgements/"):
+        parts = key[len(run_id) + len("/judgements/") :].split("/")
+        if len(parts) != 5:
+            return None
+        stage, judge = JUDGE, unsegment(parts[0])
+        parts = parts[1:]
+    else:
         return None
     model, benchmark, sample, name = parts
     match = _NAME.match(name)
     if match is None:
         return None
-    return StoredName(
-        model=unsegment(model),
-        benchmark=benchmark,
-        sample_id=unsegment(sample),
-        epoch=int(match["epoch"]),
-        hash_prefix=match["hash"],
-        failed=match["ms"] is not None,
-        key=key,
-    )
+    epoch = int(match["epoch"])
+    item = ItemKey(stage, judge, unsegment(model), benchmark, unsegment(sample), epoch)
+    return StoredName(item, match["hash"], match["ms"] is not None, key)

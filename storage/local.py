@@ -68,6 +68,28 @@ class LocalStore(Store):
             raise StoreError(f"cannot write {key!r} in {self.root}: {exc}") from exc
         self._sync_dir(path)
 
+    def check_writable(self) -> None:
+        """Probe the root, or the nearest ancestor that exists, without creating the root."""
+        existing = self.root
+        while not os.path.lexists(existing):
+            existing = os.path.dirname(existing)
+        if not os.path.isdir(existing):
+            raise StoreError(
+                f"cannot write to the store {self.root} ({existing} is a file): pick a "
+                "writable directory with --store"
+            )
+        probe = os.path.join(existing, f"{TMP_PREFIX}probe-{uuid.uuid4().hex}")
+        try:
+            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise StoreError(
+                f"cannot write to the store {self.root} ({reason}): pick a writable directory "
+                "with --store"
+            ) from None
+
     # -- reads ----------------------------------------------------------------
 
     def get(self, key: str) -> bytes | None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import mimetypes
 import os
 import queue
 import random
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -23,7 +25,7 @@ from botocore.exceptions import (
 )
 
 from storage.base import Store, StoreError
-from storage.keys import check_key, norm_prefix
+from storage.keys import TMP_PREFIX, check_key, norm_prefix
 
 _MISSING_KEY_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 _PRECONDITION_CODES = frozenset({"PreconditionFailed", "412"})
@@ -183,9 +185,12 @@ class S3Store(Store):
         keys.sort()
         return keys
 
-    def iter_pages(self, prefix: str) -> Iterator[list[str]]:
-        """Pages in key order; the next page is fetched while the caller handles this one."""
-        pages: queue.Queue[list[str] | BaseException | None] = queue.Queue(maxsize=8)
+    def iter_pages(self, prefix: str) -> Iterator[list[tuple[str, int | None]]]:
+        """(key, size) pages in key order; the next page is fetched while the caller handles
+        this one."""
+        pages: queue.Queue[list[tuple[str, int | None]] | BaseException | None] = queue.Queue(
+            maxsize=8
+        )
 
         def fetch() -> None:
             full = self.prefix + norm_prefix(prefix)
@@ -195,7 +200,13 @@ class S3Store(Store):
                     paginator = self.client.get_paginator("list_objects_v2")
                     for page in paginator.paginate(Bucket=self.bucket, Prefix=full):
                         contents = page.get("Contents", ())
-                        pages.put([o["Key"][cut:] for o in contents if not o["Key"].endswith("/")])
+                        pages.put(
+                            [
+                                (o["Key"][cut:], o.get("Size"))
+                                for o in contents
+                                if not o["Key"].endswith("/")
+                            ]
+                        )
                 pages.put(None)
             except BaseException as exc:  # handed to the consumer, raised there
                 pages.put(exc)
@@ -205,6 +216,14 @@ class S3Store(Store):
             if isinstance(item, BaseException):
                 raise item
             yield item
+
+    def check_writable(self) -> None:
+        """A probe object is written and removed: only a real PUT proves the permission."""
+        probe = f"{self.prefix}{TMP_PREFIX}probe-{uuid.uuid4().hex}"
+        with self._errors("write", _BUCKET):
+            self.client.put_object(Bucket=self.bucket, Key=probe, Body=b"")
+        with contextlib.suppress(ClientError, BotoCoreError):
+            self.client.delete_object(Bucket=self.bucket, Key=probe)
 
     def list_dirs(self, prefix: str) -> list[str]:
         full = self.prefix + norm_prefix(prefix)

@@ -1,4 +1,4 @@
-"""The completion record: one JSON object per work item, written once."""
+"""The record of one work item (an answer or a judgement): one JSON object, written once."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from providers.registry import ModelConfig
 from providers.types import ProviderError, ProviderResponse
 from tasks.work import WorkItem
 
-RECORD_VERSION = 1
+RECORD_VERSION = 2
 
 
 def iso(ts: float) -> str:
@@ -33,14 +33,20 @@ def build_record(
     """Everything about one call that a later reader needs. Never the API key."""
     usage = asdict(response.usage) if response else None
     # attempt_errors lists every failed attempt, the final one included when the call failed.
+    key = item.key
     return {
         "record_version": RECORD_VERSION,
         "run_id": item.run_id,
-        "model": item.model,
-        "benchmark": item.benchmark,
-        "sample_id": item.sample_id,
-        "epoch": item.epoch,
+        "stage": key.stage,
+        "judge_model": key.judge or None,
+        "model": key.model,
+        "benchmark": key.benchmark,
+        "sample_id": key.sample_id,
+        "epoch": key.epoch,
         "request_hash": item.request_hash,
+        "graded": (
+            {"key": item.graded[0], "response_sha256": item.graded[1]} if item.graded else None
+        ),
         "provider": config.provider,
         "api_model": config.api_model,
         "model_reported": response.model_reported if response else None,

@@ -1,4 +1,5 @@
-"""Work items: one (model, benchmark, sample, epoch) with its decoding settings and hash."""
+"""Work items: one answer (model, benchmark, sample, epoch) or one judgement of an answer,
+with its decoding settings and the hash of exactly what is sent."""
 
 from __future__ import annotations
 
@@ -7,33 +8,32 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.base import Part
-from providers.types import Decoding
+from core.types import Decoding, Part
 from storage import layout
+from storage.layout import ItemKey
 
 
 @dataclass(frozen=True)
 class WorkItem:
     run_id: str
-    model: str
-    benchmark: str
-    sample_id: str
-    epoch: int
+    key: ItemKey
     decoding: Decoding
     request_hash: str
+    #: The driver needs the answer's text back (to judge it); otherwise only the outcome.
+    return_response: bool = False
+    #: For a judgement: the store key and text digest of the answer it grades.
+    graded: tuple[str, str] | None = None
 
     @property
-    def key(self) -> str:
-        return layout.completion_key(
-            self.run_id, self.model, self.benchmark, self.sample_id, self.epoch, self.request_hash
-        )
+    def store_key(self) -> str:
+        return layout.record_key(self.run_id, self.key, self.request_hash)
 
     @property
     def hash_prefix(self) -> str:
         return self.request_hash[: layout.HASH_CHARS]
 
-    def identity(self) -> tuple[str, str, str, int]:
-        return (self.model, self.benchmark, self.sample_id, self.epoch)
+    def failure_key(self, unix_ms: int) -> str:
+        return layout.failure_key(self.run_id, self.key, self.request_hash, unix_ms)
 
 
 def parts_digest(parts: list[Part]) -> str:
@@ -51,6 +51,10 @@ def parts_digest(parts: list[Part]) -> str:
     return digest.hexdigest()
 
 
+def text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def request_hash(
     *,
     model: str,
@@ -59,8 +63,13 @@ def request_hash(
     dataset_revision: str,
     prompt_digest: str,
     decoding: Decoding,
+    graded: str | None = None,
 ) -> str:
-    """What was sent, reduced to one hash: a stored record is reused only if this matches."""
+    """What was sent, reduced to one hash: a stored record is reused only if this matches.
+
+    A judgement's hash also covers the digest of the answer it grades (`graded`), so a
+    re-answered item is judged again and nothing else is.
+    """
     payload: dict[str, Any] = {
         "model": model,
         "api_model": api_model,
@@ -69,5 +78,7 @@ def request_hash(
         "prompt": prompt_digest,
         "decoding": decoding.to_dict(),
     }
+    if graded is not None:
+        payload["graded"] = graded
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()

@@ -13,13 +13,14 @@ from typing import Any
 
 import ray
 
-from benchmarks.base import Part
+from core.types import Part
 from providers.base import ProviderClient
 from providers.clients import make_client
 from providers.registry import ModelConfig
 from providers.retry import RetryPolicy, call_with_retries
 from providers.types import ErrorKind, ProviderError, ProviderResponse
-from storage import layout, open_store
+from storage import open_store
+from storage.layout import ItemKey
 from tasks.limiter import get_or_create_limiter
 from tasks.records import build_record, encode_record
 from tasks.secrets import Secret
@@ -33,16 +34,15 @@ PARTS_CACHE_SIZE = 512
 class Outcome:
     """What the driver needs to know about one item (the record itself stays in the store)."""
 
-    model: str
-    benchmark: str
-    sample_id: str
-    epoch: int
+    key: ItemKey
     status: str  # "ok" | "failed" | "exists" | "write_failed"
     error_kind: str | None
     attempts: int
     input_tokens: int
     output_tokens: int
     cost_usd: float
+    store_key: str = ""
+    response: str | None = None  # only when the item asked for it (an answer to judge)
 
 
 def estimate_input_tokens(parts: list[Part]) -> int:
@@ -100,6 +100,8 @@ class CompletionWorker:
         ZeroBench image can be megabytes, and each sample is asked for epochs x models times.
         """
         ref = holder[0]
+        if isinstance(ref, list):  # inline parts (a judgement's grader prompt)
+            return ref
         parts = self._parts_cache.get(ref)
         if parts is None:
             parts = await ref
@@ -111,13 +113,17 @@ class CompletionWorker:
         return parts
 
     async def run(self, item: WorkItem, parts_holder: list[Any]) -> Outcome:
+        """Ask, retry by kind, store the record put-if-absent. `parts_holder` is [ObjectRef]
+        for a sample's prompt, or [list of parts] for a judgement's (small) grader prompt."""
         parts = await self._parts(parts_holder)
-        config = self._models[item.model]
-        client = self._client(item.model)
+        caller = item.key.caller
+        config = self._models[caller]
+        client = self._client(caller)
         limiter = self._limiter(config)
         estimate = estimate_input_tokens(parts) if config.tpm else 0
         started = time.time()
         latency: list[float] = []
+        empty: list[ProviderResponse] = []
 
         async def attempt() -> ProviderResponse:
             if limiter is not None:
@@ -126,9 +132,17 @@ class CompletionWorker:
                     await asyncio.sleep(wait)
             t0 = time.monotonic()
             try:
-                return await client.complete(parts, item.decoding)
+                answer = await client.complete(parts, item.decoding)
             finally:
                 latency.append(time.monotonic() - t0)
+            if not answer.text.strip():
+                empty.append(answer)
+                raise ProviderError(
+                    ErrorKind.EMPTY_ANSWER,
+                    f"empty answer (finish reason {answer.finish_reason})",
+                    request_id=answer.request_id,
+                )
+            return answer
 
         async def on_error(exc: ProviderError) -> None:
             if limiter is not None and exc.kind == ErrorKind.RATE_LIMITED:
@@ -138,13 +152,9 @@ class CompletionWorker:
             attempt, self._retry, on_error=on_error
         )
         finished = time.time()
-        if response is not None and not response.text.strip():
-            # Tokens were spent: keep the response (usage, finish reason) beside the error.
-            error = ProviderError(
-                ErrorKind.EMPTY_ANSWER,
-                f"empty answer (finish reason {response.finish_reason})",
-                request_id=response.request_id,
-            )
+        if error is not None and error.kind == ErrorKind.EMPTY_ANSWER and empty:
+            # Tokens were spent: keep the last response (usage, finish reason) beside the error.
+            response = empty[-1]
         if limiter is not None and response is not None:
             limiter.succeeded.remote()
             if config.tpm:
@@ -161,18 +171,7 @@ class CompletionWorker:
             finished=finished,
             latency_s=latency[-1] if latency else None,
         )
-        if error is None:
-            key = item.key
-        else:
-            key = layout.failure_key(
-                item.run_id,
-                item.model,
-                item.benchmark,
-                item.sample_id,
-                item.epoch,
-                item.request_hash,
-                int(finished * 1000),
-            )
+        key = item.store_key if error is None else item.failure_key(int(finished * 1000))
         status = "ok" if error is None else "failed"
         try:
             data = encode_record(record)
@@ -189,16 +188,15 @@ class CompletionWorker:
             status = "write_failed"
         usage = response.usage if response else None
         return Outcome(
-            model=item.model,
-            benchmark=item.benchmark,
-            sample_id=item.sample_id,
-            epoch=item.epoch,
+            key=item.key,
             status=status,
             error_kind=str(error.kind) if error else None,
             attempts=attempted.attempts,
             input_tokens=usage.input_tokens if usage else 0,
             output_tokens=usage.output_tokens if usage else 0,
             cost_usd=record["cost_usd"],
+            store_key=key,
+            response=response.text if item.return_response and error is None else None,
         )
 
     def ready(self) -> bool:

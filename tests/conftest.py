@@ -44,7 +44,7 @@ def prefect_api_url():
 
 @pytest.fixture(scope="session")
 def demo_dataset(tmp_path_factory) -> str:
-    from benchmarks.demo_data import write_demo_dataset
+    from benchmarks.zerobench.demo import write_demo_dataset
 
     return str(write_demo_dataset(tmp_path_factory.mktemp("data") / "zerobench"))
 

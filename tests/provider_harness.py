@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from benchmarks.base import Part
+from core.types import Decoding, Part
 from providers.clients import make_client
 from providers.registry import ModelConfig
 from providers.simulator.process import SimulatorHandle
-from providers.types import Decoding, ProviderError, ProviderResponse
+from providers.types import ProviderError, ProviderResponse
 
 # A per-provider placeholder key (the simulator only checks that one is present).
 TEST_KEYS = {"openai": "sk-test", "anthropic": "sk-ant-test", "google": "gemini-test-key"}

@@ -78,10 +78,28 @@ def test_invalid_request_values(capsys, store):
     assert err == "error: invalid request: epochs: Input should be greater than or equal to 1"
 
 
+def test_malformed_limits_exit_2(capsys, store):
+    code, err = run_cli(capsys, "-m", "openai/sim-0.5", "--rpm", "openai/sim-0.5:100")
+    assert code == 2
+    assert err == (
+        "error: --rpm takes MODEL=N, e.g. --rpm openai/gpt-4o=500 (got 'openai/sim-0.5:100')"
+    )
+    code, err = run_cli(capsys, "-m", "openai/sim-0.5", "--tpm", "=5")
+    assert (code, err) == (2, "error: --tpm takes MODEL=N, e.g. --tpm openai/gpt-4o=500 (got '=5')")
+
+
+def test_unknown_benchmark_lists_the_registry(capsys, store):
+    code, err = run_cli(capsys, "-m", "openai/sim-0.5", "-b", "mmmu", "--store", str(store))
+    assert code == 2
+    assert err == (
+        "error: invalid request: benchmarks.0: unknown benchmark 'mmmu': use one of "
+        "zerobench, zerobench_subquestions, omnibench"
+    )
+
+
 def test_incompatible_run_id_is_refused_and_manifest_kept(capsys, store, demo_dataset):
-    from flows.plan import build_manifest, load_benchmarks, open_run, resolve_models
+    from flows.evaluate import plan, preflight
     from flows.request import EvalRequest
-    from storage import open_store
 
     base = dict(
         models=["openai/sim-0.5"],
@@ -90,10 +108,7 @@ def test_incompatible_run_id_is_refused_and_manifest_kept(capsys, store, demo_da
         store=str(store),
         simulator_url="http://127.0.0.1:9",
     )
-    request = EvalRequest(**base)
-    target = open_store(str(store))
-    loaded = load_benchmarks(request)
-    open_run(target, build_manifest(request, "r1", resolve_models(request), loaded))
+    plan(preflight(EvalRequest(**base)))
     before = (store / layout.manifest_key("r1")).read_bytes()
 
     code, err = run_cli(
@@ -113,8 +128,10 @@ def test_incompatible_run_id_is_refused_and_manifest_kept(capsys, store, demo_da
     )
     assert code == 2
     assert err == (
-        "error: run id r1 already exists with a different request (epochs: 5 -> 3): pass the "
-        "same settings to resume it, or choose a new --run-id"
+        "error: run id r1 already exists with a different request (zerobench decodings: "
+        "6 -> 4 epochs; zerobench_subquestions decodings: 6 -> 4 epochs): resume it with the "
+        "same settings, or choose a new --run-id"
     )
     assert (store / layout.manifest_key("r1")).read_bytes() == before
-    assert json.loads(before)["identity"]["epochs"] == 5
+    decodings = json.loads(before)["identity"]["benchmarks"]["zerobench"]["decodings"]
+    assert len(decodings) == 6

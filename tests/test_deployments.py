@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from providers.simulator.process import start_simulator
+from tests.helpers import results_dir
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -91,6 +92,21 @@ def test_served_deployments_run_and_retry(
             "simulator_url": f"http://127.0.0.1:{port}",
             "max_attempts": 2,
         }
+        # A configuration error fails at once with its one line, and is not retried.
+        bad = {**request, "models": ["openai/gpt-nonexistent"], "run_id": "bad"}
+        flow_run = run_deployment(
+            "evaluate-and-aggregate/on-demand", parameters={"request": bad}, timeout=0
+        )
+        failed = asyncio.run(wait_for_run(flow_run.id, {"Completed", "Failed", "Crashed"}))
+        assert failed.state.name == "Failed"
+        assert (
+            "unknown model 'openai/gpt-nonexistent': add it to deployments/models.yaml"
+            in failed.state.message
+        )
+        assert failed.run_count == 1
+        assert (failed.end_time - failed.start_time).total_seconds() < 5
+        assert not (runs / "bad").exists()
+
         down = {"faults": {"http_500": 1.0}, "latency": {"ms": 1}}
         with start_simulator(answer_key, down, tmp_path / "down.jsonl", port=port):
             flow_run = run_deployment(
@@ -121,7 +137,7 @@ def test_served_deployments_run_and_retry(
             p for p in (runs / "served" / "completions").rglob("*.json") if "failed" not in p.name
         )
         assert len(done) == 4 * 6
-        summary = (runs / "served" / "results" / "summary.csv").read_text()
+        summary = (results_dir(runs, "served") / "summary_zerobench.csv").read_text()
         assert "openai/sim-0.5" in summary
     finally:
         serve.kill()

@@ -17,6 +17,7 @@ import pytest
 from flows.pipeline import evaluate_and_aggregate
 from flows.request import EvalRequest
 from providers.simulator.process import start_simulator
+from tests.helpers import SPLITS, result_table, results_dir, zerobench_samples
 
 MODELS = ["openai/sim-0.3", "openai/sim-0.8"]
 API_KEY = "sk-e2e-secret-0123456789abcdef"
@@ -93,12 +94,10 @@ def test_api_key_never_stored(finished_run):
 
 def test_tables_match_hand_computed_metrics(finished_run, demo_dataset):
     work, result = finished_run
-    from benchmarks.zerobench import load_samples
-
     targets = {}
     groups = {}
-    for split in ("zerobench", "zerobench_subquestions"):
-        for sample in load_samples(split, dataset_path=demo_dataset):
+    for split in SPLITS:
+        for sample in zerobench_samples(split, demo_dataset):
             targets[(split, sample.id)] = sample.target
             groups[(split, sample.id)] = sample.id.split("_")[0]
     by_sample: dict[tuple[str, str, str], dict[int, bool]] = defaultdict(dict)
@@ -106,18 +105,15 @@ def test_tables_match_hand_computed_metrics(finished_run, demo_dataset):
         ok = upstream_correct(r["response"], targets[(r["benchmark"], r["sample_id"])])
         by_sample[(r["model"], r["benchmark"], r["sample_id"])][r["epoch"]] = ok
 
-    summary = pd.read_parquet(work / "runs" / "e2e" / "results" / "summary.parquet")
-    assert len(summary) == 2 * 2 * 2  # models x splits x scoring modes
+    runs = work / "runs"
     for model in MODELS:
-        for split in ("zerobench", "zerobench_subquestions"):
+        for split in SPLITS:
+            summary = result_table(runs, "e2e", f"summary_{split}.parquet")
+            assert len(summary) == 2 * 2  # models x scoring modes
             sids = sorted(s for (m, b, s) in by_sample if m == model and b == split)
             greedy = [by_sample[(model, split, s)][0] for s in sids]
             sampled = [[by_sample[(model, split, s)][e] for e in range(1, 6)] for s in sids]
-            row = summary[
-                (summary.model == model)
-                & (summary.split == split)
-                & (summary.scoring == "upstream")
-            ].iloc[0]
+            row = summary[(summary.model == model) & (summary.scoring == "upstream")].iloc[0]
             assert row["n_questions"] == len(sids)
             assert row["n_epochs"] == 6
             assert row["num_correct"] == sum(greedy)
@@ -140,20 +136,27 @@ def test_tables_match_hand_computed_metrics(finished_run, demo_dataset):
             else:
                 assert pd.isna(row["grouped_accuracy"]) and pd.isna(row["grouped_se"])
 
-    samples = pd.read_parquet(work / "runs" / "e2e" / "results" / "samples.parquet")
+    samples = result_table(runs, "e2e", "samples.parquet")
     assert len(samples) == (4 + 11) * 6 * 2 * 2
     upstream_rows = samples[samples.scoring == "upstream"]
     for row in upstream_rows.itertuples():
-        assert row.correct == by_sample[(row.model, row.split, row.sample_id)][row.epoch]
-    for name in ("summary.csv", "summary.md"):
-        assert (work / "runs" / "e2e" / "results" / name).stat().st_size > 0
-    assert result["summary"][0]["model"] in MODELS
+        assert row.correct == by_sample[(row.model, row.benchmark, row.sample_id)][row.epoch]
+    for split in SPLITS:
+        for suffix in ("csv", "md"):
+            assert (results_dir(runs, "e2e") / f"summary_{split}.{suffix}").stat().st_size > 0
+    assert result["summaries"]["zerobench"][0]["model"] in MODELS
+    long = result_table(runs, "e2e", "metrics.parquet")
+    assert list(long.columns) == [
+        "model", "benchmark", "scoring", "metric", "group", "value", "se", "n", "errors",
+        "judged", "score_errors",
+    ]
+    assert set(long.benchmark) == set(SPLITS)
 
 
 def test_both_models_differ_in_accuracy(finished_run):
     """The simulator's accuracy knob reaches the tables (0.3 vs 0.8 over 180 calls)."""
     work, _ = finished_run
-    summary = pd.read_parquet(work / "runs" / "e2e" / "results" / "summary.parquet")
+    summary = result_table(work / "runs", "e2e", "summary_zerobench_subquestions.parquet")
     upstream = summary[summary.scoring == "upstream"]
     weak = upstream[upstream.model == "openai/sim-0.3"]["pass@1"].mean()
     strong = upstream[upstream.model == "openai/sim-0.8"]["pass@1"].mean()

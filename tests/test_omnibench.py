@@ -4,37 +4,40 @@ from __future__ import annotations
 
 import hashlib
 import io
-import logging
 import wave
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from PIL import Image
 
-from benchmarks import omnibench
-from benchmarks.base import Part, Sample, Score
-from benchmarks.omnibench import (
+from benchmarks.hub import fingerprint
+from benchmarks.interface import Exclusion, MetricRow, ScoredItem
+from benchmarks.omnibench import OMNIBENCH, OmniBenchOptions, dataset
+from benchmarks.omnibench.dataset import (
     AUDIO_ALT_PREFIX,
+    FIX,
     IMAGE_ALT_PREFIX,
     REVISION,
     TEMPLATE,
-    DatasetError,
-    Exclusion,
-    answer_key_entry,
-    dataset_revision,
-    load,
-    load_rows,
-    load_samples,
     prompt_text,
-    score,
-    summarize,
     to_sample,
     wav_bytes,
 )
-from benchmarks.omnibench_demo import build_dataset
+from benchmarks.omnibench.demo import build_dataset
+from core.types import DatasetError, Part, Sample, Score
 
-FIX = "pass a dataset saved with save_to_disk or Parquet files in the upstream schema"
+
+@dataclass
+class Loaded:
+    samples: list[Sample]
+    excluded: list[Exclusion]
+
+
+def load(path: Any = None, limit: int | None = None, **kwargs: Any) -> Loaded:
+    samples, excluded, _ = dataset.load(path, limit, **kwargs)
+    return Loaded(samples, excluded)
 
 
 def encode(fmt: str, colour: tuple[int, int, int]) -> bytes:
@@ -129,6 +132,7 @@ def test_load_from_disk_and_parquet(source: str, request: pytest.FixtureRequest)
     assert second.choices == ["red", "green", "blue", "grey"]
     assert second.group_id is None
     assert first.metadata == {
+        "question": "Question 10?",
         "task_type": "count and quantity",
         "audio_type": "music",
         "text_alternatives": [],
@@ -183,13 +187,18 @@ def test_limit_counts_rows_before_exclusion(saved: Path) -> None:
         load(saved, limit=-1)
 
 
-def test_load_samples_logs_exclusions(saved: Path, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="benchmarks.omnibench"):
-        samples = load_samples(saved, limit=3)
-    assert [s.id for s in samples] == ["10", "11"]
-    assert [r.getMessage() for r in caplog.records] == [
-        "OmniBench: 1 row(s) excluded: 12: audio has no bytes"
-    ]
+def test_benchmark_load_reports_exclusions_and_options(saved: Path) -> None:
+    data = OMNIBENCH.load(str(saved), OMNIBENCH.options(), 3)
+    assert [s.id for s in data.samples] == ["10", "11"]
+    assert data.excluded == [Exclusion("12", "audio has no bytes")]
+    assert data.revision == fingerprint(saved)
+    assert data.source == f"dataset path {saved}"
+    options = OMNIBENCH.options({"text_alternatives": ["audio"]})
+    assert options == OmniBenchOptions(text_alternatives=["audio"])
+    no_audio = OMNIBENCH.load(str(saved), options, 3)
+    assert [s.id for s in no_audio.samples] == ["10", "11", "12"] and no_audio.excluded == []
+    with pytest.raises(ValueError, match="text_alternatives"):
+        OMNIBENCH.options({"text_alternatives": ["video"]})
 
 
 def test_decoded_media_are_reencoded() -> None:
@@ -232,9 +241,7 @@ def one_line_error(call: Any, *args: Any, **kwargs: Any) -> str:
 def test_missing_path(tmp_path: Path) -> None:
     missing = tmp_path / "nope"
     assert one_line_error(load, missing) == f"dataset path {missing} does not exist: {FIX}"
-    assert one_line_error(dataset_revision, missing) == (
-        f"dataset path {missing} is not a directory: {FIX}"
-    )
+    assert one_line_error(fingerprint, missing) == f"dataset path {missing} does not exist"
 
 
 def test_missing_split_and_columns(tmp_path: Path) -> None:
@@ -245,9 +252,10 @@ def test_missing_split_and_columns(tmp_path: Path) -> None:
         f"dataset path {tmp_path / 'other'} has no split 'train' (found: test): {FIX}"
     )
     Dataset.from_list([{"index": 1, "question": "q"}]).to_parquet(str(tmp_path / "train.parquet"))
-    assert one_line_error(load_rows, tmp_path) == (
-        f"dataset path {tmp_path} lacks column(s) 'task type', 'audio type', 'options', 'answer', "
-        "'image', 'audio', 'image content', 'audio content' (found: index, question): " + FIX
+    assert one_line_error(load, tmp_path) == (
+        f"dataset path {tmp_path} split 'train' lacks column(s) 'task type', 'audio type', "
+        "'options', 'answer', 'image', 'audio', 'image content', 'audio content' "
+        "(found: index, question): " + FIX
     )
 
 
@@ -296,13 +304,17 @@ def test_duplicate_index(tmp_path: Path) -> None:
 
 
 def test_dataset_revision(saved: Path) -> None:
-    assert dataset_revision() == REVISION
-    assert dataset_revision(None) == REVISION
     digest = hashlib.sha256()
     for file in sorted(p for p in saved.rglob("*") if p.is_file()):
         digest.update(f"{file.relative_to(saved).as_posix()}\0{file.stat().st_size}\0".encode())
         digest.update(file.read_bytes())
-    assert dataset_revision(saved) == f"sha256:{digest.hexdigest()}"
+    assert fingerprint(saved) == f"sha256:{digest.hexdigest()}"
+    # datasets' cache files and locks beside the data do not change the fingerprint
+    (saved / "train" / "cache-0123.arrow").write_bytes(b"cache")
+    try:
+        assert fingerprint(saved) == f"sha256:{digest.hexdigest()}"
+    finally:
+        (saved / "train" / "cache-0123.arrow").unlink()
 
 
 def test_hub_load_uses_the_pinned_revision(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -310,13 +322,16 @@ def test_hub_load_uses_the_pinned_revision(monkeypatch: pytest.MonkeyPatch) -> N
 
     calls: list[tuple[Any, ...]] = []
 
-    def fake_load_dataset(path: str, *, split: str, revision: str) -> Any:
-        calls.append((path, split, revision))
+    def fake_load_dataset(path: str, name: str | None, *, split: str, revision: str) -> Any:
+        calls.append((path, name, split, revision))
         return build_dataset(ROWS[:2])
 
     monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
-    assert [s.id for s in load_samples(limit=1)] == ["10"]
-    assert calls == [("m-a-p/OmniBench", "train", REVISION)]
+    data = OMNIBENCH.load(None, OMNIBENCH.options(), 1)
+    assert [s.id for s in data.samples] == ["10"]
+    assert data.revision == REVISION
+    assert data.source == f"m-a-p/OmniBench@{REVISION}"
+    assert calls == [("m-a-p/OmniBench", None, "train", REVISION)]
 
 
 # --- scoring, answer key, summary ------------------------------------------------------------
@@ -329,6 +344,10 @@ def sample_with_target(target: str) -> Sample:
         target=target,
         choices=["red", "green", "blue", "grey"],
     )
+
+
+def score(response: str, sample: Sample) -> list[Score]:
+    return OMNIBENCH.score(sample, response, OMNIBENCH.options())
 
 
 def test_score_both_modes() -> None:
@@ -354,35 +373,54 @@ def test_score_both_modes() -> None:
 
 def test_answer_key_entry(saved: Path) -> None:
     sample = load(saved, use_image=False).samples[0]
-    assert answer_key_entry(sample) == {
-        "prompt_sha256": hashlib.sha256(PROMPT_10.encode("utf-8")).hexdigest(),
-        "target": "A",
-        "format": "answer_letter",
-        "choices": ["A", "B", "C", "D"],
-    }
-
-
-def test_summarize_exact() -> None:
-    rows = [
-        ({"audio_type": "speech", "task_type": "count"}, True),
-        ({"audio_type": "music", "task_type": "count"}, False),
-        ({"audio_type": "speech", "task_type": "symbols"}, False),
-        ({"audio_type": "sound event", "task_type": "count"}, True),
-        ({"audio_type": "speech", "task_type": "symbols"}, 1.0),
+    assert OMNIBENCH.answer_key(sample, OMNIBENCH.options()) == [
+        {
+            "prompt_sha256": hashlib.sha256(PROMPT_10.encode("utf-8")).hexdigest(),
+            "target": "A",
+            "format": "answer_letter",
+            "choices": ["A", "B", "C", "D"],
+        }
     ]
-    assert summarize(rows) == {
-        "acc": 0.6,
-        "n": 5,
-        "by_audio_type": {"speech": 2 / 3, "music": 0.0, "sound event": 1.0},
-        "by_task_type": {"count": 2 / 3, "symbols": 0.5},
+
+
+def item(sample_id: str, value: float, epoch: int = 0, score_error: str | None = None):
+    return ScoredItem(sample_id, sample_id, epoch, value, value == 1.0, False, False, score_error)
+
+
+def test_metrics_by_task_and_audio_type() -> None:
+    meta = {
+        "1": ("speech", "count"),
+        "2": ("music", "count"),
+        "3": ("speech", "symbols"),
+        "4": ("sound event", "count"),
+        "5": ("speech", "symbols"),
     }
-    empty = summarize([])
-    assert empty["n"] == 0 and empty["acc"] != empty["acc"]  # NaN
-    assert empty["by_audio_type"] == {} and empty["by_task_type"] == {}
-
-
-def test_summarize_over_loaded_samples(saved: Path) -> None:
-    samples = load(saved, use_audio=False).samples
-    rows = [(s.metadata, s.target == "C") for s in samples]
-    by_audio_type = omnibench.summarize(rows)["by_audio_type"]
-    assert list(by_audio_type.items()) == [("music", 0.5), ("sound event", 0.5), ("speech", 0.0)]
+    samples = {
+        sid: Sample(sid, [], "A", metadata={"audio_type": a, "task_type": t})
+        for sid, (a, t) in meta.items()
+    }
+    # sample 5 answered twice (1, 0): it counts once, as 0.5; an unparsable score is left out
+    scored = [
+        item("1", 1.0),
+        item("2", 0.0),
+        item("3", 0.0),
+        item("4", 1.0),
+        item("5", 1.0),
+        item("5", 0.0, epoch=1),
+        item("3", 0.0, epoch=1, score_error="unparsable"),
+    ]
+    rows = OMNIBENCH.metrics(scored, samples, "greedy")
+    se_all = (sum((v - 0.5) ** 2 for v in (1, 0, 0, 1, 0.5)) / 4) ** 0.5 / 5**0.5
+    se_speech = (sum((v - 0.5) ** 2 for v in (1, 0, 0.5)) / 2) ** 0.5 / 3**0.5
+    assert all(isinstance(r, MetricRow) and r.metric == "accuracy" for r in rows)
+    assert [(r.group, r.value, r.n) for r in rows] == [
+        ("", 0.5, 5),
+        ("task_type=count", 2 / 3, 3),
+        ("task_type=symbols", 0.25, 2),
+        ("audio_type=speech", 0.5, 3),
+        ("audio_type=music", 0.0, 1),
+        ("audio_type=sound event", 1.0, 1),
+    ]
+    assert rows[0].se == pytest.approx(se_all, abs=1e-12)
+    assert rows[3].se == pytest.approx(se_speech, abs=1e-12)
+    assert rows[4].se == 0.0  # one sample

@@ -1,11 +1,12 @@
-"""Planning: a resume records the inputs it used, so aggregate rebuilds the right plan."""
+"""Planning: a resume from a moved copy of the same data is the same run; its manifest records
+the inputs it used and its history, and nothing is stale."""
 
 from __future__ import annotations
 
 import json
 import shutil
 
-from flows.evaluate import prepare
+from flows.evaluate import plan, preflight
 from flows.request import EvalRequest
 from storage import layout
 
@@ -20,18 +21,21 @@ def test_resume_with_a_moved_dataset_updates_the_manifest(tmp_path, demo_dataset
         store=str(tmp_path / "runs"),
         simulator_url="http://127.0.0.1:9",
     )
-    first = prepare(EvalRequest(**base, dataset_path=demo_dataset))
-    assert first.new_run and len(first.items) == 4 * 6
+    first = plan(preflight(EvalRequest(**base, dataset_path=demo_dataset)))
+    assert first.event == "new" and len(first.answers) == 4 * 6
     manifest_path = tmp_path / "runs" / layout.manifest_key("r1")
     before = json.loads(manifest_path.read_text())
+    assert [e["event"] for e in before["history"]] == ["created"]
+    assert (tmp_path / "runs" / layout.plan_key("r1", "zerobench")).is_file()
 
-    second = prepare(EvalRequest(**base, dataset_path=str(moved)))
+    second = plan(preflight(EvalRequest(**base, dataset_path=str(moved))))
     after = json.loads(manifest_path.read_text())
-    assert not second.new_run
+    assert second.event == "resumed"
     assert after["request"]["dataset_path"] == str(moved)
     assert after["identity"] == before["identity"]
     assert after["created_at"] == before["created_at"]
-    assert len(after["resumed_at"]) == 1
+    assert [e["event"] for e in after["history"]] == ["created", "resumed"]
     # identical bytes, so the same revision hash and the same request hashes: nothing stale
-    assert after["datasets"] == before["datasets"]
-    assert [i.request_hash for i in second.items] == [i.request_hash for i in first.items]
+    assert after["datasets"]["zerobench"]["revision"] == before["datasets"]["zerobench"]["revision"]
+    assert after["datasets"]["zerobench"]["source"] == f"dataset path {moved}"
+    assert [i.request_hash for i in second.answers] == [i.request_hash for i in first.answers]

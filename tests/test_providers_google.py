@@ -12,7 +12,7 @@ import httpx2
 import pytest
 from google.genai import types
 
-from benchmarks.base import Part
+from core.types import Decoding, Part
 from providers.clients import make_client
 from providers.google_errors import retry_delay_seconds
 from providers.google_genai import _response, generation_config
@@ -22,7 +22,7 @@ from providers.simulator import draw_correct, prompt_sha256, start_simulator_in_
 from providers.simulator.answering import reasoning_for
 from providers.simulator.process import SimulatorHandle
 from providers.simulator.samples import tiny_jpeg, tiny_png, tiny_wav, write_answer_key
-from providers.types import Decoding, ErrorKind, ProviderError
+from providers.types import ErrorKind, ProviderError
 from tests.provider_harness import (
     UNKNOWN,
     complete,
@@ -218,7 +218,9 @@ def test_retries_are_visible_in_the_log_and_bounded(sim: SimulatorHandle) -> Non
         await asyncio.sleep(seconds)
 
     async def run(name: str, attempts: int) -> tuple[Any, ProviderError | None, Any]:
-        policy = RetryPolicy(max_attempts=attempts, base_delay_s=0.001, max_delay_s=0.005)
+        policy = RetryPolicy(
+            max_attempts=attempts, base_delay_s=0.001, max_delay_s=0.005, max_rate_limited_s=1.5
+        )
         client = make_client(model(sim, name), "gemini-test-key")
         try:
             return await call_with_retries(
@@ -242,7 +244,9 @@ def test_retries_are_visible_in_the_log_and_bounded(sim: SimulatorHandle) -> Non
     entries = log_for(sim, "sim-0.5-down", count=3)
     assert [(e["n"], e["status"]) for e in entries] == [(0, 500), (1, 500), (2, 500)]
 
+    # 429s are bounded by waiting time (1.5 s here), not attempts: the second RetryInfo wait
+    # of 1 s would pass it, so the item ends after two attempts and one wait.
     delays.clear()
-    response, error, attempted = asyncio.run(run("sim-0.5-r429", 2))
+    response, error, attempted = asyncio.run(run("sim-0.5-r429", 1))
     assert (error.kind, attempted.attempts) == (ErrorKind.RATE_LIMITED, 2)
     assert len(delays) == 1 and delays[0] >= 1.0  # RetryInfo honoured

@@ -13,7 +13,7 @@ import openai
 import pytest
 from openai.types.responses import Response
 
-from benchmarks.base import Part
+from core.types import Decoding, Part
 from providers.clients import make_client
 from providers.openai_chat import OpenAIChatClient, decoding_arguments
 from providers.openai_responses import (
@@ -28,7 +28,7 @@ from providers.simulator import prompt_sha256, start_simulator_in_thread
 from providers.simulator.answering import reasoning_for
 from providers.simulator.process import SimulatorHandle
 from providers.simulator.samples import tiny_jpeg, tiny_png, tiny_wav
-from providers.types import Decoding, ErrorKind, ProviderError
+from providers.types import ErrorKind, ProviderError
 from tests.provider_harness import (
     UNKNOWN,
     complete,
@@ -311,10 +311,20 @@ def test_retries_are_visible_in_the_log_and_bounded(sim: SimulatorHandle) -> Non
     entries = log_for(sim, "sim-0.5-resp-down", count=3)
     assert [(e["n"], e["status"]) for e in entries] == [(0, 500), (1, 500), (2, 500)]
 
+    # 429s have their own budget, in waiting time: three attempts do not end the item.
     delays.clear()
+    policy = RetryPolicy(
+        max_attempts=3, base_delay_s=0.001, max_delay_s=0.005, max_rate_limited_s=0.1
+    )
     response, error, attempted = asyncio.run(run("sim-0.5-resp-r429"))
-    assert (error.kind, attempted.attempts) == (ErrorKind.RATE_LIMITED, 3)
-    assert len(delays) == 2 and all(d >= 0.03 for d in delays)  # retry-after-ms honoured
+    assert error.kind == ErrorKind.RATE_LIMITED
+    assert attempted.attempts == len(delays) + 1 > 3
+    assert all(d >= 0.03 for d in delays)  # retry-after-ms honoured
+    assert 0.1 - 0.03 <= sum(delays) <= 0.1  # the whole budget waited, not more
     sha = prompt_sha256("Retry sim-0.5-resp-r429")
-    entries = [e for e in log_for(sim, "sim-0.5-resp-r429", 4) if e["prompt_sha256"] == sha]
-    assert [(e["n"], e["status"]) for e in entries] == [(0, 429), (1, 429), (2, 429)]
+    entries = [
+        e
+        for e in log_for(sim, "sim-0.5-resp-r429", attempted.attempts)
+        if e["prompt_sha256"] == sha
+    ]
+    assert [(e["n"], e["status"]) for e in entries] == [(n, 429) for n in range(attempted.attempts)]

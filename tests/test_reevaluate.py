@@ -43,4 +43,4 @@ def test_first_run_is_a_baseline_then_only_new_models_are_evaluated(
         "openai": ["sim-0.3", "sim-0.7"],
     }
     for entry in second["evaluated"]:
-        assert {row["model"] for row in entry["summary"]} == {entry["model"]}
+        assert {row["model"] for row in entry["summaries"]["zerobench"]} == {entry["model"]}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
@@ -12,9 +11,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from benchmarks.zerobench import load_samples
 from providers.simulator.process import start_simulator
-from storage import layout
+from tests.helpers import parse, prompt_hashes
 
 REPO = Path(__file__).resolve().parent.parent
 TOTAL = (4 + 11) * 6  # demo dataset samples x epochs, one model
@@ -43,11 +41,7 @@ def test_sigkill_then_resume_requests_only_missing_items(
 ):
     runs = tmp_path / "runs"
     env = {**os.environ, "RAY_ADDRESS": ray_address, "PREFECT_API_URL": prefect_api_url}
-    prompt_hash = {
-        (split, s.id): hashlib.sha256(s.parts[0].text.encode()).hexdigest()
-        for split in ("zerobench", "zerobench_subquestions")
-        for s in load_samples(split, dataset_path=demo_dataset)
-    }
+    prompt_hash = prompt_hashes(demo_dataset)
     with start_simulator(answer_key, {"latency": {"ms": 300}}, tmp_path / "sim.jsonl") as sim:
         args = [
             "run",
@@ -97,7 +91,7 @@ def test_sigkill_then_resume_requests_only_missing_items(
     files = completion_files(runs, "crash")
     idents = Counter(
         (n.benchmark, n.sample_id, n.epoch)
-        for n in (layout.parse_completion_key("crash", str(p.relative_to(runs))) for p in files)
+        for n in (parse("crash", str(p.relative_to(runs))) for p in files)
     )
     assert len(idents) == TOTAL
     assert set(idents.values()) == {1}

@@ -8,7 +8,6 @@ which a driver sets when it connects (the way `ray job submit --runtime-env-json
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
@@ -23,10 +22,12 @@ import pandas as pd
 import pytest
 
 from flows import plan as planning
+from flows.evaluate import preflight
 from flows.pipeline import evaluate_and_aggregate
 from flows.request import EvalRequest
 from providers.simulator.process import start_simulator
 from storage import LocalStore, layout, open_store
+from tests.helpers import SPLITS, store_table
 from tests.s3_server import FAKE_AWS_ENV, MotoS3Server, apply_fake_aws_env
 
 REPO = Path(__file__).resolve().parent.parent
@@ -34,7 +35,16 @@ MODELS = ["openai/sim-0.3", "openai/sim-0.8"]
 RUN_ID = "e2e-s3"
 PREFIX = "team/evals"
 TOTAL = (4 + 11) * 6 * 2  # demo samples x epochs x models
-RESULTS = ["samples.parquet", "summary.csv", "summary.md", "summary.parquet"]
+RESULTS = sorted(
+    [
+        "samples.parquet",
+        "metrics.parquet",
+        "metrics.csv",
+        "usage.csv",
+        "usage.parquet",
+        *(f"summary_{split}.{ext}" for split in SPLITS for ext in ("parquet", "csv", "md")),
+    ]
+)
 
 DRIVER = """
 import json, sys
@@ -114,15 +124,17 @@ def both_runs(
 
 
 def expected_completion_keys(request: EvalRequest) -> list[str]:
-    configs = planning.resolve_models(request)
-    loaded = planning.load_benchmarks(request)
-    return sorted(item.key for item in planning.build_items(request, RUN_ID, configs, loaded))
+    prepared = preflight(request)
+    items = planning.answer_items(request, RUN_ID, prepared.api_models, prepared.data)
+    return sorted(item.store_key for item in items)
 
 
 def table(store, name: str) -> pd.DataFrame:
-    data = store.get(f"{RUN_ID}/results/{name}")
-    assert data is not None, name
-    return pd.read_parquet(io.BytesIO(data))
+    return store_table(store, RUN_ID, name)
+
+
+def version(store) -> str:
+    return json.loads(store.get(layout.latest_results_key(RUN_ID)))["version"]
 
 
 def test_tables_are_identical(both_runs, moto_server):
@@ -130,27 +142,32 @@ def test_tables_are_identical(both_runs, moto_server):
     s3_request = both_runs["s3"][0]
     s3 = open_store(s3_request.store, s3_endpoint_url=moto_server.endpoint)
 
-    summary_local, summary_s3 = table(local, "summary.parquet"), table(s3, "summary.parquet")
-    assert len(summary_local) == 2 * 2 * 2  # models x splits x scoring modes
-    order = ["model", "split", "scoring"]
-    pd.testing.assert_frame_equal(
-        summary_local.sort_values(order).reset_index(drop=True),
-        summary_s3.sort_values(order).reset_index(drop=True),
-        check_exact=True,
-    )
+    assert version(local) == version(s3)  # the same records scored: the same version
+    for split in SPLITS:
+        name = f"summary_{split}.parquet"
+        summary_local, summary_s3 = table(local, name), table(s3, name)
+        assert len(summary_local) == 2 * 2  # models x scoring modes
+        order = ["model", "scoring"]
+        pd.testing.assert_frame_equal(
+            summary_local.sort_values(order).reset_index(drop=True),
+            summary_s3.sort_values(order).reset_index(drop=True),
+            check_exact=True,
+        )
     samples_local, samples_s3 = table(local, "samples.parquet"), table(s3, "samples.parquet")
     assert len(samples_local) == TOTAL * 2  # one row per scoring mode
-    order = ["model", "split", "sample_id", "epoch", "scoring"]
+    order = ["model", "benchmark", "sample_id", "epoch", "scoring"]
     pd.testing.assert_frame_equal(
         samples_local.sort_values(order).reset_index(drop=True),
         samples_s3.sort_values(order).reset_index(drop=True),
         check_exact=True,
     )
     # The text tables are byte for byte the same too, and the flows returned the same summary.
-    for name in ("summary.csv", "summary.md"):
-        assert local.get(f"{RUN_ID}/results/{name}") == s3.get(f"{RUN_ID}/results/{name}")
+    for name in RESULTS:
+        if not name.endswith(".parquet"):
+            key = layout.results_key(RUN_ID, version(local), name)
+            assert local.get(key) == s3.get(key)
     local_result, s3_result = both_runs["local"][1], both_runs["s3"][1]
-    assert s3_result["summary"] == local_result["summary"]
+    assert s3_result["summaries"] == local_result["summaries"]
     assert s3_result["markdown"] == local_result["markdown"]
     assert (s3_result["missing"], s3_result["stale"], s3_result["unreadable"]) == (0, 0, 0)
     assert s3_result["store"] == s3_request.store
@@ -160,9 +177,16 @@ def test_bucket_holds_exactly_the_expected_keys(both_runs, moto_server):
     local_request, _ = both_runs["local"]
     expected = expected_completion_keys(local_request)
     assert len(expected) == TOTAL
-    local_keys = LocalStore(local_request.store).list(RUN_ID)
+    local = LocalStore(local_request.store)
+    local_keys = local.list(RUN_ID)
     assert local_keys == sorted(
-        [*expected, f"{RUN_ID}/manifest.json", *(f"{RUN_ID}/results/{n}" for n in RESULTS)]
+        [
+            *expected,
+            f"{RUN_ID}/manifest.json",
+            *(layout.plan_key(RUN_ID, split) for split in SPLITS),
+            layout.latest_results_key(RUN_ID),
+            *(layout.results_key(RUN_ID, version(local), n) for n in RESULTS),
+        ]
     )
     # The raw bucket listing (boto3, paginated, no store code): the same relative keys under
     # the prefix, and nothing else in the bucket.
@@ -183,17 +207,19 @@ def test_every_s3_record_is_complete_and_matches_its_key(both_runs, moto_server)
     idents = Counter()
     for key in keys:
         record = json.loads(blobs[key])
-        name = layout.parse_completion_key(RUN_ID, key)
+        name = layout.parse_record_key(RUN_ID, key)
         assert name is not None and not name.failed
+        item = name.item
         assert (record["model"], record["benchmark"], record["sample_id"], record["epoch"]) == (
-            name.model,
-            name.benchmark,
-            name.sample_id,
-            name.epoch,
+            item.model,
+            item.benchmark,
+            item.sample_id,
+            item.epoch,
         )
+        assert record["stage"] == "answer" and record["judge_model"] is None
         assert record["request_hash"].startswith(name.hash_prefix)
         assert record["error"] is None and record["attempts"] == 1
-        idents[(name.model, name.benchmark, name.sample_id, name.epoch)] += 1
+        idents[item] += 1
     assert len(idents) == TOTAL and set(idents.values()) == {1}
 
 

@@ -6,7 +6,6 @@ resume is requested again, and every item ends with exactly one complete record.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
@@ -21,16 +20,15 @@ from pathlib import Path
 import boto3
 import pytest
 
-from benchmarks.zerobench import load_samples
 from providers.simulator.process import start_simulator
 from storage import layout
+from tests.helpers import SPLITS, prompt_hashes
 from tests.s3_server import FAKE_AWS_ENV, MotoS3Server, apply_fake_aws_env
 
 REPO = Path(__file__).resolve().parent.parent
 TOTAL = (4 + 11) * 6  # demo dataset samples x epochs, one model
 RUN_ID = "crash"
 PREFIX = "evals"
-SPLITS = ("zerobench", "zerobench_subquestions")
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +76,7 @@ def bucket_keys(client, bucket: str) -> list[str]:
 
 
 def completion_keys(client, bucket: str) -> list[str]:
-    prefix = f"{PREFIX}/{layout.completions_prefix(RUN_ID)}"
+    prefix = f"{PREFIX}/{layout.stage_prefix(RUN_ID, layout.ANSWER)}"
     return [k for k in bucket_keys(client, bucket) if k.startswith(prefix)]
 
 
@@ -106,11 +104,7 @@ def test_sigkill_then_resume_on_s3_requests_only_missing_items(
     moto_server.create_bucket(bucket)
     client = boto3.client("s3", endpoint_url=moto_server.endpoint)
     env = cli_env(ray_address, prefect_api_url)
-    prompt_hash = {
-        (split, s.id): hashlib.sha256(s.parts[0].text.encode()).hexdigest()
-        for split in SPLITS
-        for s in load_samples(split, dataset_path=demo_dataset)
-    }
+    prompt_hash = prompt_hashes(demo_dataset)
     every_request = {(h, 42 + epoch) for h in prompt_hash.values() for epoch in range(6)}
     assert len(every_request) == TOTAL
 
@@ -176,17 +170,20 @@ def test_sigkill_then_resume_on_s3_requests_only_missing_items(
     keys = completion_keys(client, bucket)
     idents = Counter()
     for key in keys:
-        name = layout.parse_completion_key(RUN_ID, key[len(PREFIX) + 1 :])
+        name = layout.parse_record_key(RUN_ID, key[len(PREFIX) + 1 :])
         assert name is not None and not name.failed, key
-        idents[(name.model, name.benchmark, name.sample_id, name.epoch)] += 1
+        idents[name.item] += 1
     assert len(keys) == TOTAL
     assert len(idents) == TOTAL
     assert set(idents.values()) == {1}
     assert read_objects(client, bucket, list(before)) == before
     records = [json.loads(data) for data in read_objects(client, bucket, keys).values()]
     assert all(r["error"] is None and r["response"] for r in records)
-    tables = ("samples.parquet", "summary.csv", "summary.md", "summary.parquet")
-    assert set(bucket_keys(client, bucket)) - set(keys) == {
-        f"{PREFIX}/{RUN_ID}/manifest.json",
-        *(f"{PREFIX}/{RUN_ID}/results/{name}" for name in tables),
+    others = {k[len(PREFIX) + 1 :] for k in set(bucket_keys(client, bucket)) - set(keys)}
+    results = {k for k in others if k.startswith(f"{RUN_ID}/results/v-")}
+    assert others - results == {
+        layout.manifest_key(RUN_ID),
+        layout.latest_results_key(RUN_ID),
+        *(layout.plan_key(RUN_ID, split) for split in SPLITS),
     }
+    assert len({k.split("/")[2] for k in results}) == 1  # one results version

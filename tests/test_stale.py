@@ -1,34 +1,33 @@
 """A prompt template that changes between two runs of one run id makes the old records stale.
 
-Nothing in the source is edited: the run reads each split from its own directory
-(`dataset_paths`), and between the runs the subquestion split is rewritten in place with every
-question wrapped in a new template (images untouched). So the text sent changes, and with it the
-prompt digest and the dataset revision of that benchmark, while the request identity (and so
-the run id) stays valid. The main split is not touched and must not be requested again.
+The template is code, not data: a new evalfleet version may word a benchmark's prompt
+differently. Between the two runs the subquestion prompts are wrapped in a new template (the
+test swaps ZeroBench's row-to-sample function for one that wraps it; images untouched). The
+data and so the run identity are unchanged, the text sent changes, and with it the prompt
+digest. The main split is not touched and must not be requested again.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import re
-import shutil
 import time
 from collections import Counter
 from pathlib import Path
 
-import pandas as pd
-
-from benchmarks.zerobench import load_samples
+from benchmarks.zerobench import dataset as zerobench_data
+from core.types import Part
+from flows import evaluate as evaluating
 from flows.aggregate import aggregate
 from flows.cli import main
-from flows.demo import write_answer_key
-from flows.evaluate import evaluate, prepare
+from flows.evaluate import evaluate
 from flows.request import EvalRequest
 from flows.status import run_status
 from providers.simulator.process import start_simulator
+from providers.simulator.samples import answer_key_line
 from storage import LocalStore, layout
+from tests.helpers import result_table, zerobench_samples
 
 RUN_ID = "stale"
 MODEL = "openai/sim-0.5"
@@ -46,26 +45,21 @@ def upstream_correct(response: str, target: str) -> bool:
     return bool(found) and found[-1] == target.strip().lower()
 
 
-def write_new_template(demo_dataset: str, work: Path) -> Path:
-    """The demo dataset with every subquestion wrapped in TEMPLATE (built from a copy, in
-    memory, so no cache file lands in the shared demo dataset)."""
-    import datasets
+def new_template(to_sample):
+    """ZeroBench's row-to-sample function with every subquestion prompt wrapped in TEMPLATE."""
 
-    source = shutil.copytree(demo_dataset, work / "template-source")
-    splits = datasets.load_from_disk(str(source), keep_in_memory=True)
-    splits[SUB] = splits[SUB].map(
-        lambda text: {"question_text": TEMPLATE.format(text)},
-        input_columns="question_text",
-        keep_in_memory=True,
-    )
-    target = work / "template-v2"
-    splits.save_to_disk(str(target))
-    return target
+    def wrapped(row, *, split):
+        sample = to_sample(row, split=split)
+        if split == SUB:
+            sample.parts[0] = Part.of_text(TEMPLATE.format(sample.parts[0].text))
+        return sample
+
+    return wrapped
 
 
 def completion_files(runs: Path) -> dict[str, bytes]:
     store = LocalStore(runs)
-    keys = store.list(layout.completions_prefix(RUN_ID))
+    keys = store.list(layout.stage_prefix(RUN_ID, layout.ANSWER))
     return {key: (runs / key).read_bytes() for key in keys}
 
 
@@ -76,19 +70,17 @@ def status_table(runs: Path, capsys) -> list[str]:
 
 
 def test_changed_template_makes_old_records_stale_and_requests_them_again(
-    ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path, capsys
+    ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path, capsys, monkeypatch
 ):
     runs = tmp_path / "runs"
-    main_dir = shutil.copytree(demo_dataset, tmp_path / "data-main")
-    sub_dir = shutil.copytree(demo_dataset, tmp_path / "data-sub")
-    v2 = write_new_template(demo_dataset, tmp_path)
+    old_samples = zerobench_samples(SUB, demo_dataset)
+    with monkeypatch.context() as patch:
+        patch.setattr(zerobench_data, "to_sample", new_template(zerobench_data.to_sample))
+        new_samples = zerobench_samples(SUB, demo_dataset)
     # One simulator for both runs: it knows the answers to the old and the new prompts.
     answers = tmp_path / "answers.jsonl"
-    new_answers = write_answer_key(str(v2), [SUB], tmp_path / "v2-answers.jsonl")
-    answers.write_text(answer_key.read_text() + new_answers.read_text())
-
-    old_samples = load_samples(SUB, dataset_path=demo_dataset)
-    new_samples = load_samples(SUB, dataset_path=v2)
+    new_lines = [answer_key_line(s.parts[0].text, s.target) for s in new_samples]
+    answers.write_text(answer_key.read_text() + "\n".join(new_lines) + "\n")
     for old, new in zip(old_samples, new_samples, strict=True):
         assert (new.id, new.target) == (old.id, old.target)
         assert new.parts[0].text == TEMPLATE.format(old.parts[0].text)
@@ -98,7 +90,7 @@ def test_changed_template_makes_old_records_stale_and_requests_them_again(
     with start_simulator(answers, {"latency": {"ms": 5}}, tmp_path / "sim.jsonl") as sim:
         request = EvalRequest(
             models=[MODEL],
-            dataset_paths={MAIN: str(main_dir), SUB: str(sub_dir)},
+            dataset_path=demo_dataset,
             run_id=RUN_ID,
             store=str(runs),
             simulator_url=sim.url,
@@ -111,27 +103,21 @@ def test_changed_template_makes_old_records_stale_and_requests_them_again(
         old_sub_keys = sorted(k for k in old_files if f"/{SUB}/" in k)
         assert len(old_sub_keys) == N_SUB
 
-        # The template changes: the subquestion split is rewritten where the run reads it.
-        shutil.rmtree(sub_dir)
-        shutil.copytree(v2, sub_dir)
-
-        plan = prepare(request)
-        assert plan.new_run is False
-        assert {shard: dict(c) for shard, c in plan.reconciled.counts().items()} == {
-            (MODEL, MAIN): {"done": N_MAIN},
-            (MODEL, SUB): {"stale": N_SUB},
-        }
-        assert sorted(plan.reconciled.stale_keys) == old_sub_keys
-        assert len(plan.todo) == N_SUB and {i.benchmark for i in plan.todo} == {SUB}
-        assert not {i.key for i in plan.todo} & set(old_files)  # new keys: nothing overwritten
+        # The template changes (a new evalfleet version); the data and the identity do not.
+        monkeypatch.setattr(zerobench_data, "to_sample", new_template(zerobench_data.to_sample))
+        plan = evaluating.plan(evaluating.preflight(request))
+        assert plan.event == "resumed"
+        assert dict(plan.states) == {"done": N_MAIN, "stale": N_SUB}
+        assert len(plan.todo) == N_SUB and {i.key.benchmark for i in plan.todo} == {SUB}
+        assert not {i.store_key for i in plan.todo} & set(old_files)  # nothing overwritten
         assert status_table(runs, capsys) == [
-            "| model          | benchmark              |   done |   failed |   stale |"
+            "| stage   | model          | benchmark              |   done |   failed |   stale |"
             "   missing |   unreadable |",
-            "|:---------------|:-----------------------|-------:|---------:|--------:|"
+            "|:--------|:---------------|:-----------------------|-------:|---------:|--------:|"
             "----------:|-------------:|",
-            "| openai/sim-0.5 | zerobench              |     24 |        0 |       0 |"
+            "| answer  | openai/sim-0.5 | zerobench              |     24 |        0 |       0 |"
             "         0 |            0 |",
-            "| openai/sim-0.5 | zerobench_subquestions |      0 |        0 |      66 |"
+            "| answer  | openai/sim-0.5 | zerobench_subquestions |      0 |        0 |      66 |"
             "         0 |            0 |",
         ]
 
@@ -152,29 +138,29 @@ def test_changed_template_makes_old_records_stale_and_requests_them_again(
     assert len(files) == N_MAIN + 2 * N_SUB
     assert {k: files[k] for k in old_files} == old_files
     new_keys = sorted(set(files) - set(old_files))
-    assert new_keys == sorted(item.key for item in plan.todo)
+    assert new_keys == sorted(item.store_key for item in plan.todo)
     new_records = [json.loads(files[k]) for k in new_keys]
 
     table, bad = run_status(RUN_ID, str(runs))
     assert bad == []
     assert table.to_dict("records") == [
-        {"model": MODEL, "benchmark": MAIN, "done": N_MAIN, "failed": 0, "stale": 0,
-         "missing": 0, "unreadable": 0},
-        {"model": MODEL, "benchmark": SUB, "done": N_SUB, "failed": 0, "stale": 0,
-         "missing": 0, "unreadable": 0},
+        {"stage": "answer", "model": MODEL, "benchmark": MAIN, "done": N_MAIN, "failed": 0,
+         "stale": 0, "missing": 0, "unreadable": 0},
+        {"stage": "answer", "model": MODEL, "benchmark": SUB, "done": N_SUB, "failed": 0,
+         "stale": 0, "missing": 0, "unreadable": 0},
     ]  # fmt: skip
 
     # The tables are built from the new records: the new prompt is longer (more input tokens)
     # and is answered with an independent draw.
     result = aggregate(RUN_ID, store=str(runs))
     assert (result["missing"], result["stale"], result["unreadable"]) == (0, 0, 0)
-    samples = pd.read_parquet(io.BytesIO(LocalStore(runs).get(f"{RUN_ID}/results/samples.parquet")))
+    samples = result_table(runs, RUN_ID, "samples.parquet")
     old_by_ident = {
         (r["sample_id"], r["epoch"]): r for r in (json.loads(old_files[k]) for k in old_sub_keys)
     }
     new_by_ident = {(r["sample_id"], r["epoch"]): r for r in new_records}
     target = {s.id: s.target for s in new_samples}
-    rows = samples[(samples.split == SUB) & (samples.scoring == "upstream")]
+    rows = samples[(samples.benchmark == SUB) & (samples.scoring == "upstream")]
     assert len(rows) == N_SUB
     differs = 0
     for row in rows.itertuples():
@@ -183,4 +169,4 @@ def test_changed_template_makes_old_records_stale_and_requests_them_again(
         assert row.correct == upstream_correct(new["response"], target[row.sample_id])
         differs += upstream_correct(old["response"], target[row.sample_id]) != row.correct
     assert differs > 0  # so the check above could tell old and new records apart
-    assert len(samples[(samples.split == MAIN) & (samples.scoring == "upstream")]) == N_MAIN
+    assert len(samples[(samples.benchmark == MAIN) & (samples.scoring == "upstream")]) == N_MAIN

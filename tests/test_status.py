@@ -14,8 +14,8 @@ import pytest
 
 from flows.cli import main
 from flows.evaluate import evaluate
-from flows.plan import read_manifest
 from flows.request import EvalRequest
+from flows.runs import read_manifest
 from providers.simulator.process import start_simulator
 from storage import LocalStore, layout
 
@@ -36,13 +36,14 @@ def cli(capsys, *args: str) -> list[str]:
 
 def shard_keys(store: LocalStore, model: str, benchmark: str, failed: bool) -> list[str]:
     names = (
-        layout.parse_completion_key(RUN_ID, key)
-        for key in store.list(layout.completions_prefix(RUN_ID))
+        layout.parse_record_key(RUN_ID, key)
+        for key in store.list(layout.stage_prefix(RUN_ID, layout.ANSWER))
     )
     return [
         n.key
         for n in names
-        if n is not None and (n.model, n.benchmark, n.failed) == (model, benchmark, failed)
+        if n is not None
+        and (n.item.model, n.item.benchmark, n.failed) == (model, benchmark, failed)
     ]
 
 
@@ -80,10 +81,10 @@ RUNS_HEADER = [
     " ?                                 |          ? |      ? |        ? | unreadable manifest |",
 ]
 STATUS_HEADER = [
-    "| model                 | benchmark              |   done |   failed |   stale |   missing |"
-    "   unreadable |",
-    "|:----------------------|:-----------------------|-------:|---------:|--------:|----------:|"
-    "-------------:|",
+    "| stage   | model                 | benchmark              |   done |   failed |   stale |"
+    "   missing |   unreadable |",
+    "|:--------|:----------------------|:-----------------------|-------:|---------:|--------:|"
+    "----------:|-------------:|",
 ]
 
 
@@ -105,13 +106,13 @@ def test_finished_run(finished_run: Path, capsys):
     ]
     assert cli(capsys, "status", RUN_ID, "--store", runs) == [
         *STATUS_HEADER,
-        "| openai/sim-0.5        | zerobench              |     24 |        0 |       0 |"
+        "| answer  | openai/sim-0.5        | zerobench              |     24 |        0 |       0 |"
         "         0 |            0 |",
-        "| openai/sim-0.5        | zerobench_subquestions |     66 |        0 |       0 |"
+        "| answer  | openai/sim-0.5        | zerobench_subquestions |     66 |        0 |       0 |"
         "         0 |            0 |",
-        "| openai/sim-0.5-broken | zerobench              |      0 |       24 |       0 |"
+        "| answer  | openai/sim-0.5-broken | zerobench              |      0 |       24 |       0 |"
         "         0 |            0 |",
-        "| openai/sim-0.5-broken | zerobench_subquestions |      0 |       66 |       0 |"
+        "| answer  | openai/sim-0.5-broken | zerobench_subquestions |      0 |       66 |       0 |"
         "         0 |            0 |",
     ]
 
@@ -133,13 +134,13 @@ def test_partial_run(finished_run: Path, tmp_path: Path, capsys):
     ]
     assert cli(capsys, "status", RUN_ID, "--store", runs) == [
         *STATUS_HEADER,
-        "| openai/sim-0.5        | zerobench              |     21 |        0 |       0 |"
+        "| answer  | openai/sim-0.5        | zerobench              |     21 |        0 |       0 |"
         "         3 |            0 |",
-        "| openai/sim-0.5        | zerobench_subquestions |     66 |        0 |       0 |"
+        "| answer  | openai/sim-0.5        | zerobench_subquestions |     66 |        0 |       0 |"
         "         0 |            0 |",
-        "| openai/sim-0.5-broken | zerobench              |      0 |       24 |       0 |"
+        "| answer  | openai/sim-0.5-broken | zerobench              |      0 |       24 |       0 |"
         "         0 |            0 |",
-        "| openai/sim-0.5-broken | zerobench_subquestions |      0 |       62 |       0 |"
+        "| answer  | openai/sim-0.5-broken | zerobench_subquestions |      0 |       62 |       0 |"
         "         4 |            0 |",
     ]
 
@@ -155,19 +156,19 @@ def test_partial_run(finished_run: Path, tmp_path: Path, capsys):
     torn = sorted(shard_keys(store, BROKEN, MAIN, failed=True))[0]
     (runs_dir / torn).write_bytes((runs_dir / torn).read_bytes()[:100])
     rows = [
-        "| openai/sim-0.5        | zerobench              |     21 |        0 |       0 |"
+        "| answer  | openai/sim-0.5        | zerobench              |     21 |        0 |       0 |"
         "         3 |            0 |",
-        "| openai/sim-0.5        | zerobench_subquestions |     63 |        0 |       2 |"
+        "| answer  | openai/sim-0.5        | zerobench_subquestions |     63 |        0 |       2 |"
         "         1 |            1 |",
-        "| openai/sim-0.5-broken | zerobench              |      0 |       23 |       0 |"
+        "| answer  | openai/sim-0.5-broken | zerobench              |      0 |       23 |       0 |"
         "         1 |            1 |",
-        "| openai/sim-0.5-broken | zerobench_subquestions |      0 |       62 |       0 |"
+        "| answer  | openai/sim-0.5-broken | zerobench_subquestions |      0 |       62 |       0 |"
         "         4 |            0 |",
     ]
     assert cli(capsys, "status", RUN_ID, "--store", runs) == [
         *STATUS_HEADER,
         *rows,
-        "2 undecodable records count as missing (pass --quarantine to set aside):",
+        "2 undecodable records count as missing (the next run moves them aside):",
         f"  {torn}",  # items are listed in plan order: zerobench first
         f"  {not_a_record}",
     ]

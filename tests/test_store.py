@@ -188,9 +188,13 @@ def test_listing_beyond_one_s3_page(store: Store) -> None:
     assert store.list("run1/completions/m/zb/") == sorted(items)
     assert store.list_dirs("run1/completions/m/zb/") == sorted(str(i) for i in range(1500))
     pages = list(store.iter_pages("run1/completions/"))
-    assert [key for page in pages for key in page] == sorted(items)
+    assert [key for page in pages for key, _ in page] == sorted(items)
+    sizes = {key: size for page in pages for key, size in page}
     if store.url.startswith("s3://"):
         assert [len(page) for page in pages] == [1000, 500]
+        assert sizes == {key: len(data) for key, data in items.items()}  # free in a listing
+    else:
+        assert set(sizes.values()) == {None}
     assert store.list("run1/completions/m/zb/1499") == ["run1/completions/m/zb/1499/0.json"]
 
 
@@ -554,3 +558,16 @@ def test_key_helpers() -> None:
         join_key("run1", "", "x")
     with pytest.raises(StoreError, match="invalid store key"):
         join_key("run1", "..", "x")
+
+
+def test_check_writable(store: Store, tmp_path: Path) -> None:
+    store.check_writable()
+    assert store.list("") == []  # the probe is gone
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    with pytest.raises(StoreError, match=r"^cannot write to the store .*a-file/runs \(.*a-file "):
+        LocalStore(blocker / "runs").check_writable()
+    LocalStore(tmp_path / "new" / "runs").check_writable()
+    assert not (tmp_path / "new").exists()  # checking creates nothing
+    with pytest.raises(StoreError, match="^cannot write to the store /proc/evalfleet"):
+        LocalStore("/proc/evalfleet").check_writable()

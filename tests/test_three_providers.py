@@ -11,13 +11,13 @@ import json
 import os
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from flows.cli import main
 from flows.pipeline import evaluate_and_aggregate
 from flows.request import EvalRequest
 from providers.simulator.process import start_simulator
+from tests.helpers import SPLITS, result_table
 
 MODELS = ["openai/sim-0.4", "anthropic/sim-0.6", "google/sim-0.5"]
 KEY = "sk-three-providers-DO-NOT-LEAK-7f3a9c"
@@ -49,19 +49,19 @@ def records(work: Path) -> list[dict]:
 
 def test_summary_has_all_three_with_tokens_and_cost(three):
     work, _ = three
-    summary = pd.read_parquet(work / "runs" / "three" / "results" / "summary.parquet")
-    assert sorted(summary.model.unique()) == sorted(MODELS)
     all_records = records(work)
     assert len(all_records) == (4 + 11) * 6 * 3
     assert {r["provider"] for r in all_records} == {"openai", "anthropic", "google"}
-    for model in MODELS:
-        for split in ("zerobench", "zerobench_subquestions"):
+    for split in SPLITS:
+        summary = result_table(work / "runs", "three", f"summary_{split}.parquet")
+        assert sorted(summary.model.unique()) == sorted(MODELS)
+        for model in MODELS:
             mine = [r for r in all_records if r["model"] == model and r["benchmark"] == split]
             expected_in = sum(r["usage"]["input_tokens"] for r in mine)
             expected_out = sum(r["usage"]["output_tokens"] for r in mine)
             # simulated price: 1 USD per million input tokens, 4 per million output tokens
             expected_cost = (expected_in * 1.0 + expected_out * 4.0) / 1e6
-            rows = summary[(summary.model == model) & (summary.split == split)]
+            rows = summary[summary.model == model]
             assert len(rows) == 2  # upstream and robust
             for row in rows.itertuples():
                 assert row.input_tokens == expected_in > 0
@@ -95,7 +95,7 @@ def test_api_key_is_nowhere(three, prefect_api_url):
 
 
 def test_audio_to_anthropic_is_refused_before_any_request(capsys, tmp_path):
-    from benchmarks.omnibench_demo import write_omnibench_demo
+    from benchmarks.omnibench.demo import write_omnibench_demo
 
     dataset = str(write_omnibench_demo(tmp_path / "omni"))
     log = tmp_path / "sim.jsonl"
@@ -120,7 +120,7 @@ def test_audio_to_anthropic_is_refused_before_any_request(capsys, tmp_path):
     assert code == 2
     assert err == (
         "error: model anthropic/sim-0.5 cannot take the audio parts that omnibench sends: "
-        "pass --text-alternative audio to send omnibench's text stand-ins instead, "
+        "pass --omnibench-text-alternatives audio to send OmniBench's text stand-ins instead, "
         "or drop the model"
     )
     assert not (tmp_path / "runs").exists()

@@ -6,13 +6,11 @@
   resume requests exactly those two.
 * Local store: a truncated record and a record of binary garbage are reported by `status` as
   unreadable and counted missing; the tables leave them out exactly as if they were missing;
-  `--quarantine` moves them under {run}/quarantine/ and a resume requests exactly those two.
+  the next resume moves them under {run}/quarantine/ and requests exactly those two again.
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import os
 import subprocess
@@ -26,15 +24,15 @@ import boto3
 import pandas as pd
 import pytest
 
-from benchmarks.zerobench import load_samples
 from flows import plan as planning
 from flows.aggregate import aggregate
-from flows.evaluate import evaluate
+from flows.evaluate import evaluate, preflight
 from flows.request import EvalRequest
 from flows.status import run_status
 from providers.simulator.process import start_simulator
 from storage import LocalStore, layout
 from storage.s3 import _CONFLICT_ATTEMPTS
+from tests.helpers import prompt_hashes, store_table
 from tests.s3_server import FAKE_AWS_ENV, MotoS3Server, apply_fake_aws_env
 
 REPO = Path(__file__).resolve().parent.parent
@@ -43,18 +41,18 @@ MAIN, SUB = "zerobench", "zerobench_subquestions"
 N_MAIN, N_SUB = 4 * 6, 11 * 6
 TOTAL = N_MAIN + N_SUB
 PREFIX = "wf"
-COLUMNS = ["model", "benchmark", "done", "failed", "stale", "missing", "unreadable"]
+COLUMNS = ["stage", "model", "benchmark", "done", "failed", "stale", "missing", "unreadable"]
 
 DRIVER = """
 import json, sys
 from flows.aggregate import aggregate
 from flows.evaluate import evaluate
 from flows.request import EvalRequest
-from flows.tables import print_summary
+from flows.tables import print_result
 request = EvalRequest.model_validate_json(sys.argv[1])
 evaluated = evaluate(request)
 aggregated = aggregate(request.run_id, store=request.store, s3_endpoint_url=request.s3_endpoint_url)
-print_summary(aggregated)
+print_result(aggregated)
 print("RESULT " + json.dumps({"evaluate": evaluated, "aggregate": aggregated}))
 """
 
@@ -101,24 +99,18 @@ def drive(request: EvalRequest, env: dict[str, str]) -> tuple[dict, str]:
 
 
 def work_items(request: EvalRequest):
-    configs = planning.resolve_models(request)
-    loaded = planning.load_benchmarks(request)
-    return planning.build_items(request, request.run_id, configs, loaded)
+    """The run's answer items, planned without writing anything."""
+    prepared = preflight(request)
+    return planning.answer_items(request, request.run_id, prepared.api_models, prepared.data)
 
 
 def pick(items, benchmark: str, sample_id: str, epoch: int):
     (item,) = [
-        i for i in items if (i.benchmark, i.sample_id, i.epoch) == (benchmark, sample_id, epoch)
+        i
+        for i in items
+        if (i.key.benchmark, i.key.sample_id, i.key.epoch) == (benchmark, sample_id, epoch)
     ]
     return item
-
-
-def prompt_hashes(dataset_path: str) -> dict[tuple[str, str], str]:
-    return {
-        (split, s.id): hashlib.sha256(s.parts[0].text.encode()).hexdigest()
-        for split in (MAIN, SUB)
-        for s in load_samples(split, dataset_path=dataset_path)
-    }
 
 
 def requested_since(log_path: Path, since: float) -> list[tuple[str, int]]:
@@ -142,7 +134,7 @@ def test_s3_write_that_keeps_failing_leaves_the_item_missing_and_the_run_goes_on
     prompts = prompt_hashes(demo_dataset)
 
     def bucket_completions() -> list[str]:
-        prefix = f"{PREFIX}/{layout.completions_prefix('wfail')}"
+        prefix = f"{PREFIX}/{layout.stage_prefix('wfail', layout.ANSWER)}"
         pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
         return sorted(o["Key"][len(PREFIX) + 1 :] for p in pages for o in p.get("Contents", ()))
 
@@ -160,20 +152,25 @@ def test_s3_write_that_keeps_failing_leaves_the_item_missing_and_the_run_goes_on
         failing = [pick(items, MAIN, "2", 3), pick(items, SUB, "4_1", 0)]
         for item in failing:
             # Every attempt the store makes is refused; the fault is used up by them.
-            moto_server.inject("PUT", f"{PREFIX}/{item.key}", "conflict", _CONFLICT_ATTEMPTS)
+            moto_server.inject(
+                "PUT", f"{PREFIX}/{item.store_key}", "conflict", _CONFLICT_ATTEMPTS
+            )
 
         result, output = drive(request, env)
         assert result["evaluate"]["submitted"] == TOTAL
         assert result["evaluate"]["statuses"] == {"ok": TOTAL - 2, "write_failed": 2}
         assert result["evaluate"]["errors"] == {}
-        assert "2 completions could not be checkpointed" in output
-        assert "2 items have no completion yet: re-run with the same --run-id" in output
+        assert "2 records could not be checkpointed" in output
+        assert "2 items have no record yet: run again with the same run id" in output
         assert result["aggregate"]["missing"] == 2
         # Nothing at all was stored for the two items (no record, no failure record).
-        expected = sorted(item.key for item in items)
-        assert bucket_completions() == sorted(set(expected) - {i.key for i in failing})
+        expected = sorted(item.store_key for item in items)
+        assert bucket_completions() == sorted(set(expected) - {i.store_key for i in failing})
         assert status_rows("wfail", request.store, s3_endpoint_url=moto_server.endpoint) == (
-            [[MODEL, MAIN, N_MAIN - 1, 0, 0, 1, 0], [MODEL, SUB, N_SUB - 1, 0, 0, 1, 0]],
+            [
+                ["answer", MODEL, MAIN, N_MAIN - 1, 0, 0, 1, 0],
+                ["answer", MODEL, SUB, N_SUB - 1, 0, 0, 1, 0],
+            ],
             [],
         )
         # Each of the two was requested exactly once by the first run.
@@ -188,22 +185,23 @@ def test_s3_write_that_keeps_failing_leaves_the_item_missing_and_the_run_goes_on
         assert "could not be checkpointed" not in output
 
     again = requested_since(tmp_path / "sim.jsonl", resumed_at)
-    assert again == sorted((prompts[(i.benchmark, i.sample_id)], i.decoding.seed) for i in failing)
+    assert again == sorted(
+        (prompts[(i.key.benchmark, i.key.sample_id)], i.decoding.seed) for i in failing
+    )
     assert bucket_completions() == expected
     assert status_rows("wfail", request.store, s3_endpoint_url=moto_server.endpoint) == (
-        [[MODEL, MAIN, N_MAIN, 0, 0, 0, 0], [MODEL, SUB, N_SUB, 0, 0, 0, 0]],
+        [["answer", MODEL, MAIN, N_MAIN, 0, 0, 0, 0], ["answer", MODEL, SUB, N_SUB, 0, 0, 0, 0]],
         [],
     )
 
 
 def tables(store: LocalStore, run_id: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    def read(name: str) -> pd.DataFrame:
-        return pd.read_parquet(io.BytesIO(store.get(f"{run_id}/results/{name}")))
+    return store_table(store, run_id, "samples.parquet"), store_table(
+        store, run_id, "summary_zerobench.parquet"
+    )
 
-    return read("samples.parquet"), read("summary.parquet")
 
-
-def test_undecodable_records_count_as_missing_and_quarantine_lets_a_resume_redo_them(
+def test_undecodable_records_count_as_missing_and_a_resume_asks_them_again(
     ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path
 ):
     runs = tmp_path / "runs"
@@ -223,57 +221,48 @@ def test_undecodable_records_count_as_missing_and_quarantine_lets_a_resume_redo_
         assert first["statuses"] == {"ok": TOTAL}
         items = work_items(request)
         broken = [pick(items, MAIN, "1", 0), pick(items, SUB, "3_2", 4)]
-        truncated = (runs / broken[0].key).read_bytes()[:150]  # what a torn write would leave
+        broken_keys = sorted(i.store_key for i in broken)
+        truncated = (runs / broken[0].store_key).read_bytes()[:150]  # a torn write's leftovers
         garbage = b"\x00\xff\xfe not a record \x80"
-        (runs / broken[0].key).write_bytes(truncated)
-        (runs / broken[1].key).write_bytes(garbage)
-        broken_keys = sorted(i.key for i in broken)
+        (runs / broken[0].store_key).write_bytes(truncated)
+        (runs / broken[1].store_key).write_bytes(garbage)
 
         # status: unreadable, and counted missing (not done).
-        unreadable = [[MODEL, MAIN, N_MAIN - 1, 0, 0, 1, 1], [MODEL, SUB, N_SUB - 1, 0, 0, 1, 1]]
+        unreadable = [
+            ["answer", MODEL, MAIN, N_MAIN - 1, 0, 0, 1, 1],
+            ["answer", MODEL, SUB, N_SUB - 1, 0, 0, 1, 1],
+        ]
         assert status_rows(run_id, str(runs)) == (unreadable, broken_keys)
 
         # aggregate: the two are left out, and nothing else is.
         result = aggregate(run_id, store=str(runs))
         assert result["unreadable"] == 2
-        samples_garbage, summary_garbage = tables(store, run_id)
+        samples_garbage, _ = tables(store, run_id)
         assert len(samples_garbage) == (TOTAL - 2) * 2  # two scoring modes
-        scored = {(r.split, r.sample_id, r.epoch) for r in samples_garbage.itertuples()}
-        assert {(i.benchmark, i.sample_id, i.epoch) for i in broken} & scored == set()
+        scored = {(r.benchmark, r.sample_id, r.epoch) for r in samples_garbage.itertuples()}
+        assert {(i.key.benchmark, i.key.sample_id, i.key.epoch) for i in broken} & scored == set()
         assert len(scored) == TOTAL - 2
 
-        # quarantine: reported once more, then moved aside byte for byte.
-        assert status_rows(run_id, str(runs), quarantine=True) == (unreadable, broken_keys)
-        assert store.get(broken[0].key) is None and store.get(broken[1].key) is None
-        quarantined = {
-            f"{run_id}/quarantine/{k[len(run_id) + 1 :]}": v
-            for k, v in ((broken[0].key, truncated), (broken[1].key, garbage))
-        }
-        assert store.list(f"{run_id}/quarantine") == sorted(quarantined)
-        assert store.get_many(quarantined) == quarantined
-        missing = [[MODEL, MAIN, N_MAIN - 1, 0, 0, 1, 0], [MODEL, SUB, N_SUB - 1, 0, 0, 1, 0]]
-        assert status_rows(run_id, str(runs)) == (missing, [])
-
-        # With the two really missing, the tables are exactly the ones built above.
-        result = aggregate(run_id, store=str(runs))
-        assert (result["missing"], result["unreadable"]) == (2, 0)
-        samples_missing, summary_missing = tables(store, run_id)
-        pd.testing.assert_frame_equal(samples_missing, samples_garbage, check_exact=True)
-        pd.testing.assert_frame_equal(summary_missing, summary_garbage, check_exact=True)
-
+        # The next resume moves them aside byte for byte and asks exactly those two again.
         resumed_at = time.time()
         second = evaluate(request)
         assert (second["submitted"], second["statuses"]) == (2, {"ok": 2})
+        quarantined = {
+            layout.quarantine_key(run_id, k): v
+            for k, v in ((broken[0].store_key, truncated), (broken[1].store_key, garbage))
+        }
+        assert store.list(f"{run_id}/quarantine") == sorted(quarantined)
+        assert store.get_many(quarantined) == quarantined
 
     assert requested_since(tmp_path / "sim.jsonl", resumed_at) == sorted(
-        (prompts[(i.benchmark, i.sample_id)], i.decoding.seed) for i in broken
+        (prompts[(i.key.benchmark, i.key.sample_id)], i.decoding.seed) for i in broken
     )
     for item in broken:
-        record = json.loads(store.get(item.key))
+        record = json.loads(store.get(item.store_key))
         assert (record["benchmark"], record["sample_id"], record["epoch"]) == (
-            item.benchmark,
-            item.sample_id,
-            item.epoch,
+            item.key.benchmark,
+            item.key.sample_id,
+            item.key.epoch,
         )
-    done = [[MODEL, MAIN, N_MAIN, 0, 0, 0, 0], [MODEL, SUB, N_SUB, 0, 0, 0, 0]]
+    done = [["answer", MODEL, MAIN, N_MAIN, 0, 0, 0, 0], ["answer", MODEL, SUB, N_SUB, 0, 0, 0, 0]]
     assert status_rows(run_id, str(runs)) == (done, [])

@@ -13,19 +13,21 @@ import pytest
 from datasets import Dataset, DatasetDict, Features, Image, List, Value
 from PIL import Image as PILImage
 
-from benchmarks.base import Part, Score
-from benchmarks.demo_data import write_demo_dataset
-from benchmarks.zerobench import (
-    INSTRUCTION,
-    REVISION,
-    DatasetError,
-    answer_key_entry,
-    dataset_revision,
-    load_rows,
-    load_samples,
-    score,
-    to_sample,
-)
+from benchmarks.hub import fingerprint, revision_of
+from benchmarks.zerobench import ZEROBENCH
+from benchmarks.zerobench import dataset as zerobench_data
+from benchmarks.zerobench.dataset import INSTRUCTION, REVISION, to_sample
+from benchmarks.zerobench.demo import write_demo_dataset
+from core.types import DatasetError, Part, Sample, Score
+from flows.plan import downscaled
+
+
+def load_samples(split: str, path: Path | str | None, limit: int | None = None) -> list[Sample]:
+    return zerobench_data.load_samples(split, path, limit)[0]
+
+
+def load_rows(split: str, path: Path | str | None, limit: int | None = None) -> list[dict]:
+    return zerobench_data.load_rows(split, path, limit)[0]
 
 FEATURES = Features(
     {
@@ -122,10 +124,9 @@ def check_main_split(samples: list) -> None:
     assert [p.data for p in second.parts[1:]] == [JPEG_B, PNG_C]
     assert third.parts == [Part.of_text("No image here." + INSTRUCTION)]
     assert second.metadata == {
-        "split": "zerobench",
+        "question": "Compare the images.",
         "question_images": ["images/2_0.jpg", "images/2_1.png"],
         "image_attribution": "attribution 2",
-        "image_transform": "original",
     }
 
 
@@ -225,9 +226,9 @@ def test_limit_takes_the_first_rows(saved: Path) -> None:
         load_samples("zerobench", saved, limit=-1)
 
 
-def test_max_side_downscales_and_is_recorded(saved: Path) -> None:
-    second = load_samples("zerobench", saved, max_side=64)[1]
-    assert second.metadata["image_transform"] == "pil_thumbnail:64"
+def test_max_image_side_downscales_as_upstream(saved: Path) -> None:
+    second = downscaled(load_samples("zerobench", saved)[1], 64)
+    assert second.parts[0] == Part.of_text("Compare the images." + INSTRUCTION)
     sizes = []
     for part in second.parts[1:]:
         with PILImage.open(io.BytesIO(part.data)) as img:
@@ -237,19 +238,22 @@ def test_max_side_downscales_and_is_recorded(saved: Path) -> None:
 
 
 def test_dataset_revision(saved: Path, tmp_path: Path) -> None:
-    assert dataset_revision(None) == REVISION
-    revision = dataset_revision(saved)
+    assert revision_of(REVISION, None) == REVISION
+    revision = revision_of(REVISION, saved)
+    assert revision == fingerprint(saved)
     assert revision.startswith("sha256:") and len(revision) == len("sha256:") + 64
     load_samples("zerobench", saved)  # loading must not write into the dataset directory
-    assert dataset_revision(saved) == revision
+    assert fingerprint(saved) == revision
     copy = shutil.copytree(saved, tmp_path / "copy")
-    assert dataset_revision(copy) == revision
+    assert fingerprint(copy) == revision
     (copy / "extra.txt").write_text("x")
-    assert dataset_revision(copy) != revision
+    assert fingerprint(copy) != revision
+    assert ZEROBENCH.load(str(saved), ZEROBENCH.options(), None).revision == revision
 
 
 def test_score_reports_both_modes() -> None:
-    assert score("So {11.9}", "11.90") == [
+    sample = Sample("1", [], "11.90")
+    assert ZEROBENCH.score(sample, "So {11.9}", ZEROBENCH.options()) == [
         Score("upstream", "11.9", False, 0.0),
         Score("robust", "11.9", True, 1.0),
     ]
@@ -258,19 +262,21 @@ def test_score_reports_both_modes() -> None:
 def test_answer_key_entry(saved: Path) -> None:
     sample = load_samples("zerobench", saved)[0]
     text = "How many red squares?" + INSTRUCTION
-    assert answer_key_entry(sample) == {
-        "prompt_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-        "target": "3",
-        "format": "braces",
-    }
+    assert ZEROBENCH.answer_key(sample, ZEROBENCH.options()) == [
+        {
+            "prompt_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+            "target": "3",
+            "format": "braces",
+        }
+    ]
 
 
 # --- errors: one line naming the path, the problem and the fix ----------------------------
 
 
-def one_line_error(split: str, path: Path | str, **kwargs: object) -> str:
+def one_line_error(split: str, path: Path | str) -> str:
     with pytest.raises(DatasetError) as info:
-        load_samples(split, path, **kwargs)
+        load_samples(split, path)
     message = str(info.value)
     assert "\n" not in message
     return message
@@ -284,7 +290,9 @@ def test_missing_directory(tmp_path: Path) -> None:
 def test_path_is_a_file(tmp_path: Path) -> None:
     path = tmp_path / "file.txt"
     path.write_text("x")
-    assert one_line_error("zerobench", path) == f"dataset path {path} is not a directory: {FIX}"
+    assert one_line_error("zerobench", path) == (
+        f"dataset path {path} is a file but not Parquet: {FIX}"
+    )
 
 
 def test_missing_split_in_dataset_dict(tmp_path: Path) -> None:
@@ -324,8 +332,8 @@ def test_missing_columns(tmp_path: Path) -> None:
         pa.table({"question_id": ["1"], "question_text": ["q"]}), tmp_path / "zerobench.parquet"
     )
     assert one_line_error("zerobench", tmp_path) == (
-        f"dataset path {tmp_path} split 'zerobench' lacks column(s) question_images_decoded, "
-        f"question_images, question_answer (found: question_id, question_text): {FIX}"
+        f"dataset path {tmp_path} split 'zerobench' lacks column(s) 'question_images_decoded', "
+        f"'question_images', 'question_answer' (found: question_id, question_text): {FIX}"
     )
 
 
@@ -381,7 +389,7 @@ def test_image_without_bytes(tmp_path: Path) -> None:
 
 
 def test_demo_dataset_round_trips(tmp_path: Path) -> None:
-    from benchmarks.demo_data import DOTS, draw_dots, draw_maze
+    from benchmarks.zerobench.demo import DOTS, draw_dots, draw_maze
 
     path = write_demo_dataset(tmp_path / "demo")
     assert path == tmp_path / "demo"
@@ -424,9 +432,9 @@ def test_demo_dataset_is_byte_identical_and_rewritable(tmp_path: Path) -> None:
     files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
     assert all((first / f).read_bytes() == (second / f).read_bytes() for f in files)
-    revision = dataset_revision(first)
+    revision = fingerprint(first)
     assert write_demo_dataset(first) == first
-    assert dataset_revision(first) == revision
+    assert fingerprint(first) == revision
 
 
 def test_demo_dataset_refuses_a_foreign_directory(tmp_path: Path) -> None:
@@ -437,7 +445,7 @@ def test_demo_dataset_refuses_a_foreign_directory(tmp_path: Path) -> None:
 
 
 def test_demo_answers_follow_from_the_drawings() -> None:
-    from benchmarks.demo_data import BARS, MAZE, RGB, draw_bars, draw_maze, shortest_path
+    from benchmarks.zerobench.demo import BARS, MAZE, RGB, draw_bars, draw_maze, shortest_path
 
     with PILImage.open(io.BytesIO(draw_maze())) as img:
         rgb = img.convert("RGB")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.base import Score
-from benchmarks.zerobench_scoring import SCORERS, score_robust, score_upstream
+from benchmarks.zerobench.scoring import SCORERS, score_robust, score_upstream
+from core.types import Score
 
 LOREM = (
     "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor "

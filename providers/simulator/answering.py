@@ -4,6 +4,19 @@ A model named ``sim-<p>[-suffix]`` answers a known prompt correctly with probabi
 draw is ``sha256(model, sha256(prompt text), seed)``: the same inputs always give the same answer
 and a different seed (or model suffix) gives an independent draw. Tests and benchmarks can call
 ``draw_correct`` to know in advance what the server will answer.
+
+The answer key (JSONL) holds two kinds of lines, both written by the benchmarks themselves
+(`Benchmark.answer_key`, `JudgeSpec.answer_key`), so the simulator knows no benchmark:
+
+- candidate entries: ``{"prompt_sha256", "target", "format", "choices"?}``; the answer is
+  rendered in the format the benchmark asks for (``braces``: ``{x}``, ``answer_letter``:
+  ``ANSWER: X``, ``final_answer``: ``Final Answer: x``);
+- judge entries: ``{"kind": "judge", "marker", "mode", ...}`` for grader prompts, recognised by
+  a marker substring. In ``verdict`` mode the judge finds the graded response and the reference
+  with two regexes, decides whether the response's final answer matches the reference, and
+  answers ``true_reply`` or ``false_reply``; in ``extract`` mode it finds the response's final
+  answer and answers ``reply_template`` (or ``none_reply``). A judge model ``sim-<p>`` gives the
+  right verdict with probability ``p``.
 """
 
 from __future__ import annotations
@@ -16,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-AnswerFormat = Literal["braces", "answer_letter"]
+AnswerFormat = Literal["braces", "answer_letter", "final_answer"]
+FORMATS = ("braces", "answer_letter", "final_answer")
 UNKNOWN_ANSWER = "I do not know. {unknown}"
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -78,14 +92,39 @@ class KeyEntry:
     choices: tuple[str, ...] | None = None
 
 
-class AnswerKey:
-    """prompt_sha256 -> expected answer, loaded from JSONL."""
+@dataclass(frozen=True)
+class JudgeEntry:
+    """How to play the judge on grader prompts that contain `marker`."""
 
-    def __init__(self, entries: dict[str, KeyEntry] | None = None) -> None:
+    marker: str
+    mode: Literal["verdict", "extract"]
+    response_pattern: re.Pattern[str]
+    reference_pattern: re.Pattern[str] | None = None
+    true_reply: str = "true"
+    false_reply: str = "false"
+    reply_template: str = "{answer}"
+    none_reply: str = "none"
+
+
+class AnswerKey:
+    """prompt_sha256 -> expected answer, plus judge entries; loaded from JSONL."""
+
+    def __init__(
+        self, entries: dict[str, KeyEntry] | None = None, judges: list[JudgeEntry] | None = None
+    ) -> None:
         self.entries: dict[str, KeyEntry] = dict(entries or {})
+        self.judges: list[JudgeEntry] = list(judges or [])
 
     def __len__(self) -> int:
-        return len(self.entries)
+        return len(self.entries) + len(self.judges)
+
+    def judge_for(self, prompt: str | None) -> JudgeEntry | None:
+        if not prompt:
+            return None
+        for judge in self.judges:
+            if judge.marker in prompt:
+                return judge
+        return None
 
     def get(self, sha: str | None) -> KeyEntry | None:
         return None if sha is None else self.entries.get(sha)
@@ -99,27 +138,57 @@ class AnswerKey:
             reason = getattr(err, "strerror", None) or str(err)
             raise AnswerKeyError(f"cannot read answer key {path}: {reason}") from None
         entries: dict[str, KeyEntry] = {}
+        judges: list[JudgeEntry] = []
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
-                sha, entry = _parse_line(line)
-            except (ValueError, TypeError, KeyError) as err:
+                record = json.loads(line)
+                if not isinstance(record, dict):
+                    raise ValueError("expected a JSON object")
+                if record.get("kind") == "judge":
+                    judges.append(_parse_judge(record))
+                else:
+                    sha, entry = _parse_line(record)
+                    entries[sha] = entry
+            except (ValueError, TypeError, KeyError, re.error) as err:
                 raise AnswerKeyError(f"answer key {path} line {number}: {err}") from None
-            entries[sha] = entry
-        return cls(entries)
+        if not entries and not judges:
+            raise AnswerKeyError(
+                f"answer key {path} has no entries: write it from your dataset (the demo and "
+                "tests use flows.demo.write_answer_key), or every simulated answer is wrong"
+            )
+        return cls(entries, judges)
 
 
-def _parse_line(line: str) -> tuple[str, KeyEntry]:
-    record = json.loads(line)
-    if not isinstance(record, dict):
-        raise ValueError("expected a JSON object")
+def _parse_judge(record: dict) -> JudgeEntry:
+    mode = record.get("mode")
+    if mode not in ("verdict", "extract"):
+        raise ValueError(f"judge mode must be 'verdict' or 'extract', not {mode!r}")
+    reference = record.get("reference_pattern")
+    if mode == "verdict" and not reference:
+        raise ValueError("a verdict judge needs a reference_pattern")
+    fields = {
+        k: str(record[k])
+        for k in ("true_reply", "false_reply", "reply_template", "none_reply")
+        if k in record
+    }
+    return JudgeEntry(
+        marker=str(record["marker"]),
+        mode=mode,
+        response_pattern=re.compile(record["response_pattern"], re.DOTALL),
+        reference_pattern=re.compile(reference, re.DOTALL) if reference else None,
+        **fields,
+    )
+
+
+def _parse_line(record: dict) -> tuple[str, KeyEntry]:
     sha = record["prompt_sha256"]
     if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha):
         raise ValueError("prompt_sha256 must be 64 lowercase hex digits")
     fmt = record.get("format", "braces")
-    if fmt not in ("braces", "answer_letter"):
-        raise ValueError(f"format must be 'braces' or 'answer_letter', not {fmt!r}")
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     choices = record.get("choices")
     if choices is not None:
         if not isinstance(choices, list):
@@ -184,11 +253,54 @@ def _other_number(text: str, pick: int) -> str:
     return str(value)
 
 
-def render(entry: KeyEntry, value: str, template: int) -> str:
+def render(entry: KeyEntry, value: str, template: int, *, formatted: bool = True) -> str:
+    """The answer text; unformatted answers state the value in prose only (the format
+    failures that fallback parsers and judges exist for)."""
     steps = _STEPS[template % len(_STEPS)]
+    if not formatted:
+        return f"{steps}So the final answer is {value}."
     if entry.format == "answer_letter":
         return f"{steps}The best matching option is {value}.\nANSWER: {value}"
+    if entry.format == "final_answer":
+        return f"{steps}Final Answer: {value}"
     return f"{steps}So the final answer is {{{value}}}"
+
+
+_FINAL_ANSWER_PATTERNS = (
+    re.compile(r"ANSWER:\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE),
+    re.compile(r"\{([^{}]*)\}"),
+    re.compile(r"answer is\s+(.+?)\.?\s*$", re.IGNORECASE | re.MULTILINE),
+)
+
+
+def final_answer_of(response: str) -> str | None:
+    """The final answer of a response in one of the simulator's own formats."""
+    for pattern in _FINAL_ANSWER_PATTERNS:
+        found = pattern.findall(response)
+        if found:
+            return found[-1].strip()
+    return None
+
+
+def _same(a: str, b: str) -> bool:
+    def norm(text: str) -> str:
+        return " ".join(text.casefold().strip().rstrip(".").split())
+
+    return norm(a) == norm(b)
+
+
+def judge(entry: JudgeEntry, prompt: str, truthful: bool) -> str:
+    """The judge's reply to a grader prompt: the right one if `truthful`, else the wrong one."""
+    found = entry.response_pattern.search(prompt)
+    response = found.group(1) if found else ""
+    answer_value = final_answer_of(response)
+    if entry.mode == "extract":
+        if truthful and answer_value:
+            return entry.reply_template.replace("{answer}", answer_value)
+        return entry.none_reply
+    reference = entry.reference_pattern.search(prompt) if entry.reference_pattern else None
+    right = bool(answer_value and reference and _same(answer_value, reference.group(1)))
+    return entry.true_reply if right == truthful else entry.false_reply
 
 
 def reasoning_for(model: str, sha: str | None) -> str:
@@ -207,15 +319,23 @@ def answer(
     accuracy: float,
     thinking: bool = False,
     reasoning_tokens: int = 0,
+    prompt: str | None = None,
+    unformatted_rate: float = 0.0,
 ) -> Answer:
-    """The full (untruncated) answer of ``model`` to the prompt with hash ``sha``."""
+    """The full (untruncated) answer of ``model`` to the prompt with hash ``sha`` (whose text,
+    `prompt`, a judge entry needs)."""
     reasoning = reasoning_for(model, sha) if thinking else None
     n_reasoning = reasoning_tokens if thinking else 0
-    entry = key.get(sha)
-    if entry is None:
-        return Answer(UNKNOWN_ANSWER, None, reasoning, n_reasoning)
     digest = _digest(model, sha, seed)
     correct = _unit(digest, 0) < accuracy
+    entry = key.get(sha)
+    if entry is None:
+        judge_entry = key.judge_for(prompt)
+        if judge_entry is None or prompt is None:
+            return Answer(UNKNOWN_ANSWER, None, reasoning, n_reasoning)
+        return Answer(judge(judge_entry, prompt, correct), correct, reasoning, n_reasoning)
     pick = int.from_bytes(digest[8:12], "big")
     value = entry.target if correct else wrong_value(entry, pick)
-    return Answer(render(entry, value, digest[12]), correct, reasoning, n_reasoning)
+    formatted = _unit(digest, 16) >= unformatted_rate
+    text = render(entry, value, digest[12], formatted=formatted)
+    return Answer(text, correct, reasoning, n_reasoning)

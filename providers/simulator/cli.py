@@ -48,6 +48,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="seed of fault draws and latency jitter")
     parser.add_argument("--models", help="comma-separated model names for the list routes")
     parser.add_argument("--reasoning-tokens", type=int, help="reasoning tokens of think models")
+    parser.add_argument(
+        "--unformatted-rate",
+        type=float,
+        help="share of answers given in prose without the asked-for format (0-1)",
+    )
     parser.add_argument("--no-auth", action="store_true", help="accept requests without a key")
 
 
@@ -62,6 +67,7 @@ def build_config(args: argparse.Namespace) -> SimulatorConfig:
         ("tpm", "tokens_per_minute"),
         ("seed", "seed"),
         ("reasoning_tokens", "reasoning_tokens"),
+        ("unformatted_rate", "unformatted_rate"),
     ):
         if getattr(args, flag) is not None:
             data[name] = getattr(args, flag)

@@ -84,6 +84,7 @@ class ModelRule(_Strict):
 
     match: str
     accuracy: float | None = Field(default=None, ge=0, le=1)
+    unformatted_rate: float | None = Field(default=None, ge=0, le=1)
     thinking: bool | None = None
     reasoning_tokens: int | None = Field(default=None, ge=0)
     requests_per_minute: int | None = Field(default=None, ge=1)
@@ -100,6 +101,8 @@ class SimulatorConfig(_Strict):
     port: int = Field(default=8765, ge=0, le=65535)
     models: list[str] = Field(default_factory=lambda: list(DEFAULT_MODELS))
     default_accuracy: float = Field(default=0.5, ge=0, le=1)  # for names without "sim-<float>"
+    # share of answers that state their value in prose, without the asked-for format
+    unformatted_rate: float = Field(default=0.0, ge=0, le=1)
     reasoning_tokens: int = Field(default=256, ge=0)
     image_tokens: int = Field(default=258, ge=0)
     audio_tokens: int = Field(default=258, ge=0)
@@ -119,6 +122,7 @@ class ModelProfile:
 
     model: str
     accuracy: float
+    unformatted_rate: float
     thinking: bool
     reasoning_tokens: int
     requests_per_minute: int | None
@@ -141,6 +145,7 @@ def resolve_profile(config: SimulatorConfig, model: str) -> ModelProfile:
     accuracy = parse_accuracy(model)
     fields: dict[str, Any] = {
         "accuracy": config.default_accuracy if accuracy is None else accuracy,
+        "unformatted_rate": config.unformatted_rate,
         "thinking": is_thinking_model(model),
         "reasoning_tokens": config.reasoning_tokens,
         "requests_per_minute": config.requests_per_minute,
@@ -150,7 +155,7 @@ def resolve_profile(config: SimulatorConfig, model: str) -> ModelProfile:
     for rule in config.rules:
         if not fnmatch.fnmatchcase(model, rule.match):
             continue
-        for name in ("accuracy", "thinking", "reasoning_tokens"):
+        for name in ("accuracy", "unformatted_rate", "thinking", "reasoning_tokens"):
             value = getattr(rule, name)
             if value is not None:
                 fields[name] = value

@@ -216,6 +216,8 @@ class Simulator:
             accuracy=profile.accuracy,
             thinking=thinking,
             reasoning_tokens=profile.reasoning_tokens,
+            prompt=req.prompt_text,
+            unformatted_rate=profile.unformatted_rate,
         )
         cfg = self.config
         input_tokens = (

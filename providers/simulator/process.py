@@ -167,8 +167,16 @@ def start_simulator(
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PROJECT_ROOT), env.get("PYTHONPATH")]))
     stderr_path = Path(workdir) / "stderr.txt"
     stderr: IO[str] = stderr_path.open("w", encoding="utf-8")
+    # Its own process group (a Ctrl-C meant for the caller does not cut it off mid-run) and
+    # bound to the caller's life (core.fate), so it never outlives it.
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env, cwd=_PROJECT_ROOT
+        [sys.executable, "-m", "core.fate", str(os.getpid()), "--", *cmd],
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        env=env,
+        cwd=_PROJECT_ROOT,
+        start_new_session=True,
     )
     deadline = time.monotonic() + startup_timeout_s
 

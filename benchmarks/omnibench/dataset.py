@@ -8,44 +8,32 @@ labels every image `png` and every audio `mp3`.
 
 A row whose image or audio is sent but has no usable bytes (missing, empty, or not recognised
 as that kind of media) is excluded, not an error: `load` returns the exclusions beside the
-samples, and `load_samples` logs them. Bytes that look right but fail to decode later cannot
-be caught here without decoding.
+samples (the run reports them and records them in its manifest). Bytes that look right but
+fail to decode later cannot be caught here without decoding.
 """
 
 from __future__ import annotations
 
 import array
-import hashlib
 import io
-import logging
 import sys
 import wave
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 from PIL import Image
 
-from benchmarks import zerobench
-from benchmarks.base import Part, PartKind, Sample, Score
+from benchmarks import hub
+from benchmarks.interface import Exclusion
 from benchmarks.media import sniff_media_type
-from benchmarks.omnibench_parsing import (
-    EVALSCOPE_VERSION,
-    LETTERS,
-    parse_answer_evalscope,
-    parse_multi_choice_original,
-)
-from benchmarks.zerobench import DatasetError
-from metrics import accuracy, group_means
-
-log = logging.getLogger(__name__)
+from benchmarks.omnibench.parsing import EVALSCOPE_VERSION, LETTERS
+from core.types import DatasetError, Part, PartKind, Sample
 
 HF_PATH = "m-a-p/OmniBench"
 SPLIT = "train"
 # TODO(pin): set REVISION to the resolved Hub commit sha of m-a-p/OmniBench before publishing
-# numbers; "main" is a moving branch, and dataset_revision() records whatever is set here.
+# numbers; "main" is a moving branch, and the manifest records whatever is set here.
 REVISION = "main"
 TEMPLATE = (
     "Answer the following multiple choice question based on the image and audio content. "
@@ -67,63 +55,14 @@ REQUIRED_COLUMNS = (
     "image content",
     "audio content",
 )
+FIX = "pass save_to_disk output or Parquet files of split 'train' in the upstream schema"
 
 
 class UnusableMedia(DatasetError):
     """A row's image or audio has no usable bytes; `load` excludes the row instead."""
 
 
-@dataclass(frozen=True)
-class Exclusion:
-    """A row left out of the run, and why."""
-
-    id: str
-    reason: str
-
-
-@dataclass
-class Loaded:
-    """The samples of one load, and the rows excluded from it (report both)."""
-
-    samples: list[Sample]
-    excluded: list[Exclusion] = field(default_factory=list)
-
-
 # --- dataset -------------------------------------------------------------------------------
-
-
-def load_rows(
-    dataset_path: str | Path | None = None, revision: str = REVISION, limit: int | None = None
-) -> list[dict[str, Any]]:
-    """Rows of the `train` split as dicts in dataset order, media undecoded `{bytes, path}`.
-
-    A local `dataset_path` may hold any layout `zerobench.load_rows` reads for a split named
-    `train`: save_to_disk output (DatasetDict or Dataset) or Parquet files.
-    """
-    if limit is not None and limit < 0:
-        raise ValueError(f"limit must be >= 0, got {limit}")
-    if dataset_path is None:
-        table, source = _hub_table(revision), f"{HF_PATH}@{revision}"
-    else:
-        # the ZeroBench reader is split-agnostic: same layouts, same one-line errors
-        table = zerobench._local_table(SPLIT, Path(dataset_path))
-        source = f"dataset path {dataset_path}"
-    missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
-    if missing:
-        raise DatasetError(
-            f"{source} lacks column(s) {', '.join(repr(c) for c in missing)} "
-            f"(found: {', '.join(table.column_names)}): {zerobench.FIX}"
-        )
-    if limit is not None:
-        table = table.slice(0, limit)
-    return table.to_pylist()
-
-
-def _hub_table(revision: str) -> pa.Table:
-    import datasets  # deferred: slow to import, and local loads do not need it
-
-    ds = datasets.load_dataset(HF_PATH, split=SPLIT, revision=revision)
-    return ds.with_format("arrow")[:]
 
 
 def load(
@@ -132,44 +71,35 @@ def load(
     *,
     use_image: bool = True,
     use_audio: bool = True,
-) -> Loaded:
-    """Samples in dataset order plus the excluded rows; `limit` counts rows before exclusion."""
-    loaded = Loaded(samples=[])
+) -> tuple[list[Sample], list[Exclusion], str]:
+    """Samples in dataset order, the excluded rows, and the source; `limit` counts rows
+    before exclusion."""
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be >= 0, got {limit}")
+    table, source = hub.load_table(
+        HF_PATH,
+        revision=REVISION,
+        split=SPLIT,
+        dataset_path=dataset_path,
+        required=REQUIRED_COLUMNS,
+        fix=FIX,
+    )
+    if limit is not None:
+        table = table.slice(0, limit)
+    samples: list[Sample] = []
+    excluded: list[Exclusion] = []
     seen: set[str] = set()
-    for row in load_rows(dataset_path, limit=limit):
+    for row in table.to_pylist():
         try:
             sample = to_sample(row, use_image=use_image, use_audio=use_audio)
         except UnusableMedia as exc:
-            loaded.excluded.append(Exclusion(id=str(row.get("index")), reason=str(exc)))
+            excluded.append(Exclusion(id=str(row.get("index")), reason=str(exc)))
             continue
         if sample.id in seen:
             raise DatasetError(f"index {sample.id} appears twice: fix the index column")
         seen.add(sample.id)
-        loaded.samples.append(sample)
-    return loaded
-
-
-def load_samples(
-    dataset_path: str | Path | None = None,
-    limit: int | None = None,
-    *,
-    use_image: bool = True,
-    use_audio: bool = True,
-) -> list[Sample]:
-    """The samples of `load`; exclusions are logged as a warning (use `load` to keep them)."""
-    loaded = load(dataset_path, limit, use_image=use_image, use_audio=use_audio)
-    if loaded.excluded:
-        log.warning(
-            "OmniBench: %d row(s) excluded: %s",
-            len(loaded.excluded),
-            "; ".join(f"{e.id}: {e.reason}" for e in loaded.excluded),
-        )
-    return loaded.samples
-
-
-def dataset_revision(dataset_path: str | Path | None = None) -> str:
-    """REVISION for hub loads; "sha256:<hex>" over a local copy's files (as ZeroBench)."""
-    return REVISION if dataset_path is None else zerobench.dataset_revision(dataset_path)
+        samples.append(sample)
+    return samples, excluded, source
 
 
 # --- samples -------------------------------------------------------------------------------
@@ -225,6 +155,7 @@ def to_sample(row: Mapping[str, Any], *, use_image: bool = True, use_audio: bool
         target=LETTERS[options.index(answer)],
         choices=[str(o) for o in options],
         metadata={
+            "question": str(row["question"]),
             "task_type": row.get("task type"),
             "audio_type": row.get("audio type"),
             "text_alternatives": alternatives,
@@ -298,45 +229,3 @@ def wav_bytes(samples: Iterable[float], rate: int) -> bytes:
         wav.setframerate(rate)
         wav.writeframes(pcm.tobytes())
     return out.getvalue()
-
-
-# --- scoring and metrics -------------------------------------------------------------------
-
-
-def score(response_text: str, sample: Sample) -> list[Score]:
-    """evalscope HEAD first (the default number), then the original scripts' parser (compat)."""
-    options = sample.choices or []
-    letters = LETTERS[: len(options)]
-    scores = []
-    for scoring, answer in (
-        ("evalscope", parse_answer_evalscope(response_text, letters)),
-        ("original", parse_multi_choice_original(response_text, options)),
-    ):
-        correct = answer is not None and answer == sample.target
-        scores.append(Score(scoring=scoring, answer=answer, correct=correct, value=float(correct)))
-    return scores
-
-
-def answer_key_entry(sample: Sample) -> dict[str, Any]:
-    """What the provider simulator needs to answer this prompt: "ANSWER: <letter>"."""
-    return {
-        "prompt_sha256": hashlib.sha256(zerobench.prompt_text(sample).encode("utf-8")).hexdigest(),
-        "target": sample.target,
-        "format": "answer_letter",
-        "choices": list(LETTERS[: len(sample.choices or LETTERS)]),
-    }
-
-
-def summarize(rows: Iterable[tuple[Mapping[str, Any], float]]) -> dict[str, Any]:
-    """Accuracy overall and by audio type and task type, from (sample metadata, correct) pairs.
-
-    Groups appear in first-appearance order; a correct of True/False counts as 1.0/0.0.
-    """
-    pairs = [(meta, float(correct)) for meta, correct in rows]
-    values = [value for _, value in pairs]
-    return {
-        "acc": accuracy(values),
-        "n": len(values),
-        "by_audio_type": group_means(values, [str(m["audio_type"]) for m, _ in pairs]),
-        "by_task_type": group_means(values, [str(m["task_type"]) for m, _ in pairs]),
-    }

@@ -13,11 +13,18 @@ Extraction (the first rule that yields a candidate wins):
 - E2. Groups whose normalised content is empty or the echoed placeholder ``final answer`` are never
   answers.
 - E3. If the response holds ``\boxed{...}`` (at any depth), the last one is the answer.
-- E4. Otherwise the last top-level group that is not a LaTeX argument: a group right after a
+- E4. Otherwise the last top-level group labelled as the answer: preceded on its line by
+  ``final answer`` or ``answer``, optionally followed by ``is``, ``:`` or ``=`` and markdown
+  ``*``. ``Final answer: {7}. Check: {x+1}`` answers 7, not ``x+1``.
+- E5. Otherwise the last top-level group that is not a LaTeX argument: a group right after a
   command (``\frac{1}``), after ``^`` or ``_``, or right after another LaTeX argument
   (``\frac{1}{2}``). This keeps ``$\frac{a}{b}$`` written after the answer from winning.
-- E5. Otherwise the last top-level group of any kind (``\textbf{42}`` still answers 42).
-- E6. Otherwise there is no answer and the response is incorrect.
+- E6. Otherwise the last top-level group of any kind (``\textbf{42}`` still answers 42).
+- E7. Otherwise there is no answer and the response is incorrect.
+
+A group's content is unwrapped before it is read: a group holding exactly one braced group
+(``{{x}}``) reads as its inner content, and a leading ``answer:`` (or ``final answer:``) label
+inside the braces is dropped (``{Answer: 7}`` reads 7).
 
 Normalisation (answer and target alike):
 
@@ -50,13 +57,17 @@ import re
 from collections.abc import Callable
 from decimal import Decimal
 
-from benchmarks.base import Score
+from core.types import Score
 
 PLACEHOLDER = "final answer"
 
 _UPSTREAM_GROUP = re.compile(r"\{(.*?)\}")
 _LATEX_COMMAND_BEFORE = re.compile(r"(\\[A-Za-z]+\*?\s*|[\^_]\s*)$")
 _BOXED_BEFORE = re.compile(r"\\boxed\s*$")
+_ANSWER_LABEL_BEFORE = re.compile(
+    r"(?:final\s+answer|answer)\s*(?:is\b|[:=])?[\s*:]*$", re.IGNORECASE
+)
+_INNER_LABEL = re.compile(r"^(?:final\s+)?answer\s*[:=]\s*", re.IGNORECASE)
 _TEXT_WRAPPER = re.compile(r"\\(?:text|textbf|textit|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
 _MARKDOWN_WRAPPERS = (re.compile(r"^\*\*([^*]+)\*\*$"), re.compile(r"^`([^`]+)`$"))
 _WHITESPACE = re.compile(r"\s+")
@@ -90,7 +101,7 @@ SCORERS: dict[str, Callable[[str, str], Score]] = {
 
 
 def extract_robust(response: str) -> str | None:
-    """The normalised answer picked by rules E1-E6, or None."""
+    """The normalised answer picked by rules E1-E7, or None."""
     pairs = _balanced_pairs(response)
 
     boxed: list[str] = []
@@ -100,11 +111,13 @@ def extract_robust(response: str) -> str | None:
     if boxed:
         return boxed[-1]
 
+    labelled: list[str] = []
     plain: list[str] = []
     any_kind: list[str] = []
     previous_arg_end = -2
     for o, c in _top_level(pairs):
-        is_arg = bool(_LATEX_COMMAND_BEFORE.search(_before(response, o)))
+        before = _before(response, o)
+        is_arg = bool(_LATEX_COMMAND_BEFORE.search(before))
         is_arg = is_arg or previous_arg_end == o - 1
         previous_arg_end = c if is_arg else -2
         text = _candidate(response, o, c)
@@ -113,15 +126,31 @@ def extract_robust(response: str) -> str | None:
         any_kind.append(text)
         if not is_arg:
             plain.append(text)
-    if plain:
-        return plain[-1]
-    return any_kind[-1] if any_kind else None
+            if _ANSWER_LABEL_BEFORE.search(before.rsplit("\n", 1)[-1]):
+                labelled.append(text)
+    for found in (labelled, plain, any_kind):
+        if found:
+            return found[-1]
+    return None
 
 
 def _candidate(response: str, open_at: int, close_at: int) -> str | None:
-    """The normalised content of a brace group, or None if it is empty or the placeholder."""
-    text = normalise(response[open_at + 1 : close_at])
+    """The normalised, unwrapped content of a brace group; None if empty or the placeholder."""
+    text = _unwrap(response[open_at + 1 : close_at])
+    text = normalise(_INNER_LABEL.sub("", text.strip(), count=1))
     return None if not text or text == PLACEHOLDER else text
+
+
+def _unwrap(content: str) -> str:
+    """``{x}`` for a content that is exactly one balanced group, repeatedly."""
+    while True:
+        inner = content.strip()
+        if not (inner.startswith("{") and inner.endswith("}")):
+            return content
+        pairs = _balanced_pairs(inner)
+        if not pairs or pairs[0] != (0, len(inner) - 1):
+            return content
+        content = inner[1:-1]
 
 
 def normalise(text: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
-from benchmarks.omnibench import wav_bytes
+from benchmarks.omnibench.dataset import wav_bytes
 
 RATE = 8000
 SECONDS = 0.2

@@ -1,0 +1,207 @@
+"""The benchmark interface: what one benchmark package provides, and nothing more.
+
+A benchmark is one object (a `Benchmark` subclass instance) registered under its name in
+`benchmarks.registry`. The flows, the CLI and the simulator only ever talk to it through the
+methods below, in the spirit of inspect_ai's dataset / solver / scorer / metric split:
+
+========================  =================================================================
+what                      where
+========================  =================================================================
+options                   `options_model`: a pydantic model; part of the run identity and
+                          rendered as a form in the Prefect UI and as `--NAME-FIELD` flags
+epoch protocol            `protocol` and `epochs`: the defaults a request may override
+                          (`benchmarks.protocols`)
+data                      `load(path, options, limit)`: from the Hub at the pinned
+                          `revision`, or from a local copy (`benchmarks.hub` reads both)
+prompt                    built by `load`: each `Sample.parts` is exactly what is sent
+scoring                   `score(sample, response, options)`: one `Score` per rule scoring
+                          mode (`scorings`, the headline first)
+judge (optional)          `judge`: a `JudgeSpec`: when to ask, the grader prompt, its
+                          decoding, and its own scoring modes from the judge's reply (used
+                          only when the run names a judge model)
+metric set                `metrics(scored, samples, protocol)`: `MetricRow`s for the long
+                          table; `summary(long)`: the benchmark's own wide table
+simulator                 `answer_key(sample, options)`: what the provider simulator needs to
+                          answer this prompt (correctly with the model's accuracy)
+========================  =================================================================
+
+Scoring never sees media: at aggregation the samples are read back from the run's plan
+(`Sample.parts` empty), so `score`, `metrics` and the judge prompt may use only `target`,
+`choices`, `group_id` and `metadata`. Put in `metadata` whatever they need (question text,
+task, evaluator arguments), as plain JSON values.
+
+A new benchmark is one package implementing this class plus one line in
+`benchmarks.registry.BUILTIN` (or a `register()` call, which is how the tests add a toy one).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from core.types import Decoding, Sample, Score
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+class BenchmarkOptions(BaseModel):
+    """A benchmark's options. Every field needs a default and a description (the UI form)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NoOptions(BenchmarkOptions):
+    """For benchmarks without options."""
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """A dataset row left out of the run, and why (reported, recorded in the manifest)."""
+
+    id: str
+    reason: str
+
+
+@dataclass
+class LoadedData:
+    """What `Benchmark.load` returns.
+
+    `revision` identifies the data: the pinned Hub commit, or "sha256:<hex>" over a local
+    copy's files. With the sample ids it is part of the run identity.
+    """
+
+    samples: list[Sample]
+    revision: str
+    source: str
+    excluded: list[Exclusion] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The judge's stored reply to one answer (`reply` None when the judge call failed)."""
+
+    reply: str | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """One figure of the long table. `group` is "" for the whole benchmark, else "by=value"."""
+
+    metric: str
+    value: float | None
+    se: float | None = None
+    n: int = 0
+    group: str = ""
+
+
+@dataclass(frozen=True)
+class ScoredItem:
+    """One scored (sample, epoch) under one scoring mode: what `metrics` receives."""
+
+    sample_id: str
+    group_id: str
+    epoch: int
+    value: float
+    correct: bool
+    errored: bool  # the completion failed for good (counts as incorrect)
+    judged: bool
+    score_error: str | None  # the score could not be computed (excluded from the value)
+
+
+class JudgeSpec(ABC):
+    """How a benchmark asks an LLM to grade an answer, and scores from its reply.
+
+    A judgement is a work item of its own: it goes out once the answer it grades is stored,
+    under the judge model's rate limits, and is checkpointed and resumed like a completion.
+    Its request hash covers the judge model, the grader prompt and the graded answer, so a
+    re-answered item is re-judged and nothing else is.
+    """
+
+    #: The judge scoring modes `score` returns, one Score each.
+    scorings: ClassVar[tuple[str, ...]] = ("judge",)
+    decoding: ClassVar[Decoding] = Decoding(temperature=0.0, top_p=1.0, max_tokens=4096, seed=42)
+
+    @abstractmethod
+    def wants(self, sample: Sample, response: str, options: BenchmarkOptions) -> bool:
+        """Whether this answer is to be judged (e.g. only when rule extraction failed)."""
+
+    @abstractmethod
+    def prompt(self, sample: Sample, response: str) -> str:
+        """The grader prompt for this answer."""
+
+    @abstractmethod
+    def score(
+        self,
+        sample: Sample,
+        response: str,
+        options: BenchmarkOptions,
+        judgement: Judgement | None,
+    ) -> list[Score]:
+        """One Score per mode of `scorings`. `judgement` is None when `wants` said no (the
+        rules decide); a wanted but missing or failed judgement has `reply` None."""
+
+    def answer_key(self, samples: Sequence[Sample], options: BenchmarkOptions) -> list[dict]:
+        """Simulator entries that let a simulated judge grade this benchmark's prompts."""
+        return []
+
+
+class Benchmark(ABC):
+    """One benchmark (see the module docstring for the whole contract)."""
+
+    #: Registry name: used in requests, store keys and tables. Letters, digits, '_' and '-'.
+    name: ClassVar[str]
+    #: One line for `--help` and the UI.
+    description: ClassVar[str]
+    #: Hugging Face dataset id and the pinned revision loaded when no local copy is given.
+    hf_path: ClassVar[str]
+    revision: ClassVar[str]
+    options_model: ClassVar[type[BenchmarkOptions]] = NoOptions
+    #: Default epoch protocol (`benchmarks.protocols`) and its number of epochs.
+    protocol: ClassVar[str] = "greedy"
+    epochs: ClassVar[int] = 1
+    #: Rule scoring modes, headline first.
+    scorings: ClassVar[tuple[str, ...]]
+    judge: ClassVar[JudgeSpec | None] = None
+    #: Media kinds this benchmark can replace by a text stand-in, and the option that does it.
+    text_alternatives: ClassVar[frozenset[str]] = frozenset()
+
+    def options(self, raw: dict[str, Any] | BenchmarkOptions | None = None) -> BenchmarkOptions:
+        """Validated options, defaults filled in."""
+        if isinstance(raw, self.options_model):
+            return raw
+        return self.options_model(**(raw or {}))
+
+    def text_alternative_hint(self, kinds: Sequence[str]) -> str | None:
+        """How to ask for text stand-ins of these media kinds, or None if there are none."""
+        return None
+
+    @abstractmethod
+    def load(self, path: str | None, options: BenchmarkOptions, limit: int | None) -> LoadedData:
+        """Samples in dataset order with their prompt parts; `limit` keeps the first N."""
+
+    @abstractmethod
+    def score(self, sample: Sample, response: str, options: BenchmarkOptions) -> list[Score]:
+        """One Score per mode of `scorings`, in that order."""
+
+    @abstractmethod
+    def metrics(
+        self, scored: Sequence[ScoredItem], samples: dict[str, Sample], protocol: str
+    ) -> list[MetricRow]:
+        """The metric set of one (model, scoring mode)."""
+
+    def summary(self, long: pd.DataFrame) -> pd.DataFrame:
+        """The benchmark's wide table from its long-table rows (default: one row per model
+        and scoring mode, one column per whole-benchmark metric, with SE columns)."""
+        from benchmarks.tables import default_summary
+
+        return default_summary(long)
+
+    @abstractmethod
+    def answer_key(self, sample: Sample, options: BenchmarkOptions) -> list[dict]:
+        """Simulator answer-key entries for this sample (`providers.simulator.answering`)."""

@@ -1,0 +1,120 @@
+"""Helpers benchmark packages use to lay out their wide summary from long-table rows.
+
+The long table has one row per (model, benchmark, scoring, metric, group) with columns
+`value, se, n` (see `flows.tables.LONG_COLUMNS`); `group` is "" for whole-benchmark figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from benchmarks.interface import MetricRow, ScoredItem
+from core.types import Sample
+from metrics import accuracy, all_samples_mean_stderr
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+KEYS = ["model", "benchmark", "scoring"]
+
+
+def metric_lookup(part: pd.DataFrame):
+    """A function (metric, column="value") -> the whole-benchmark figure or None."""
+    import pandas as pd
+    overall = part[part["group"] == ""].drop_duplicates("metric").set_index("metric")
+
+    def value(metric: str, column: str = "value"):
+        if metric not in overall.index:
+            return None
+        found = overall.at[metric, column]
+        return None if pd.isna(found) else found
+
+    return value
+
+
+def default_summary(long: pd.DataFrame) -> pd.DataFrame:
+    """One row per (model, benchmark, scoring); per whole-benchmark metric its value, and
+    its SE in `<metric>_se` when it has one; `n` is the largest n of those metrics."""
+    import pandas as pd
+    overall = long[long["group"] == ""]
+    metrics = list(dict.fromkeys(overall["metric"]))
+    with_se = {m for m in metrics if overall.loc[overall["metric"] == m, "se"].notna().any()}
+    columns = [*KEYS]
+    for metric in metrics:
+        columns.append(metric)
+        if metric in with_se:
+            columns.append(f"{metric}_se")
+    columns.append("n")
+    rows = []
+    for key, part in overall.groupby(KEYS, sort=False):
+        value = metric_lookup(part)
+        row = dict(zip(KEYS, key, strict=True))
+        for metric in metrics:
+            row[metric] = value(metric)
+            if metric in with_se:
+                row[f"{metric}_se"] = value(metric, "se")
+        row["n"] = int(part["n"].max()) if len(part) else 0
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns)
+
+
+def breakdown_summary(long: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """One row per (model, benchmark, scoring, breakdown, group) for `metric`: the overall
+    figure first (breakdown "all"), then each group of each breakdown ("by=value")."""
+    import pandas as pd
+    rows = []
+    part = long[long["metric"] == metric]
+    for key, frame in part.groupby(KEYS, sort=False):
+        for record in frame.itertuples(index=False):
+            by, _, group = record.group.partition("=")
+            rows.append(
+                {
+                    **dict(zip(KEYS, key, strict=True)),
+                    "breakdown": by or "all",
+                    "group": group if by else "",
+                    metric: record.value,
+                    "se": record.se,
+                    "n": record.n,
+                }
+            )
+    return pd.DataFrame(rows, columns=[*KEYS, "breakdown", "group", metric, "se", "n"])
+
+
+def per_sample_values(scored: Iterable[ScoredItem]) -> dict[str, float]:
+    """Each sample's mean value over its scored epochs (score errors left out); samples
+    keep first-appearance order."""
+    sums: dict[str, list[float]] = {}
+    for item in scored:
+        if item.score_error is None:
+            sums.setdefault(item.sample_id, []).append(item.value)
+    return {sid: sum(vs) / len(vs) for sid, vs in sums.items()}
+
+
+def accuracy_rows(
+    scored: Iterable[ScoredItem],
+    samples: dict[str, Sample],
+    breakdowns: dict[str, str],
+    metric: str = "accuracy",
+) -> list[MetricRow]:
+    """`metric` overall and per group of each breakdown, each with its SE and n.
+
+    Values are per-sample means over epochs (an item answered k times counts once); the SE is
+    sd(ddof=1)/sqrt(n) over those per-sample values. `breakdowns` maps a breakdown name to
+    the metadata field holding each sample's group ({"task_type": "task_type"}).
+    """
+    values = per_sample_values(scored)
+    rows = [_row(metric, list(values.values()), "")]
+    for by, field in breakdowns.items():
+        grouped: dict[str, list[float]] = {}
+        for sid, value in values.items():
+            label = str(samples[sid].metadata.get(field))
+            grouped.setdefault(label, []).append(value)
+        rows.extend(_row(metric, vs, f"{by}={label}") for label, vs in grouped.items())
+    return rows
+
+
+def _row(metric: str, values: list[float], group: str) -> MetricRow:
+    if not values:
+        return MetricRow(metric, None, None, 0, group)
+    return MetricRow(metric, accuracy(values), all_samples_mean_stderr(values), len(values), group)

@@ -1,0 +1,81 @@
+"""ZeroBench (jonathan-roberts1/zerobench): 100 main questions and 334 subquestions, scored as
+inspect_evals does (`upstream`, the official number), by our forgiving reading (`robust`), and,
+with a judge model, by the paper's fallback parser (`judge`).
+
+Two registry entries share this package: `zerobench` (main questions) and
+`zerobench_subquestions` (grouped by main question).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+from benchmarks.hub import revision_of
+from benchmarks.interface import (
+    Benchmark,
+    BenchmarkOptions,
+    LoadedData,
+    MetricRow,
+    ScoredItem,
+)
+from benchmarks.zerobench import dataset, metrics
+from benchmarks.zerobench.judge import FallbackParser
+from benchmarks.zerobench.scoring import SCORERS
+from core.types import Sample, Score
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+class ZeroBench(Benchmark):
+    hf_path = dataset.HF_PATH
+    revision = dataset.REVISION
+    protocol = "zerobench-paper"
+    epochs = 5
+    scorings = tuple(SCORERS)
+    judge = FallbackParser()
+    grouped: ClassVar[bool] = False
+
+    def load(self, path: str | None, options: BenchmarkOptions, limit: int | None) -> LoadedData:
+        revision = revision_of(self.revision, path)
+        samples, source = dataset.load_samples(self.name, path, limit)
+        return LoadedData(samples=samples, revision=revision, source=source)
+
+    def score(self, sample: Sample, response: str, options: BenchmarkOptions) -> list[Score]:
+        return [scorer(response, sample.target) for scorer in SCORERS.values()]
+
+    def metrics(
+        self, scored: Sequence[ScoredItem], samples: dict[str, Sample], protocol: str
+    ) -> list[MetricRow]:
+        groups = {sid: s.group_id or sid for sid, s in samples.items()}
+        return metrics.metric_rows(scored, groups, protocol=protocol, grouped=self.grouped)
+
+    def summary(self, long: pd.DataFrame) -> pd.DataFrame:
+        return metrics.summary_table(long)
+
+    def answer_key(self, sample: Sample, options: BenchmarkOptions) -> list[dict]:
+        prompt = sample.first_text()
+        return [
+            {
+                "prompt_sha256": hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
+                "target": sample.target,
+                "format": "braces",
+            }
+        ]
+
+
+class ZeroBenchMain(ZeroBench):
+    name = "zerobench"
+    description = "ZeroBench main questions (pass@1, pass@5, 5/5, num_correct)"
+
+
+class ZeroBenchSubquestions(ZeroBench):
+    name = "zerobench_subquestions"
+    description = "ZeroBench subquestions (accuracy grouped by main question, with SE)"
+    grouped = True
+
+
+ZEROBENCH = ZeroBenchMain()
+ZEROBENCH_SUBQUESTIONS = ZeroBenchSubquestions()
