@@ -178,6 +178,9 @@ class ListedKeys(Store):
     def put_if_absent(self, key: str, data: bytes) -> bool:
         raise NotImplementedError
 
+    def check_writable(self) -> None:
+        raise NotImplementedError
+
     def put(self, key: str, data: bytes) -> None:
         raise NotImplementedError
 
@@ -251,12 +254,13 @@ def main() -> None:
         say(f"s3: moto server at {endpoint} holds {n} objects ({time.perf_counter() - t0:.1f} s)")
         s3 = open_store(f"s3://{BUCKET}/{PREFIX}", s3_endpoint_url=endpoint)
         some = items[n // 2]
-        assert s3.get(some.key) == bodies[some.key]  # over HTTP, as the planner will read
+        # over HTTP, as the planner will read
+        assert s3.get(some.store_key) == bodies[some.store_key]
         del bodies
         client = boto3.client(
             "s3", endpoint_url=endpoint, config=Config(s3={"addressing_style": "path"})
         )
-        prefix = f"{PREFIX}/{layout.completions_prefix(RUN_ID)}"
+        prefix = f"{PREFIX}/{layout.stage_prefix(RUN_ID, layout.ANSWER)}"
 
         # The local rounds first: right after a minute of S3 listing the local plan was seen
         # to run up to 2x slower once (on a 2-core machine the server process and the kernel's
@@ -278,16 +282,16 @@ def main() -> None:
             say(f"round {round_}: plan s3 {elapsed:.2f} s, bare s3 listing {floor:.2f} s")
 
         # What the plan adds to the listing: the planner's own work on the same keys, no I/O.
-        keys = local.list(layout.completions_prefix(RUN_ID))
+        keys = local.list(layout.stage_prefix(RUN_ID, layout.ANSWER))
         cpu, states, todo = plan(ListedKeys(keys), items)
         check("memory", states, todo, n)
         t0 = time.perf_counter()
         for key in keys:
-            layout.parse_completion_key(RUN_ID, key)
+            layout.parse_record_key(RUN_ID, key)
         parse = time.perf_counter() - t0
         say(
             f"planner without I/O (reconcile + todo over {len(keys)} listed keys): {cpu:.2f} s, "
-            f"of which parse_completion_key {parse:.2f} s"
+            f"of which parse_record_key {parse:.2f} s"
         )
         if args.profile:
             profiler = cProfile.Profile()
