@@ -119,8 +119,7 @@ def _saved_table(directory: Path, expected_split: str | None, fix: str) -> pa.Ta
     ds = Dataset.load_from_disk(str(directory))
     if expected_split is not None and ds.split is not None and str(ds.split) != expected_split:
         raise DatasetError(
-            f"dataset path {directory} holds split {str(ds.split)!r}, not {expected_split!r}: "
-            f"{fix}"
+            f"dataset path {directory} holds split {str(ds.split)!r}, not {expected_split!r}: {fix}"
         )
     return ds.with_format("arrow")[:]
 
@@ -179,7 +178,7 @@ def snapshot(hf_path: str, revision: str, dataset_path: str | Path | None) -> Pa
 
 
 def fingerprint(dataset_path: str | Path) -> str:
-    """"sha256:<hex>" over a local copy: every data file's relative path, size and content,
+    """ "sha256:<hex>" over a local copy: every data file's relative path, size and content,
     in sorted path order (a single file: its name and content)."""
     root = Path(dataset_path)
     if not root.exists():

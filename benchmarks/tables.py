@@ -6,12 +6,7 @@ The long table has one row per (model, benchmark, scoring, metric, group) with c
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
-
-from benchmarks.interface import MetricRow, ScoredItem
-from core.types import Sample
-from metrics import accuracy, all_samples_mean_stderr
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -22,6 +17,7 @@ KEYS = ["model", "benchmark", "scoring"]
 def metric_lookup(part: pd.DataFrame):
     """A function (metric, column="value") -> the whole-benchmark figure or None."""
     import pandas as pd
+
     overall = part[part["group"] == ""].drop_duplicates("metric").set_index("metric")
 
     def value(metric: str, column: str = "value"):
@@ -37,6 +33,7 @@ def default_summary(long: pd.DataFrame) -> pd.DataFrame:
     """One row per (model, benchmark, scoring); per whole-benchmark metric its value, and
     its SE in `<metric>_se` when it has one; `n` is the largest n of those metrics."""
     import pandas as pd
+
     overall = long[long["group"] == ""]
     metrics = list(dict.fromkeys(overall["metric"]))
     with_se = {m for m in metrics if overall.loc[overall["metric"] == m, "se"].notna().any()}
@@ -63,6 +60,7 @@ def breakdown_summary(long: pd.DataFrame, metric: str) -> pd.DataFrame:
     """One row per (model, benchmark, scoring, breakdown, group) for `metric`: the overall
     figure first (breakdown "all"), then each group of each breakdown ("by=value")."""
     import pandas as pd
+
     rows = []
     part = long[long["metric"] == metric]
     for key, frame in part.groupby(KEYS, sort=False):
@@ -79,42 +77,3 @@ def breakdown_summary(long: pd.DataFrame, metric: str) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows, columns=[*KEYS, "breakdown", "group", metric, "se", "n"])
-
-
-def per_sample_values(scored: Iterable[ScoredItem]) -> dict[str, float]:
-    """Each sample's mean value over its scored epochs (score errors left out); samples
-    keep first-appearance order."""
-    sums: dict[str, list[float]] = {}
-    for item in scored:
-        if item.score_error is None:
-            sums.setdefault(item.sample_id, []).append(item.value)
-    return {sid: sum(vs) / len(vs) for sid, vs in sums.items()}
-
-
-def accuracy_rows(
-    scored: Iterable[ScoredItem],
-    samples: dict[str, Sample],
-    breakdowns: dict[str, str],
-    metric: str = "accuracy",
-) -> list[MetricRow]:
-    """`metric` overall and per group of each breakdown, each with its SE and n.
-
-    Values are per-sample means over epochs (an item answered k times counts once); the SE is
-    sd(ddof=1)/sqrt(n) over those per-sample values. `breakdowns` maps a breakdown name to
-    the metadata field holding each sample's group ({"task_type": "task_type"}).
-    """
-    values = per_sample_values(scored)
-    rows = [_row(metric, list(values.values()), "")]
-    for by, field in breakdowns.items():
-        grouped: dict[str, list[float]] = {}
-        for sid, value in values.items():
-            label = str(samples[sid].metadata.get(field))
-            grouped.setdefault(label, []).append(value)
-        rows.extend(_row(metric, vs, f"{by}={label}") for label, vs in grouped.items())
-    return rows
-
-
-def _row(metric: str, values: list[float], group: str) -> MetricRow:
-    if not values:
-        return MetricRow(metric, None, None, 0, group)
-    return MetricRow(metric, accuracy(values), all_samples_mean_stderr(values), len(values), group)

@@ -126,8 +126,13 @@ def plan(prepared: Prepared, *, retry_errors: bool = True) -> RunPlan:
         if key.benchmark not in judged or state.state[key] != "done" or record is None:
             continue
         made = planning.judge_item(
-            request, run_id, prepared.api_models, prepared.data[key.benchmark], key,
-            record_key, record.get("response") or "",
+            request,
+            run_id,
+            prepared.api_models,
+            prepared.data[key.benchmark],
+            key,
+            record_key,
+            record.get("response") or "",
         )
         if made is not None:
             judge_items.append(made)
@@ -229,8 +234,12 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
         if outcome.response is None or outcome.status != "ok":
             return []
         made = planning.judge_item(
-            request, prepared.run_id, prepared.api_models,
-            prepared.data[outcome.key.benchmark], outcome.key, outcome.store_key,
+            request,
+            prepared.run_id,
+            prepared.api_models,
+            prepared.data[outcome.key.benchmark],
+            outcome.key,
+            outcome.store_key,
             outcome.response,
         )
         if made is None:

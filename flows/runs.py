@@ -348,9 +348,7 @@ def list_records(store: Store, run_id: str, stages: tuple[str, ...]) -> Listing:
     return listing
 
 
-def reconcile(
-    store: Store, listing: Listing, items: list[WorkItem], *, read: bool
-) -> Reconciled:
+def reconcile(store: Store, listing: Listing, items: list[WorkItem], *, read: bool) -> Reconciled:
     """Classify items from a listing. With `read`, every record counted as done or failed is
     read and decoded (kept in `records`), and an undecodable one counts as missing; without,
     only what the listing shows (a zero-byte record) is caught."""
@@ -465,7 +463,12 @@ def planned_judgements(
         if answer_state.state[key] != "done" or record is None or record.get("error"):
             continue
         made = judge_item(
-            request, run_id, api_models, data[key.benchmark], key, record_key,
+            request,
+            run_id,
+            api_models,
+            data[key.benchmark],
+            key,
+            record_key,
             record.get("response") or "",
         )
         if made is not None:

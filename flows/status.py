@@ -15,8 +15,7 @@ def expected_answers(manifest: dict) -> int:
     identity = manifest["identity"]
     models = len(identity["models"])
     return sum(
-        b["data"]["samples"] * len(b["decodings"]) * models
-        for b in identity["benchmarks"].values()
+        b["data"]["samples"] * len(b["decodings"]) * models for b in identity["benchmarks"].values()
     )
 
 

@@ -9,7 +9,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import prefect.main  # noqa: F401  (see below)
 import pytest
+
+# Importing prefect.main configures Prefect's console logging on the sys.stderr of that
+# moment. Here, that is pytest's own stream for the whole session; done first inside a test
+# that uses capsys, it would be that test's stream, closed once the test ends.
 
 os.environ.setdefault("RAY_ACCEPT_CLUSTER_AUTH_TOKEN", "1")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")

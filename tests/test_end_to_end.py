@@ -147,8 +147,17 @@ def test_tables_match_hand_computed_metrics(finished_run, demo_dataset):
     assert result["summaries"]["zerobench"][0]["model"] in MODELS
     long = result_table(runs, "e2e", "metrics.parquet")
     assert list(long.columns) == [
-        "model", "benchmark", "scoring", "metric", "group", "value", "se", "n", "errors",
-        "judged", "score_errors",
+        "model",
+        "benchmark",
+        "scoring",
+        "metric",
+        "group",
+        "value",
+        "se",
+        "n",
+        "errors",
+        "judged",
+        "score_errors",
     ]
     assert set(long.benchmark) == set(SPLITS)
 

@@ -152,9 +152,7 @@ def test_s3_write_that_keeps_failing_leaves_the_item_missing_and_the_run_goes_on
         failing = [pick(items, MAIN, "2", 3), pick(items, SUB, "4_1", 0)]
         for item in failing:
             # Every attempt the store makes is refused; the fault is used up by them.
-            moto_server.inject(
-                "PUT", f"{PREFIX}/{item.store_key}", "conflict", _CONFLICT_ATTEMPTS
-            )
+            moto_server.inject("PUT", f"{PREFIX}/{item.store_key}", "conflict", _CONFLICT_ATTEMPTS)
 
         result, output = drive(request, env)
         assert result["evaluate"]["submitted"] == TOTAL

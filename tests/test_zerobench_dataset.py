@@ -29,6 +29,7 @@ def load_samples(split: str, path: Path | str | None, limit: int | None = None) 
 def load_rows(split: str, path: Path | str | None, limit: int | None = None) -> list[dict]:
     return zerobench_data.load_rows(split, path, limit)[0]
 
+
 FEATURES = Features(
     {
         "question_id": Value("string"),

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
+from benchmarks.accuracy import accuracy_rows
 from benchmarks.hub import revision_of
 from benchmarks.interface import (
     Benchmark,
@@ -25,7 +26,7 @@ from benchmarks.omnibench.parsing import (
     parse_answer_evalscope,
     parse_multi_choice_original,
 )
-from benchmarks.tables import accuracy_rows, breakdown_summary
+from benchmarks.tables import breakdown_summary
 from core.types import Sample, Score
 
 if TYPE_CHECKING:

@@ -122,6 +122,7 @@ def metric_rows(
 def summary_table(long: pd.DataFrame) -> pd.DataFrame:
     """The paper's columns, one row per (model, split, scoring mode)."""
     import pandas as pd
+
     rows = []
     for (model, benchmark, scoring), part in long.groupby(KEYS, sort=False):
         value = metric_lookup(part)
