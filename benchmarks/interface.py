@@ -20,7 +20,8 @@ judge (optional)          `judge`: a `JudgeSpec`: when to ask, the grader prompt
                           decoding, and its own scoring modes from the judge's reply (used
                           only when the run names a judge model)
 metric set                `metrics(scored, samples, protocol)`: `MetricRow`s for the long
-                          table; `summary(long)`: the benchmark's own wide table
+                          table; `summary(long)`: the benchmark's own wide table;
+                          `extra_files(answered, ...)`: any files of its own (optional)
 simulator                 `answer_key(sample, options)`: what the provider simulator needs to
                           answer this prompt (correctly with the model's accuracy)
 ========================  =================================================================
@@ -112,6 +113,21 @@ class ScoredItem:
     errored: bool  # the completion failed for good (counts as incorrect)
     judged: bool
     score_error: str | None  # the score could not be computed (excluded from the value)
+    output_tokens: int = 0  # of the answer, reasoning included
+    reasoning_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Answered:
+    """One stored answer with all its scores, for benchmarks that write files of their own
+    (`Benchmark.extra_files`)."""
+
+    model: str
+    sample_id: str
+    epoch: int
+    response: str | None  # None when the call failed for good
+    scores: tuple[Score, ...]
+    judgement: Judgement | None = None
 
 
 class JudgeSpec(ABC):
@@ -201,6 +217,16 @@ class Benchmark(ABC):
         from benchmarks.tables import default_summary
 
         return default_summary(long)
+
+    def extra_files(
+        self,
+        answered: Sequence[Answered],
+        samples: dict[str, Sample],
+        options: BenchmarkOptions,
+    ) -> dict[str, bytes]:
+        """Files of the benchmark's own, written beside the tables under `<name>/` (for
+        example upstream's own output format). None by default."""
+        return {}
 
     @abstractmethod
     def answer_key(self, sample: Sample, options: BenchmarkOptions) -> list[dict]:

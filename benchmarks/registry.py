@@ -8,10 +8,11 @@ import re
 
 from benchmarks.interface import Benchmark
 from benchmarks.omnibench import OMNIBENCH
+from benchmarks.rome import ROME
 from benchmarks.zerobench import ZEROBENCH, ZEROBENCH_SUBQUESTIONS
 from core.types import ConfigError
 
-BUILTIN: tuple[Benchmark, ...] = (ZEROBENCH, ZEROBENCH_SUBQUESTIONS, OMNIBENCH)
+BUILTIN: tuple[Benchmark, ...] = (ZEROBENCH, ZEROBENCH_SUBQUESTIONS, OMNIBENCH, ROME)
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 _registry: dict[str, Benchmark] = {b.name: b for b in BUILTIN}
 

@@ -272,6 +272,42 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_score_rome(args: argparse.Namespace) -> int:
+    """Score ROME predictions made elsewhere, writing what upstream's evaluate.py writes."""
+    from pathlib import Path
+
+    from benchmarks.rome.judge import RomeJudge
+    from benchmarks.rome.offline import read_annotations, read_predictions, score_predictions
+    from benchmarks.rome.scoring import dumps
+
+    annotations = read_annotations(Path(args.annotations))
+    predictions = read_predictions(Path(args.predictions))
+    judge = None
+    if args.judge_model:
+        from flows.offline_judge import judge_prompts
+
+        def judge(prompts: list[str]) -> list[str | None]:
+            return judge_prompts(
+                args.judge_model, prompts, RomeJudge.decoding, simulator_url=args.simulator_url
+            )
+
+    scores, updated = score_predictions(
+        annotations,
+        predictions,
+        mode=args.scoring,
+        tracker=args.tracker_type,
+        subtracker=args.tracker_subtype,
+        judge=judge,
+        judge_parse=args.judge_parse,
+    )
+    out = Path(args.output) if args.output else Path(args.predictions).resolve().parent
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "scores.json").write_bytes(dumps(scores))
+    (out / "updated_predictions.json").write_bytes(dumps(updated))
+    print(f"final_score {scores['final_score']}, accuracy {scores['accuracy']}: written to {out}")
+    return 0
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     from providers.simulator import cli as simulator_cli
 
@@ -327,6 +363,34 @@ def build_parser() -> argparse.ArgumentParser:
         help="move undecodable records aside now (a resume also does it)",
     )
     status.set_defaults(func=cmd_status)
+
+    score = sub.add_parser("score", help="score predictions made elsewhere (ROME)")
+    score_sub = score.add_subparsers(dest="benchmark", required=True)
+    rome = score_sub.add_parser(
+        "rome",
+        help="write scores.json and updated_predictions.json as ROME's evaluate.py does",
+        description="Score a ROME predictions file (one object, an array, or an object keyed "
+        "by question_id; JSON or JSON lines) against the annotations.",
+    )
+    rome.add_argument("--annotations", required=True, help="ROME annotations (e.g. test.json)")
+    rome.add_argument("--predictions", required=True, help="predictions to score")
+    rome.add_argument(
+        "--scoring", choices=["upstream", "fixed"], default="upstream", help="rule mode"
+    )
+    rome.add_argument("--tracker-type", default="task", help="bucket field (default task)")
+    rome.add_argument("--tracker-subtype", default=None, help="sub-bucket field")
+    rome.add_argument(
+        "--judge-model", metavar="PROVIDER/MODEL", help="judge every prediction with this model"
+    )
+    rome.add_argument(
+        "--judge-parse",
+        choices=["upstream", "robust"],
+        default="upstream",
+        help="upstream's verdict parse (default) or the last 'Judgement: 0|1'",
+    )
+    rome.add_argument("--simulator-url", default=os.environ.get("EVALFLEET_SIMULATOR_URL"))
+    rome.add_argument("--output", help="directory for the two files (default: beside predictions)")
+    rome.set_defaults(func=cmd_score_rome)
 
     sim = sub.add_parser("simulate", help="serve the provider simulator on 127.0.0.1")
     from providers.simulator import cli as simulator_cli

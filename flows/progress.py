@@ -91,7 +91,7 @@ class Progress:
                         log.warning("Prefect server reachable again: progress artifact resumed")
                     lost = False
                 except Exception as exc:  # no flow run context, or the server is gone
-                    if not lost and _in_flow_run():
+                    if not lost and not self._stop.is_set() and _in_flow_run():
                         log.warning(
                             "Prefect server unreachable (%s): the run goes on; progress is "
                             "shown in this terminal only",

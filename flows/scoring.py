@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from benchmarks.interface import Judgement, ScoredItem
+from benchmarks.interface import Answered, Judgement, ScoredItem
 from flows.runs import StoredRun
 from storage.layout import ItemKey
 
@@ -70,6 +70,7 @@ class Scored:
     long: pd.DataFrame  # one row per metric (LONG_COLUMNS)
     usage: pd.DataFrame  # one row per (model, benchmark): tokens and cost, judge apart
     digest: str  # of the set of records scored
+    extra_files: dict[str, bytes] = field(default_factory=dict)  # "<benchmark>/<path>"
 
 
 def _judgement(run: StoredRun, key: ItemKey) -> Judgement:
@@ -88,9 +89,11 @@ def score_run(run: StoredRun) -> Scored:
     usage: dict[tuple[str, str], dict[str, Any]] = {}
     scored_keys: list[str] = []
     judge_model = run.request.judge_model
+    extra_files: dict[str, bytes] = {}
     for name, data in run.data.items():
         bench, options = data.benchmark, data.options
         judge = bench.judge if judge_model else None
+        answered: list[Answered] = []
         for model in run.request.models:
             spent = usage.setdefault((model, name), dict.fromkeys(USAGE_COLUMNS[2:], 0))
             for sample in data.samples:
@@ -106,8 +109,8 @@ def score_run(run: StoredRun) -> Scored:
                     response = record.get("response") or ""
                     _spend(spent, "", record, error)
                     scores = bench.score(sample, response, options)
+                    judgement = None
                     if judge is not None:
-                        judgement = None
                         if not error and judge.wants(sample, response, options):
                             judgement = _judgement(run, key)
                             judge_record = _judge_record(run, key)
@@ -115,6 +118,16 @@ def score_run(run: StoredRun) -> Scored:
                                 scored_keys.append(judge_record[0])
                                 _spend(spent, "judge_", judge_record[1], None)
                         scores = [*scores, *judge.score(sample, response, options, judgement)]
+                    answered.append(
+                        Answered(
+                            model,
+                            sample.id,
+                            epoch,
+                            None if error else response,
+                            tuple(scores),
+                            judgement,
+                        )
+                    )
                     for score in scores:
                         rows.append(
                             {
@@ -137,6 +150,8 @@ def score_run(run: StoredRun) -> Scored:
                                 "reasoning_tokens": int(tokens.get("reasoning_tokens") or 0),
                             }
                         )
+        for path, blob in bench.extra_files(answered, data.by_id, options).items():
+            extra_files[f"{name}/{path}"] = blob
     samples = pd.DataFrame(rows, columns=SAMPLE_COLUMNS)
     long = metric_table(run, samples)
     usage_frame = pd.DataFrame(
@@ -146,7 +161,7 @@ def score_run(run: StoredRun) -> Scored:
     usage_frame["cost_usd"] = usage_frame["cost_usd"].astype(float).round(6)
     usage_frame["judge_cost_usd"] = usage_frame["judge_cost_usd"].astype(float).round(6)
     digest = hashlib.sha256("\n".join(sorted(scored_keys)).encode()).hexdigest()
-    return Scored(samples, long, usage_frame, digest)
+    return Scored(samples, long, usage_frame, digest, extra_files)
 
 
 def _judge_record(run: StoredRun, key: ItemKey) -> tuple[str, dict[str, Any]] | None:
@@ -182,6 +197,8 @@ def metric_table(run: StoredRun, samples: pd.DataFrame) -> pd.DataFrame:
                 errored=row.error is not None,
                 judged=row.judged,
                 score_error=row.score_error,
+                output_tokens=row.output_tokens,
+                reasoning_tokens=row.reasoning_tokens,
             )
         )
     for (model, name, scoring), items in grouped.items():

@@ -80,6 +80,7 @@ def write_results(
         "usage.csv": scored.usage.to_csv(index=False).encode(),
         "usage.parquet": _parquet(scored.usage),
     }
+    files.update(scored.extra_files)
     for name, table in tables.items():
         files[f"summary_{name}.parquet"] = _parquet(table)
         files[f"summary_{name}.csv"] = table.to_csv(index=False).encode()
