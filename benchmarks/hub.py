@@ -10,8 +10,8 @@ Local layouts, for a split (and, for multi-config datasets, a config):
 
 - a single Parquet file (the path itself);
 - `Dataset.save_to_disk` / `DatasetDict.save_to_disk` output, at the path or `<path>/<split>`;
-- Parquet files at `<path>/<split>.parquet`, `<path>/<split>/*.parquet` or
-  `<path>/data/<split>-*.parquet` (the Hub's own layout);
+- Parquet files at `<path>/<split>.parquet`, `<path>/<split>/*.parquet`,
+  `<path>/data/<split>-*.parquet` or `<path>/<split>-*.parquet` (the Hub's own layouts);
 - for a config, any of these under `<path>/<config>/`.
 """
 
@@ -131,11 +131,15 @@ def parquet_files(path: Path, split: str) -> list[Path]:
         return [single]
     if (path / split).is_dir():
         return sorted((path / split).glob("*.parquet"))
-    return sorted(
-        f
-        for f in (path / "data").glob(f"{split}-*.parquet")
-        if f.name[len(split) + 1 : -len(".parquet")].replace("-of-", "").isdigit()
-    )
+    for folder in (path / "data", path):  # the Hub's shards: [data/]<split>-00000-of-00001
+        shards = sorted(
+            f
+            for f in folder.glob(f"{split}-*.parquet")
+            if f.name[len(split) + 1 : -len(".parquet")].replace("-of-", "").isdigit()
+        )
+        if shards:
+            return shards
+    return []
 
 
 def _local_split_names(path: Path) -> list[str]:

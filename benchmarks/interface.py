@@ -186,6 +186,9 @@ class Benchmark(ABC):
     judge: ClassVar[JudgeSpec | None] = None
     #: Media kinds this benchmark can replace by a text stand-in, and the option that does it.
     text_alternatives: ClassVar[frozenset[str]] = frozenset()
+    #: A variant of another benchmark (same options model) takes that one's command-line
+    #: option flags instead of its own, so both always ask the same questions.
+    option_flags_from: ClassVar[str | None] = None
 
     def options(self, raw: dict[str, Any] | BenchmarkOptions | None = None) -> BenchmarkOptions:
         """Validated options, defaults filled in."""

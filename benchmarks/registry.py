@@ -6,13 +6,21 @@ from __future__ import annotations
 
 import re
 
+from benchmarks.datbench import DATBENCH, DATBENCH_BLIND
 from benchmarks.interface import Benchmark
 from benchmarks.omnibench import OMNIBENCH
 from benchmarks.rome import ROME
 from benchmarks.zerobench import ZEROBENCH, ZEROBENCH_SUBQUESTIONS
 from core.types import ConfigError
 
-BUILTIN: tuple[Benchmark, ...] = (ZEROBENCH, ZEROBENCH_SUBQUESTIONS, OMNIBENCH, ROME)
+BUILTIN: tuple[Benchmark, ...] = (
+    ZEROBENCH,
+    ZEROBENCH_SUBQUESTIONS,
+    OMNIBENCH,
+    ROME,
+    DATBENCH,
+    DATBENCH_BLIND,
+)
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 _registry: dict[str, Benchmark] = {b.name: b for b in BUILTIN}
 

@@ -71,16 +71,20 @@ def _add_benchmark_options(parser: argparse.ArgumentParser) -> None:
     for name in registry.names():
         bench = registry.get(name)
         fields = bench.options_model.model_fields
-        if not fields:
+        if not fields or bench.option_flags_from:
             continue
-        group = parser.add_argument_group(f"{name} options", bench.description)
+        variants = [
+            other for other in registry.names() if registry.get(other).option_flags_from == name
+        ]
+        title = f"{name} options" + (f" (also {', '.join(variants)})" if variants else "")
+        group = parser.add_argument_group(title, bench.description)
         for field_name, info in fields.items():
             kwargs: dict[str, Any] = {
                 "dest": _option_dest(name, field_name),
                 "default": None,
                 "help": info.description,
             }
-            annotation = info.annotation
+            annotation = _unwrap_optional(info.annotation)
             origin = typing.get_origin(annotation)
             if annotation is bool:
                 kwargs.update(action="store_true", default=None)
@@ -91,9 +95,18 @@ def _add_benchmark_options(parser: argparse.ArgumentParser) -> None:
                     kwargs["help"] += f" (repeatable; one of {', '.join(typing.get_args(inner))})"
             elif origin is typing.Literal:
                 kwargs["choices"] = list(typing.get_args(annotation))
-            elif origin in (typing.Union, types.UnionType):
+            else:
                 kwargs["metavar"] = "VALUE"
             group.add_argument(option_flag(name, field_name), **kwargs)
+
+
+def _unwrap_optional(annotation: Any) -> Any:
+    """`X | None` -> X (a flag left out is None anyway)."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(inner) == 1:
+            return inner[0]
+    return annotation
 
 
 def _benchmark_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
@@ -101,11 +114,12 @@ def _benchmark_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 
     options: dict[str, dict[str, Any]] = {}
     for name in registry.names():
+        flags = registry.get(name).option_flags_from or name
         for field_name, info in registry.get(name).options_model.model_fields.items():
-            value = getattr(args, _option_dest(name, field_name), None)
+            value = getattr(args, _option_dest(flags, field_name), None)
             if value is None:
                 continue
-            if typing.get_origin(info.annotation) is list:
+            if typing.get_origin(_unwrap_optional(info.annotation)) is list:
                 value = _split_list(value)
             options.setdefault(name, {})[field_name] = value
     return options
@@ -137,6 +151,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         "(default: zerobench and zerobench_subquestions)",
     )
     p.add_argument("--limit", type=int, help="first N samples of each benchmark")
+    p.add_argument(
+        "--subset",
+        metavar="FILE",
+        help="only the item ids in FILE (from `evalfleet datbench select`), for every chosen "
+        "benchmark that takes a subset (datbench, datbench_blind)",
+    )
     p.add_argument(
         "--dataset-path",
         action="append",
@@ -198,9 +218,13 @@ def request_from_args(args: argparse.Namespace):
     from flows.request import EvalRequest
 
     dataset_path, dataset_paths = _dataset_paths(args.dataset_path)
+    benchmarks = _split_list(args.benchmarks)
+    options = _benchmark_options(args)
+    if args.subset:
+        _apply_subset(args.subset, benchmarks, options)
     fields: dict[str, Any] = dict(
         models=_split_list(args.models),
-        benchmark_options=_benchmark_options(args),
+        benchmark_options=options,
         limit=args.limit,
         dataset_path=dataset_path,
         dataset_paths=dataset_paths,
@@ -223,13 +247,26 @@ def request_from_args(args: argparse.Namespace):
         rpm=_model_limits(args.rpm, "--rpm"),
         tpm=_model_limits(args.tpm, "--tpm"),
     )
-    benchmarks = _split_list(args.benchmarks)
     if benchmarks:
         fields["benchmarks"] = benchmarks
     if not fields["models"]:
         raise UsageError("no model given: pass --model provider/model (e.g. openai/sim-0.5)")
     request = EvalRequest(**fields)
     return request.model_copy(update={"run_id": request.resolved_run_id()})
+
+
+def _apply_subset(path: str, benchmarks: list[str], options: dict[str, dict[str, Any]]) -> None:
+    from benchmarks import registry
+
+    takers = [b for b in benchmarks if "subset" in registry.get(b).options_model.model_fields]
+    if not takers:
+        raise UsageError(
+            "--subset applies to benchmarks that take a subset: add --benchmark datbench "
+            "(and/or datbench_blind)"
+        )
+    absolute = os.path.abspath(path)
+    for name in takers:
+        options.setdefault(name, {})["subset"] = absolute
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -308,6 +345,130 @@ def cmd_score_rome(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_datbench_select(args: argparse.Namespace) -> int:
+    from flows.datbench_tools import select_subset
+
+    report = select_subset(
+        args.run_id,
+        args.store,
+        k=args.k,
+        frontier_share=args.frontier_share,
+        leave_one_out=args.leave_one_out,
+        scoring=args.scoring,
+        output=args.output,
+        s3_endpoint_url=args.s3_endpoint_url,
+        seed=args.seed,
+        draws=args.draws,
+    )
+    for name, value in report.items():
+        print(f"{name}={value}")
+    print(f"evaluate the subset with: --benchmark datbench --subset {report['output']}/subset.json")
+    return 0
+
+
+def cmd_datbench_delta(args: argparse.Namespace) -> int:
+    from flows.datbench_tools import vision_delta
+
+    table = vision_delta(
+        args.run_id,
+        args.store,
+        blind_run_id=args.blind_run_id,
+        scoring=args.scoring,
+        s3_endpoint_url=args.s3_endpoint_url,
+    )
+    print(table.to_markdown(index=False, floatfmt=".4f"))
+    if args.output:
+        table.to_csv(args.output, index=False)
+        print(f"written to {args.output}")
+    return 0
+
+
+def cmd_datbench_blind_filter(args: argparse.Namespace) -> int:
+    from flows.datbench_tools import blind_solvable
+
+    table, result = blind_solvable(
+        args.run_id,
+        args.store,
+        comparator=args.comparator,
+        default_tau=args.default_tau,
+        scoring=args.scoring,
+        output=args.output,
+        s3_endpoint_url=args.s3_endpoint_url,
+    )
+    shown = table.astype(object).where(table.notna(), "-")
+    print(shown.to_markdown(index=False))
+    print(f"models={result['models']} comparator={result['comparator']}")
+    print(f"remove={len(result['remove'])} keep={len(result['ids'])}")
+    if result["untested_datasets"]:
+        untested = ", ".join(result["untested_datasets"])
+        print(f"not filtered (no τ; pass --default-tau N): {untested}")
+    print(f"written to {result['output']} (its ids work as a --subset file)")
+    return 0
+
+
+def _datbench_parsers(sub: argparse._SubParsersAction) -> None:
+    datbench = sub.add_parser(
+        "datbench", help="DatBench curation from a run: select, delta, blind-filter"
+    )
+    tools = datbench.add_subparsers(dest="tool", required=True)
+    scoring_help = "scoring mode to read (default: judge if the run has one, else default)"
+
+    select = tools.add_parser(
+        "select",
+        help="select a discriminative subset from the run's models (point-biserial r_pb)",
+        description="Rank DatBench items by their point-biserial correlation over the run's "
+        "models and select k per capability, frontier items first; writes subset.json (ids) "
+        "and discrimination.parquet (r_pb of every item).",
+    )
+    select.add_argument("run_id")
+    select.add_argument("--k", type=int, required=True, help="items per capability")
+    select.add_argument(
+        "--frontier-share",
+        type=float,
+        default=0.2,
+        help="share of k kept for frontier items every model fails (default 0.2)",
+    )
+    select.add_argument(
+        "--leave-one-out",
+        action="store_true",
+        help="capability score without the item itself",
+    )
+    select.add_argument("--scoring", help=scoring_help)
+    select.add_argument("--output", help="directory (default ./datbench-subset-RUN_ID)")
+    select.add_argument("--seed", type=int, default=0, help="of the random baseline subsets")
+    select.add_argument("--draws", type=int, default=1000, help="random baseline subsets")
+    _store_arguments(select)
+    select.set_defaults(func=cmd_datbench_select)
+
+    delta = tools.add_parser(
+        "delta",
+        help="vision delta per capability: with-image minus blind accuracy, paired SE",
+    )
+    delta.add_argument("run_id", help="the run with datbench (and datbench_blind)")
+    delta.add_argument("blind_run_id", nargs="?", help="the run with datbench_blind, if another")
+    delta.add_argument("--scoring", help=scoring_help)
+    delta.add_argument("--output", help="also write the table as CSV here")
+    _store_arguments(delta)
+    delta.set_defaults(func=cmd_datbench_delta)
+
+    blind = tools.add_parser(
+        "blind-filter",
+        help="list items solved without the image by more than tau models (Table 7)",
+    )
+    blind.add_argument("run_id", help="a run with datbench_blind")
+    blind.add_argument(
+        "--comparator",
+        choices=["gt", "ge"],
+        default="gt",
+        help="remove when solved by > tau models (gt, default) or >= tau (ge)",
+    )
+    blind.add_argument("--default-tau", type=int, help="tau for datasets the table does not name")
+    blind.add_argument("--scoring", help=scoring_help)
+    blind.add_argument("--output", help="file (default ./datbench-blind-filter-RUN_ID.json)")
+    _store_arguments(blind)
+    blind.set_defaults(func=cmd_datbench_blind_filter)
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     from providers.simulator import cli as simulator_cli
 
@@ -318,7 +479,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from flows.demo import run_demo
     from flows.tables import print_result
 
-    result = run_demo(store=args.store, run_id=args.run_id, s3_endpoint_url=args.s3_endpoint_url)
+    result = run_demo(
+        benchmark=args.benchmark,
+        store=args.store,
+        run_id=args.run_id,
+        s3_endpoint_url=args.s3_endpoint_url,
+    )
     print_result(result)
     return 0
 
@@ -392,13 +558,24 @@ def build_parser() -> argparse.ArgumentParser:
     rome.add_argument("--output", help="directory for the two files (default: beside predictions)")
     rome.set_defaults(func=cmd_score_rome)
 
+    _datbench_parsers(sub)
+
     sim = sub.add_parser("simulate", help="serve the provider simulator on 127.0.0.1")
     from providers.simulator import cli as simulator_cli
 
     simulator_cli.add_arguments(sim)
     sim.set_defaults(func=cmd_simulate)
 
+    from flows.demo import DEMOS
+
     demo = sub.add_parser("demo", help="generate a small dataset, simulate two models, evaluate")
+    demo.add_argument(
+        "--benchmark",
+        "-b",
+        choices=list(DEMOS),
+        default="zerobench",
+        help="which benchmark's demo (default zerobench; datbench runs with and without images)",
+    )
     demo.add_argument("--store", default=DEFAULT_STORE)
     demo.add_argument("--run-id", default=None)
     demo.add_argument("--s3-endpoint-url", default=os.environ.get("AWS_ENDPOINT_URL_S3"))

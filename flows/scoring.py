@@ -182,9 +182,8 @@ def _spend(spent: dict[str, Any], prefix: str, record: dict[str, Any], error: st
     spent[f"{prefix}cost_usd"] += float(record.get("cost_usd") or 0.0)
 
 
-def metric_table(run: StoredRun, samples: pd.DataFrame) -> pd.DataFrame:
-    """Each benchmark's metric set per (model, scoring mode), as long-table rows."""
-    out: list[dict[str, Any]] = []
+def scored_items(samples: pd.DataFrame) -> dict[tuple[str, str, str], list[ScoredItem]]:
+    """The samples table's rows as ScoredItems, by (model, benchmark, scoring)."""
     grouped: dict[tuple[str, str, str], list[ScoredItem]] = defaultdict(list)
     for row in samples.itertuples(index=False):
         grouped[(row.model, row.benchmark, row.scoring)].append(
@@ -201,6 +200,13 @@ def metric_table(run: StoredRun, samples: pd.DataFrame) -> pd.DataFrame:
                 reasoning_tokens=row.reasoning_tokens,
             )
         )
+    return grouped
+
+
+def metric_table(run: StoredRun, samples: pd.DataFrame) -> pd.DataFrame:
+    """Each benchmark's metric set per (model, scoring mode), as long-table rows."""
+    out: list[dict[str, Any]] = []
+    grouped = scored_items(samples)
     for (model, name, scoring), items in grouped.items():
         data = run.data[name]
         errors = sum(item.errored for item in items)

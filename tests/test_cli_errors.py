@@ -93,7 +93,7 @@ def test_unknown_benchmark_lists_the_registry(capsys, store):
     assert code == 2
     assert err == (
         "error: invalid request: benchmarks.0: unknown benchmark 'mmmu': use one of "
-        "zerobench, zerobench_subquestions, omnibench"
+        "zerobench, zerobench_subquestions, omnibench, rome, datbench, datbench_blind"
     )
 
 
@@ -135,3 +135,51 @@ def test_incompatible_run_id_is_refused_and_manifest_kept(capsys, store, demo_da
     assert (store / layout.manifest_key("r1")).read_bytes() == before
     decodings = json.loads(before)["identity"]["benchmarks"]["zerobench"]["decodings"]
     assert len(decodings) == 6
+
+
+def test_datbench_flags_apply_to_the_blind_variant_too(tmp_path):
+    from flows.cli import build_parser, request_from_args
+
+    subset = tmp_path / "subset.json"
+    args = build_parser().parse_args(
+        ["run", "-m", "openai/sim-0.5", "-b", "datbench", "-b", "datbench_blind"]
+        + ["--datbench-capabilities", "chart,math", "--subset", str(subset)]
+    )
+    options = request_from_args(args).benchmark_options
+    expected = {"capabilities": ["chart", "math"], "subset": str(subset)}
+    assert options == {"datbench": expected, "datbench_blind": expected}
+
+
+def test_subset_needs_a_benchmark_that_takes_one(capsys, store):
+    code, err = run_cli(capsys, "-m", "openai/sim-0.5", "--subset", "s.json")
+    assert code == 2
+    assert err == (
+        "error: --subset applies to benchmarks that take a subset: add --benchmark datbench "
+        "(and/or datbench_blind)"
+    )
+
+
+def test_datbench_judge_prompt_without_response_slot_fails_before_any_request(
+    capsys, store, tmp_path
+):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from benchmarks.datbench.demo import write_datbench_demo
+
+    data = write_datbench_demo(tmp_path / "db")
+    shard = data / "chart" / "test-00000-of-00001.parquet"
+    rows = pq.read_table(shard).to_pylist()
+    rows[2]["judge_prompt"] = "Is the answer right?\nRespond with exactly two lines:\nanswer: ..."
+
+    pq.write_table(pa.Table.from_pylist(rows), shard)
+    code, err = run_cli(
+        capsys, "-m", "openai/sim-0.5", "-b", "datbench", "--dataset-path", str(data),
+        "--simulator-url", "http://127.0.0.1:9", "--store", str(store),
+    )  # fmt: skip
+    assert code == 2
+    assert err == (
+        "error: DatBench judge row 'chart-3': its judge_prompt has no slot for the response: "
+        "put {response} where it goes, or pass --datbench-judge-layout append"
+    )
+    assert not store.exists()

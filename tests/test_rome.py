@@ -122,7 +122,12 @@ SAME = [
         },
         0.25,
     ),
-    ("location_matching", "I believe the answer is Paris", {"location_fine_grained": ["Paris"]}, 1.0),  # noqa: E501
+    (
+        "location_matching",
+        "I believe the answer is Paris",
+        {"location_fine_grained": ["Paris"]},
+        1.0,
+    ),  # noqa: E501
     ("location_matching", "答案：巴黎", {"location_fine_grained": ["巴黎"]}, 1.0),
     (
         "interval_matching",

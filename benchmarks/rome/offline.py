@@ -80,8 +80,10 @@ def score_predictions(
             score: Any = result.value
         else:
             result = None
-            parsed = parse_upstream(reply or "") if judge_parse == "upstream" else parse_robust(
-                reply or ""
+            parsed = (
+                parse_upstream(reply or "")
+                if judge_parse == "upstream"
+                else parse_robust(reply or "")
             )
             score = parsed or 0
         bucket = bucket_of(merged, annotation, tracker)

@@ -8,9 +8,11 @@ and a different seed (or model suffix) gives an independent draw. Tests and benc
 The answer key (JSONL) holds two kinds of lines, both written by the benchmarks themselves
 (`Benchmark.answer_key`, `JudgeSpec.answer_key`), so the simulator knows no benchmark:
 
-- candidate entries: ``{"prompt_sha256", "target", "format", "choices"?}``; the answer is
-  rendered in the format the benchmark asks for (``braces``: ``{x}``, ``answer_letter``:
-  ``ANSWER: X``, ``final_answer``: ``Final Answer: x``);
+- candidate entries: ``{"prompt_sha256", "target", "format", "choices"?, "images"?}``; the
+  answer is rendered in the format the benchmark asks for (``braces``: ``{x}``,
+  ``answer_letter``: ``ANSWER: X``, ``final_answer``: ``Final Answer: x``). With ``images``,
+  a request carrying fewer images than that (a blind baseline) is answered right with the
+  model's accuracy times ``blind_factor``: the same draw, so a blind hit is also a sighted one;
 - judge entries: ``{"kind": "judge", "marker", "mode", ...}`` for grader prompts, recognised by
   a marker substring. In ``verdict`` mode the judge finds the graded response and the reference
   with two regexes, decides whether the response's final answer matches the reference, and
@@ -90,6 +92,7 @@ class KeyEntry:
     target: str
     format: AnswerFormat
     choices: tuple[str, ...] | None = None
+    images: int | None = None  # images the question comes with; fewer means answering blind
 
 
 @dataclass(frozen=True)
@@ -194,7 +197,11 @@ def _parse_line(record: dict) -> tuple[str, KeyEntry]:
         if not isinstance(choices, list):
             raise ValueError("choices must be a list")
         choices = tuple(str(c) for c in choices)
-    return sha, KeyEntry(target=str(record["target"]), format=fmt, choices=choices)
+    images = record.get("images")
+    if images is not None and (not isinstance(images, int) or images < 0):
+        raise ValueError("images must be a non-negative integer")
+    entry = KeyEntry(target=str(record["target"]), format=fmt, choices=choices, images=images)
+    return sha, entry
 
 
 @dataclass(frozen=True)
@@ -321,14 +328,18 @@ def answer(
     reasoning_tokens: int = 0,
     prompt: str | None = None,
     unformatted_rate: float = 0.0,
+    images: int = 0,
+    blind_factor: float = 1.0,
 ) -> Answer:
     """The full (untruncated) answer of ``model`` to the prompt with hash ``sha`` (whose text,
-    `prompt`, a judge entry needs)."""
+    `prompt`, a judge entry needs) and ``images`` images."""
     reasoning = reasoning_for(model, sha) if thinking else None
     n_reasoning = reasoning_tokens if thinking else 0
     digest = _digest(model, sha, seed)
-    correct = _unit(digest, 0) < accuracy
     entry = key.get(sha)
+    if entry is not None and entry.images is not None and images < entry.images:
+        accuracy *= blind_factor
+    correct = _unit(digest, 0) < accuracy
     if entry is None:
         judge_entry = key.judge_for(prompt)
         if judge_entry is None or prompt is None:

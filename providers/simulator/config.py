@@ -104,6 +104,8 @@ class SimulatorConfig(_Strict):
     # share of answers that state their value in prose, without the asked-for format
     unformatted_rate: float = Field(default=0.0, ge=0, le=1)
     reasoning_tokens: int = Field(default=256, ge=0)
+    # accuracy multiplier for questions asked without the images their answer-key entry names
+    blind_factor: float = Field(default=0.4, ge=0, le=1)
     image_tokens: int = Field(default=258, ge=0)
     audio_tokens: int = Field(default=258, ge=0)
     latency: Latency = Field(default_factory=Latency)

@@ -218,6 +218,8 @@ class Simulator:
             reasoning_tokens=profile.reasoning_tokens,
             prompt=req.prompt_text,
             unformatted_rate=profile.unformatted_rate,
+            images=req.images,
+            blind_factor=self.config.blind_factor,
         )
         cfg = self.config
         input_tokens = (

@@ -1,0 +1,192 @@
+"""DatBench (DatologyAI/DatBench; DatBench-Full with the `full` option): nine capabilities of
+single-image questions, scored by the harness's per-dataset scorers (`scoring`: `default` fixes
+upstream's quirks, `compat` keeps them), judge rows graded by the run's judge model (`judge`).
+
+Metrics: accuracy (mean score; ANLS and IoU-style scores stay fractional) per capability, per
+source dataset and per eval mode, each with SE and n. Circular rows (`is_circular`) are grouped
+by (`source_info.dataset`, `original_idx`): a group counts once, and only if every rotation is
+right (`accuracy`); upstream's per-row mean is reported beside it (`accuracy_rows`).
+
+Two registry entries share this package: `datbench` (with the image) and `datbench_blind` (the
+same text, no image), so one run can measure the vision delta; `evalfleet datbench` computes
+it, lists blind-solvable items, and selects a discriminative subset from a run's models.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+from pydantic import Field
+
+from benchmarks.datbench import dataset, scoring
+from benchmarks.datbench.judge import DatBenchJudge
+from benchmarks.interface import Benchmark, BenchmarkOptions, LoadedData, MetricRow, ScoredItem
+from benchmarks.tables import breakdown_summary
+from core.types import DatasetError, Sample, Score
+from metrics import accuracy, all_samples_mean_stderr
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Capability = Literal[
+    "chart", "counting", "document", "general", "grounding", "math", "scene", "spatial", "table"
+]
+BREAKDOWNS = ("capability", "dataset", "eval_mode")
+
+
+class DatBenchOptions(BenchmarkOptions):
+    capabilities: list[Capability] | None = Field(
+        default=None,
+        description="capability configs to run (default: all nine; from a local copy, the "
+        "ones it holds)",
+    )
+    full: bool = Field(
+        default=False, description="DatBench-Full (every filtered item) instead of DatBench"
+    )
+    subset: str | None = Field(
+        default=None,
+        description="a subset file from `evalfleet datbench select`: only those item ids",
+    )
+    judge_layout: Literal["slots", "append"] = Field(
+        default="slots",
+        description="judge prompts without a {response} slot: refuse them (slots), or append "
+        "the question, ground truth and response after them (append)",
+    )
+
+
+class DatBench(Benchmark):
+    name = "datbench"
+    description = "DatBench: accuracy per capability and source, circular groups, judge rows"
+    hf_path = dataset.HF_PATHS[False]
+    revision = dataset.REVISION
+    options_model = DatBenchOptions
+    protocol = "greedy"
+    epochs = 1
+    scorings = ("default", "compat")
+    judge = DatBenchJudge()
+    blind: ClassVar[bool] = False
+
+    def load(self, path: str | None, options: BenchmarkOptions, limit: int | None) -> LoadedData:
+        assert isinstance(options, DatBenchOptions)
+        from benchmarks.hub import revision_of
+
+        keep = dataset.read_subset(options.subset) if options.subset else None
+        samples: list[Sample] = []
+        for capability in options.capabilities or dataset.available(path):
+            samples += dataset.load_capability(
+                capability,
+                path,
+                options.full,
+                blind=self.blind,
+                judge_layout=options.judge_layout,
+                keep=keep,
+                limit=limit,
+            )
+        seen: set[str] = set()
+        for sample in samples:
+            if sample.id in seen:
+                raise DatasetError(f"DatBench id {sample.id!r} appears twice: ids must be unique")
+            seen.add(sample.id)
+        hf_path = dataset.HF_PATHS[options.full]
+        source = f"{hf_path}@{self.revision}" if path is None else f"dataset path {path}"
+        return LoadedData(samples, revision_of(self.revision, path), source)
+
+    def score(self, sample: Sample, response: str, options: BenchmarkOptions) -> list[Score]:
+        inputs = dataset.scorer_input(sample)
+        out = []
+        for mode in self.scorings:
+            try:
+                details = scoring.score(inputs, response, compat=mode == "compat")
+            except DatasetError as exc:  # a judge row without its scorer's metadata
+                out.append(Score(mode, None, False, 0.0, error=f"no rule score: {exc}"))
+                continue
+            out.append(Score(mode, details.answer, details.is_correct, float(details.score)))
+        return out
+
+    def metrics(
+        self, scored: Sequence[ScoredItem], samples: dict[str, Sample], protocol: str
+    ) -> list[MetricRow]:
+        grouped = unit_values(scored, samples, circular=True)
+        per_row = unit_values(scored, samples, circular=False)
+        rows = []
+        for metric, units in (("accuracy", grouped), ("accuracy_rows", per_row)):
+            rows.append(_row(metric, [v for v, _ in units.values()], ""))
+            for by in BREAKDOWNS:
+                groups: dict[str, list[float]] = defaultdict(list)
+                for value, meta in units.values():
+                    groups[str(meta[by])].append(value)
+                rows += [_row(metric, vs, f"{by}={g}") for g, vs in groups.items()]
+        return rows
+
+    def summary(self, long: pd.DataFrame) -> pd.DataFrame:
+        """Per model, scoring and group (all, each capability, each source dataset, each
+        eval mode): circular-grouped accuracy beside upstream's per-row mean."""
+        grouped = breakdown_summary(long, "accuracy")
+        rows = breakdown_summary(long, "accuracy_rows").rename(
+            columns={"se": "se_rows", "n": "n_rows"}
+        )
+        keys = ["model", "benchmark", "scoring", "breakdown", "group"]
+        return grouped.merge(rows, on=keys, how="left")
+
+    def answer_key(self, sample: Sample, options: BenchmarkOptions) -> list[dict]:
+        meta = sample.metadata.get("row_metadata") or {}
+        entry = {
+            "prompt_sha256": hashlib.sha256(sample.first_text().encode("utf-8")).hexdigest(),
+            "target": sample.target,
+            "format": "final_answer",
+            "images": 1,  # answered blind, a simulated model is right less often
+        }
+        choices = meta.get("all_choices")
+        if isinstance(choices, list) and choices:
+            entry["choices"] = [str(c) for c in choices]
+        return [entry]
+
+
+class DatBenchBlind(DatBench):
+    name = "datbench_blind"
+    description = "DatBench without the images (blind baseline for the vision delta)"
+    blind = True
+    option_flags_from = "datbench"
+
+
+def unit_values(
+    scored: Sequence[ScoredItem], samples: dict[str, Sample], *, circular: bool
+) -> dict[str, tuple[float, dict]]:
+    """Each unit's value (its mean over epochs) with its breakdown fields. A unit is a row, or,
+    with `circular`, a circular group, which scores 1 in an epoch only if every rotation is
+    right in it."""
+    per_epoch: dict[tuple[str, int], list[ScoredItem]] = defaultdict(list)
+    for item in scored:
+        if item.score_error is not None:
+            continue
+        per_epoch[(unit_of(samples[item.sample_id], circular), item.epoch)].append(item)
+    values: dict[str, list[float]] = defaultdict(list)
+    fields: dict[str, dict] = {}
+    for (unit, _epoch), items in per_epoch.items():
+        sample = samples[items[0].sample_id]
+        if circular and sample.metadata["is_circular"]:
+            values[unit].append(1.0 if all(i.correct for i in items) else 0.0)
+        else:
+            values[unit].append(items[0].value)
+        fields[unit] = {by: sample.metadata[by] for by in BREAKDOWNS}
+    return {u: (sum(vs) / len(vs), fields[u]) for u, vs in values.items()}
+
+
+def unit_of(sample: Sample, circular: bool = True) -> str:
+    """The unit a row is counted in: its circular group, or itself."""
+    if circular and sample.metadata["is_circular"]:
+        return sample.group_id or sample.id
+    return sample.id
+
+
+def _row(metric: str, values: list[float], group: str) -> MetricRow:
+    if not values:
+        return MetricRow(metric, None, None, 0, group)
+    return MetricRow(metric, accuracy(values), all_samples_mean_stderr(values), len(values), group)
+
+
+DATBENCH = DatBench()
+DATBENCH_BLIND = DatBenchBlind()
