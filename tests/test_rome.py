@@ -20,7 +20,7 @@ from benchmarks.rome.scoring import score_annotation
 from core.types import DatasetError
 from flows.cli import main
 
-EXAMPLE = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "rome_example"
+EXAMPLE = Path(__file__).resolve().parent / "data" / "rome_example"  # see its SOURCE.md
 
 
 def item(evaluator: str, **kwargs) -> dict:
