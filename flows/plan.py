@@ -56,7 +56,9 @@ def resolve_models(request: EvalRequest) -> dict[str, ModelConfig]:
     ids = list(dict.fromkeys([*request.models, *judge]))
     configs: dict[str, ModelConfig] = {}
     for model_id in ids:
-        config = resolve_model(model_id, simulator_url=request.simulator_url)
+        config = resolve_model(
+            model_id, simulator_url=request.simulator_url, endpoint=request.endpoint_for(model_id)
+        )
         if model_id in request.rpm or model_id in request.tpm:
             config = replace(
                 config,
@@ -68,6 +70,43 @@ def resolve_models(request: EvalRequest) -> dict[str, ModelConfig]:
         if name not in configs:
             raise ConfigError(f"rate limit given for '{name}', which is not a model of this run")
     return configs
+
+
+def describe_endpoints(
+    configs: dict[str, ModelConfig], keys: dict[str, Secret]
+) -> dict[str, ModelConfig]:
+    """Ask each ad-hoc OpenAI-compatible server (`--base-url`) what it serves: the model must
+    be listed; its context length (vLLM's max_model_len) caps the output budget at half of
+    it, and its input modalities, when it states them and the request did not, are used."""
+    from providers.discovery import describe_endpoint
+
+    out = dict(configs)
+    for model_id, config in configs.items():
+        if config.base_url is None or "modalities_from" not in config.extra:
+            continue
+        served = describe_endpoint(config.base_url, keys[model_id].reveal())
+        info = served.get(config.api_model)
+        if info is None:
+            names = ", ".join(sorted(served)) or "nothing"
+            raise ConfigError(
+                f"{config.base_url} serves {names}, not {config.api_model}: check the model "
+                "name after openai-compatible/"
+            )
+        changes: dict = {}
+        context = info.get("max_model_len") or info.get("context_length")
+        if isinstance(context, int) and context > 0:
+            cap = max(256, context // 2)
+            if config.max_output_tokens:  # a registry entry's own cap wins when lower
+                cap = min(cap, config.max_output_tokens)
+            changes.update(context_window=context, max_output_tokens=cap)
+        said = info.get("input_modalities") or (info.get("architecture") or {}).get(
+            "input_modalities"
+        )
+        if said and config.extra["modalities_from"] == "default":
+            changes["modalities"] = frozenset(m for m in said if m in ("text", "image", "audio"))
+            changes["extra"] = {**config.extra, "modalities_from": "server"}
+        out[model_id] = replace(config, **changes) if changes else config
+    return out
 
 
 def collect_keys(configs: dict[str, ModelConfig]) -> dict[str, Secret]:

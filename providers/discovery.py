@@ -40,3 +40,24 @@ async def list_provider_models(
     else:
         raise ConfigError(f"cannot list the models of provider '{provider}'")
     return sorted(n for n in names if n)
+
+
+def describe_endpoint(base_url: str, api_key: str, timeout_s: float = 10.0) -> dict[str, dict]:
+    """What an OpenAI-compatible server's GET /models says of each model it serves (its
+    entries as sent, extra fields such as vLLM's `max_model_len` included), by id. Raises
+    ConfigError naming the URL when it cannot be read."""
+    client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=1, timeout=timeout_s)
+    try:
+        return {model.id: model.to_dict() for model in client.models.list()}
+    except openai.AuthenticationError:
+        raise ConfigError(
+            f"{base_url}/models refused the key: pass the variable that holds it with --api-key-env"
+        ) from None
+    except openai.APIError as exc:
+        reason = getattr(exc, "status_code", None) or type(exc).__name__
+        raise ConfigError(
+            f"cannot list the models at {base_url}/models ({reason}): check --base-url and "
+            "that the server is up"
+        ) from None
+    finally:
+        client.close()

@@ -45,9 +45,9 @@ def decoding_arguments(config: ModelConfig, decoding: Decoding) -> dict[str, Any
     accepts = config.accepts
     args: dict[str, Any] = {}
     if "max_completion_tokens" in accepts:
-        args["max_completion_tokens"] = decoding.max_tokens
+        args["max_completion_tokens"] = config.output_limit(decoding.max_tokens)
     elif "max_tokens" in accepts:
-        args["max_tokens"] = decoding.max_tokens
+        args["max_tokens"] = config.output_limit(decoding.max_tokens)
     for name in ("temperature", "top_p", "seed", "reasoning_effort"):
         value = getattr(decoding, name)
         if value is not None and name in accepts:

@@ -122,16 +122,49 @@ def split_model_id(model_id: str) -> tuple[str, str]:
     return provider, name
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """An OpenAI-compatible server (vLLM, SGLang, a gateway) named in the request, so a model
+    served there needs no registry entry."""
+
+    base_url: str
+    api_key_env: str | None = None  # None: OPENAI_COMPATIBLE_API_KEY if set, else no key
+    modalities: tuple[str, ...] | None = None  # None: what its /v1/models says, else text+image
+
+
+ADHOC_MODALITIES = ("text", "image")
+
+
 def resolve_model(
     model_id: str,
     *,
     registry: dict[str, Any] | None = None,
     simulator_url: str | None = None,
+    endpoint: Endpoint | None = None,
 ) -> ModelConfig:
     """Turn "provider/model" into a ModelConfig, or raise a one-line ConfigError."""
     registry = registry if registry is not None else load_registry()
     provider, name = split_model_id(model_id)
     defaults = (registry.get("providers") or {}).get(provider) or {}
+    if endpoint is not None:
+        if provider != "openai-compatible":
+            raise ConfigError(
+                f"--base-url is for openai-compatible/NAME models, not '{model_id}': name it "
+                f"openai-compatible/{name}"
+            )
+        entry = dict((registry.get("models") or {}).get(model_id) or {})
+        entry["base_url"] = endpoint.base_url.rstrip("/")
+        if endpoint.api_key_env:
+            entry["api_key_env"] = endpoint.api_key_env
+        else:
+            entry["key_optional"] = True
+        if endpoint.modalities:
+            entry["modalities"] = list(endpoint.modalities)
+            entry["modalities_from"] = "request"
+        elif "modalities" not in entry:
+            entry["modalities"] = list(ADHOC_MODALITIES)
+            entry["modalities_from"] = "default"
+        return _from_entry(model_id, provider, name, {**defaults, **entry})
     if SIMULATED_MODEL.match(name):
         if not simulator_url:
             raise ConfigError(
@@ -152,11 +185,15 @@ def resolve_model(
         )
     entry = (registry.get("models") or {}).get(model_id)
     if entry is None:
+        served = " or pass --base-url URL" if provider == "openai-compatible" else ""
         raise ConfigError(
-            f"unknown model '{model_id}': add it to deployments/models.yaml "
+            f"unknown model '{model_id}': add it to deployments/models.yaml{served} "
             f"(or use {provider}/sim-<accuracy> against the simulator)"
         )
-    merged = {**defaults, **(entry or {})}
+    return _from_entry(model_id, provider, name, {**defaults, **(entry or {})})
+
+
+def _from_entry(model_id: str, provider: str, name: str, merged: dict[str, Any]) -> ModelConfig:
     prices = merged.get("price_per_mtok") or {}
     base_url = merged.get("base_url")
     if provider == "openai-compatible" and not base_url:
@@ -276,6 +313,8 @@ def resolve_api_key(config: ModelConfig, environ: dict[str, str] | None = None) 
     if config.simulated:
         return environ.get(SIMULATOR_KEY_ENV, "simulator-key")
     key = environ.get(config.api_key_env, "")
+    if not key and config.extra.get("key_optional"):
+        return "EMPTY"  # a server without auth (vLLM's default); the SDK wants some string
     if not key:
         raise ConfigError(f"missing API key for {config.id}: set {config.api_key_env}")
     return key

@@ -91,6 +91,10 @@ class ModelRule(_Strict):
     tokens_per_minute: int | None = Field(default=None, ge=1)
     latency: Latency | None = None  # only the fields given are overridden
     faults: Faults | None = None  # only the fields given are overridden
+    # what GET /v1/models says of the model, as vLLM (max_model_len) and gateways
+    # (input_modalities) do; unset: not said
+    max_model_len: int | None = Field(default=None, ge=1)
+    input_modalities: list[str] | None = None
 
 
 DEFAULT_MODELS = ["sim-0.3", "sim-0.5", "sim-0.7", "sim-0.9", "sim-0.5-think"]
@@ -131,6 +135,8 @@ class ModelProfile:
     tokens_per_minute: int | None
     latency: Latency
     faults: Faults
+    max_model_len: int | None = None
+    input_modalities: tuple[str, ...] | None = None
 
     @cached_property
     def has_fault_rates(self) -> bool:
@@ -166,6 +172,10 @@ def resolve_profile(config: SimulatorConfig, model: str) -> ModelProfile:
                 fields[name] = getattr(rule, name)
         latency = _merge(latency, rule.latency)
         faults = _merge(faults, rule.faults)
+        if rule.max_model_len is not None:
+            fields["max_model_len"] = rule.max_model_len
+        if rule.input_modalities is not None:
+            fields["input_modalities"] = tuple(rule.input_modalities)
     return ModelProfile(model=model, latency=latency, faults=faults, **fields)
 
 

@@ -132,7 +132,7 @@ class Simulator:
             return self._fail(proto, entry, rid, "bad_request", err.message)
 
         sha = None if req.prompt_text is None else prompt_sha256(req.prompt_text)
-        entry.update(model=req.model, prompt_sha256=sha, seed=req.seed)
+        entry.update(model=req.model, prompt_sha256=sha, seed=req.seed, max_tokens=req.max_tokens)
         profile = self.profiles.get(req.model)
         n = self.attempts.next(hash((proto.route, req.model, sha, req.seed, req.max_tokens)))
         entry["n"] = n
@@ -259,6 +259,7 @@ def new_entry(route: str, rid: str, request: web.Request) -> dict[str, Any]:
         "model": None,
         "prompt_sha256": None,
         "seed": None,
+        "max_tokens": None,  # the output budget the request asked for
         "status": 499,  # kept if the client goes away first
         "outcome": "client_closed",
         "attempt": int(retry_header) if retry_header and retry_header.isdigit() else None,

@@ -308,12 +308,20 @@ class Responses(_OpenAIBase):
         }
 
 
-def model_object(model: str) -> dict[str, Any]:
-    return {"id": model, "object": "model", "created": MODEL_CREATED, "owned_by": "evalfleet-sim"}
+def model_object(model: str, profile: Any = None) -> dict[str, Any]:
+    """A model entry; with what the profile says of it (vLLM's max_model_len, a gateway's
+    input_modalities) when configured."""
+    body = {"id": model, "object": "model", "created": MODEL_CREATED, "owned_by": "evalfleet-sim"}
+    if profile is not None and profile.max_model_len is not None:
+        body["max_model_len"] = profile.max_model_len
+    if profile is not None and profile.input_modalities is not None:
+        body["input_modalities"] = list(profile.input_modalities)
+    return body
 
 
-def models_list(models: list[str]) -> dict[str, Any]:
-    return {"object": "list", "data": [model_object(m) for m in models]}
+def models_list(models: list[str], profiles: Any = None) -> dict[str, Any]:
+    data = [model_object(m, profiles.get(m) if profiles else None) for m in models]
+    return {"object": "list", "data": data}
 
 
 def not_found(message: str, request_id: str) -> tuple[int, dict[str, Any], dict[str, str]]:

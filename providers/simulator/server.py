@@ -61,7 +61,11 @@ def _log_list(
 
 
 async def _shared_models(request: web.Request) -> web.StreamResponse:
-    """GET /v1/models[/{model}]: Anthropic if the request carries ``anthropic-version``."""
+    """GET /v1/models[/{model}]: Anthropic if the request carries ``anthropic-version``,
+    Gemini (its SDK at api_version "v1") if it carries Gemini's key header, else OpenAI."""
+    pinned = request.path.startswith(("/openai/", "/anthropic/"))  # the prefix names it
+    if "x-goog-api-key" in request.headers and not pinned:
+        return await _gemini_models(request)
     sim = request.app[SIM_KEY]
     anthropic = "anthropic-version" in request.headers or request.path.startswith("/anthropic/")
     proto: Protocol = _MESSAGES if anthropic else _CHAT
@@ -85,9 +89,9 @@ async def _shared_models(request: web.Request) -> web.StreamResponse:
             )
         else:
             body = (
-                openai_routes.model_object(model)
+                openai_routes.model_object(model, sim.profiles.get(model))
                 if model
-                else openai_routes.models_list(sim.config.models)
+                else openai_routes.models_list(sim.config.models, sim.profiles)
             )
     _log_list(sim, request, route, rid, status, auth)
     return json_response(status, body, headers)
@@ -96,7 +100,7 @@ async def _shared_models(request: web.Request) -> web.StreamResponse:
 async def _gemini_models(request: web.Request) -> web.StreamResponse:
     sim = request.app[SIM_KEY]
     rid = sim.next_request_id()
-    model = request.match_info.get("name")
+    model = request.match_info.get("name") or request.match_info.get("model")
     auth = _GEMINI.auth_present(request.headers, request.query)
     if sim.config.require_auth and not auth:
         status, body, headers = _GEMINI.error("unauthorized", "API key not provided.", rid)
