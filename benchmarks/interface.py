@@ -183,6 +183,8 @@ class Benchmark(ABC):
     epochs: ClassVar[int] = 1
     #: Rule scoring modes, headline first.
     scorings: ClassVar[tuple[str, ...]]
+    #: The whole-benchmark metric (group "") the leaderboard ranks by; it has an SE.
+    headline: ClassVar[str] = "accuracy"
     judge: ClassVar[JudgeSpec | None] = None
     #: Media kinds this benchmark can replace by a text stand-in, and the option that does it.
     text_alternatives: ClassVar[frozenset[str]] = frozenset()

@@ -11,6 +11,7 @@ from prefect.cache_policies import NO_CACHE
 
 from flows import runs
 from flows.logs import logger
+from flows.request import default_store
 from storage import open_store
 
 
@@ -77,6 +78,9 @@ def publish_artifacts(result: dict[str, Any]) -> None:
         logger().warning("could not publish artifacts: %s", exc)
 
 
+DEFAULT_STORE = default_store()
+
+
 @task(name="score-and-write-tables", cache_policy=NO_CACHE, persist_result=False)
 def aggregate_task(run_id: str, store: str, s3_endpoint_url: str | None) -> dict[str, Any]:
     result = aggregate_run(run_id, store, s3_endpoint_url)
@@ -85,6 +89,16 @@ def aggregate_task(run_id: str, store: str, s3_endpoint_url: str | None) -> dict
 
 
 @flow(name="aggregate", log_prints=True)
-def aggregate(run_id: str, store: str = "./runs", s3_endpoint_url: str | None = None) -> dict:
-    """Score every stored record of a run and write its result tables under results/."""
-    return aggregate_task(run_id, store, s3_endpoint_url)
+def aggregate(run_id: str, store: str = DEFAULT_STORE, s3_endpoint_url: str | None = None) -> dict:
+    """Score every stored record of a run and write its result tables under results/.
+
+    Args:
+        run_id: the run to score (`evalfleet runs` lists them)
+        store: where the run is: an absolute directory, or s3://bucket/prefix
+        s3_endpoint_url: for MinIO, R2, Ceph, ... (empty: AWS)
+    """
+    from flows.leaderboard import refresh
+
+    result = aggregate_task(run_id, store, s3_endpoint_url)
+    refresh(store, s3_endpoint_url)
+    return result

@@ -17,8 +17,8 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from core.types import Part
+from flows import heartbeat, runs
 from flows import plan as planning
-from flows import runs
 from flows.interrupts import STOP
 from flows.logs import logger
 from flows.request import EvalRequest
@@ -80,6 +80,7 @@ def preflight(request: EvalRequest) -> Prepared:
     request = request.model_copy(update={"run_id": run_id})
     store, configs = quick_checks(request)
     keys = planning.collect_keys(configs)
+    configs = planning.describe_endpoints(configs, keys)
     data = planning.load_benchmarks(request)
     planning.check_modalities(request, configs, data)
     manifest = runs.build_manifest(request, run_id, configs, data)
@@ -108,6 +109,7 @@ def plan(prepared: Prepared, *, retry_errors: bool = True) -> RunPlan:
     """
     request, store, run_id = prepared.request, prepared.store, prepared.run_id
     event = runs.open_run(store, prepared.manifest, prepared.data, request.extend)
+    heartbeat.start(store, run_id)
     answers = planning.answer_items(request, run_id, prepared.api_models, prepared.data)
     judged = planning.judged_benchmarks(request, prepared.data)
     stages = (layout.ANSWER, layout.JUDGE) if judged else (layout.ANSWER,)
@@ -362,7 +364,12 @@ def evaluate(request: EvalRequest, retry_errors: bool = True):
     """Plan the run, request only what the store lacks, checkpoint each record on arrival.
 
     Safe to retry or re-run with the same run id: stored records are never requested again.
+
+    Args:
+        request: what to evaluate, how, and where to keep it
+        retry_errors: on a resume, request again the items that ended in an error
     """
     from flows.outcome import finished_state
 
-    return finished_state(evaluate_steps(request, retry_errors), request)
+    with heartbeat.beating(final="evaluated"):
+        return finished_state(evaluate_steps(request, retry_errors), request)

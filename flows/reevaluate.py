@@ -3,6 +3,8 @@
 Meant for a schedule (see deployments/serve.py). The first run records what exists as the
 baseline unless `evaluate_existing` is set; each later run evaluates only the new names
 matching `include`, one run per model, and records a model as seen once its run finished.
+A model's run id is recorded before its run starts: a later reevaluation resumes a run that
+crashed or was stopped (paying only for what it lacks) and leaves one still running alone.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchmarks.protocols import ProtocolName
 from core.types import ConfigError
+from flows import heartbeat, runs
 from flows.pipeline import evaluate_and_aggregate
-from flows.request import DEFAULT_BENCHMARKS, BenchmarkName, EvalRequest
+from flows.request import DEFAULT_BENCHMARKS, BenchmarkName, EvalRequest, default_store
 from providers.discovery import list_provider_models
 from providers.registry import (
     load_registry,
@@ -31,6 +34,7 @@ from providers.registry import (
 from storage import open_store
 
 STATE_KEY = "_reevaluate/seen.json"
+PENDING_KEY = "_reevaluate/pending.json"  # model -> the run id evaluating it
 
 
 class ReevaluateRequest(BaseModel):
@@ -47,8 +51,12 @@ class ReevaluateRequest(BaseModel):
     dataset_path: str | None = Field(default=None, description="local copy instead of the Hub")
     protocol: ProtocolName | None = Field(default=None, description="default: each benchmark's")
     epochs: int | None = Field(default=None, ge=1, description="default: each benchmark's")
-    store: str = Field(default="./runs", description="directory, or s3://bucket/prefix")
-    s3_endpoint_url: str | None = None
+    store: str = Field(
+        default_factory=default_store,
+        json_schema_extra=lambda schema: schema.update(default=default_store()),
+        description="where records and tables go: an absolute directory, or s3://bucket/prefix",
+    )
+    s3_endpoint_url: str | None = Field(default=None, description="for MinIO, R2, Ceph, ...")
     simulator_url: str | None = Field(
         default=None, description="list and evaluate the simulator's models instead (dry run)"
     )
@@ -81,6 +89,11 @@ def _key_for(provider: str, request: ReevaluateRequest, registry: dict[str, Any]
 
 @flow(name="reevaluate", log_prints=True)
 def reevaluate(request: ReevaluateRequest) -> dict[str, Any]:
+    """Evaluate the models the providers list that were not evaluated before.
+
+    Args:
+        request: which providers and names to watch, what to run them on, where to keep it
+    """
     logger = get_run_logger()
     registry = load_registry()
     store = open_store(request.store, s3_endpoint_url=request.s3_endpoint_url)
@@ -108,6 +121,9 @@ def reevaluate(request: ReevaluateRequest) -> dict[str, Any]:
         return {"baseline": listed, "evaluated": [], "needs_registry": [], "skipped": skipped}
     evaluated: list[dict[str, Any]] = []
     needs_registry: list[str] = []
+    still_running: list[str] = []
+    raw_pending = store.get(PENDING_KEY)
+    pending: dict[str, str] = json.loads(raw_pending) if raw_pending else {}
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     for provider, names in listed.items():
         seen = set(state.get(provider, []))
@@ -125,8 +141,24 @@ def reevaluate(request: ReevaluateRequest) -> dict[str, Any]:
                 )
                 needs_registry.append(model_id)
                 continue
-            logger.info("new model %s: evaluating", model_id)
-            run_id = f"reeval-{stamp}-{provider}-{name}".replace("/", "-")[:128]
+            run_id = pending.get(model_id)
+            manifest = runs.read_manifest(store, run_id) if run_id else None
+            if manifest is not None and heartbeat.liveness(manifest) == "running":
+                logger.info("model %s: its run %s is still running; left alone", model_id, run_id)
+                still_running.append(model_id)
+                continue
+            if manifest is not None:
+                logger.info(
+                    "model %s: resuming its run %s (%s)",
+                    model_id,
+                    run_id,
+                    heartbeat.liveness(manifest),
+                )
+            else:
+                run_id = f"reeval-{stamp}-{provider}-{name}".replace("/", "-")[:128]
+                logger.info("new model %s: evaluating in run %s", model_id, run_id)
+            pending[model_id] = run_id
+            store.put(PENDING_KEY, json.dumps(pending, indent=2, sort_keys=True).encode())
             summary = evaluate_and_aggregate(
                 EvalRequest(
                     models=[model_id],
@@ -143,13 +175,20 @@ def reevaluate(request: ReevaluateRequest) -> dict[str, Any]:
             )
             state.setdefault(provider, []).append(name)
             store.put(STATE_KEY, json.dumps(state, indent=2, sort_keys=True).encode())
+            pending.pop(model_id, None)
+            store.put(PENDING_KEY, json.dumps(pending, indent=2, sort_keys=True).encode())
             evaluated.append(
                 {"model": model_id, "run_id": run_id, "summaries": summary["summaries"]}
             )
     logger.info("evaluated %d new models", len(evaluated))
+    if evaluated:
+        from flows.leaderboard import refresh
+
+        refresh(request.store, request.s3_endpoint_url)
     return {
         "baseline": None,
         "evaluated": evaluated,
         "needs_registry": needs_registry,
+        "still_running": still_running,
         "skipped": skipped,
     }

@@ -204,9 +204,17 @@ def read_manifest(store: Store, run_id: str) -> dict[str, Any] | None:
 def precheck_run(store: Store, manifest: dict[str, Any], extend: bool) -> dict[str, Any] | None:
     """The existing manifest if the new one may use its run id; raises RunError if not.
     Writes nothing."""
+    from flows.heartbeat import held_elsewhere
+
     existing = read_manifest(store, manifest["run_id"])
     if existing is not None:
         check_identity(manifest["run_id"], existing["identity"], manifest["identity"], extend)
+        busy = held_elsewhere(existing)
+        if busy:
+            raise RunError(
+                f"run {manifest['run_id']} is running: {busy}; wait for it or stop it (a "
+                "process that died is seen as crashed within a minute, then this resumes it)"
+            )
     return existing
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from flows import runs
+from flows import heartbeat, runs
 from storage import layout, open_store
 from storage.base import Store
 
@@ -31,6 +31,7 @@ def run_progress(store: Store, run_id: str) -> dict[str, object] | None:
             "done": None,
             "failed": None,
             "progress": problem,
+            "state": "?",
         }
     if manifest is None:
         return None
@@ -47,6 +48,7 @@ def run_progress(store: Store, run_id: str) -> dict[str, object] | None:
         "done": len(done),
         "failed": len(failed),
         "progress": f"{100.0 * min(len(done), expected) / expected:.1f}%" if expected else "-",
+        "state": heartbeat.liveness(manifest),
     }
 
 

@@ -189,14 +189,28 @@ def test_bucket_holds_exactly_the_expected_keys(both_runs, moto_server):
         ]
     )
     # The raw bucket listing (boto3, paginated, no store code): the same relative keys under
-    # the prefix, and nothing else in the bucket.
+    # the prefix, the store's leaderboard, and nothing else in the bucket.
     client = boto3.client("s3", endpoint_url=moto_server.endpoint)
     raw = [
         obj["Key"]
         for page in client.get_paginator("list_objects_v2").paginate(Bucket=both_runs["bucket"])
         for obj in page.get("Contents", ())
     ]
-    assert sorted(raw) == [f"{PREFIX}/{key}" for key in local_keys]
+    leaderboard = [
+        f"leaderboard/{name}"
+        for name in (
+            "accuracy_ci.png",
+            "accuracy_vs_tokens.png",
+            "cost_per_correct.png",
+            "index.html",
+            "latest.json",
+            "leaderboard.csv",
+            "leaderboard.md",
+            "leaderboard.parquet",
+        )
+    ]
+    assert local.list("leaderboard") == leaderboard
+    assert sorted(raw) == sorted(f"{PREFIX}/{key}" for key in [*local_keys, *leaderboard])
 
 
 def test_every_s3_record_is_complete_and_matches_its_key(both_runs, moto_server):

@@ -181,7 +181,9 @@ def test_sigkill_then_resume_on_s3_requests_only_missing_items(
     assert all(r["error"] is None and r["response"] for r in records)
     others = {k[len(PREFIX) + 1 :] for k in set(bucket_keys(client, bucket)) - set(keys)}
     results = {k for k in others if k.startswith(f"{RUN_ID}/results/v-")}
-    assert others - results == {
+    leaderboard = {k for k in others if k.startswith("leaderboard/")}
+    assert len(leaderboard) == 8  # the store's leaderboard: 3 tables, 3 plots, page, latest
+    assert others - results - leaderboard == {
         layout.manifest_key(RUN_ID),
         layout.latest_results_key(RUN_ID),
         *(layout.plan_key(RUN_ID, split) for split in SPLITS),

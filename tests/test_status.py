@@ -74,11 +74,14 @@ def finished_run(ray_address, prefect_api_url, demo_dataset, answer_key, tmp_pat
 
 RUNS_HEADER = [
     "| run_id     | created_at                | models                                |"
-    " benchmarks                        |   expected |   done |   failed | progress            |",
+    " benchmarks                        |   expected |   done |   failed | progress            |"
+    " state     |",
     "|:-----------|:--------------------------|:--------------------------------------|"
-    ":----------------------------------|-----------:|-------:|---------:|:--------------------|",
+    ":----------------------------------|-----------:|-------:|---------:|:--------------------|"
+    ":----------|",
     "| broken-run | ?                         | ?                                     |"
-    " ?                                 |          ? |      ? |        ? | unreadable manifest |",
+    " ?                                 |          ? |      ? |        ? | unreadable manifest |"
+    " ?         |",
 ]
 STATUS_HEADER = [
     "| stage   | model                 | benchmark              |   done |   failed |   stale |"
@@ -92,7 +95,7 @@ def runs_row(created: str, done: int, failed: int, progress: str) -> str:
     return (
         f"| status-run | {created} | openai/sim-0.5, openai/sim-0.5-broken |"
         f" zerobench, zerobench_subquestions |        180 |     {done} |       {failed} |"
-        f" {progress:<19} |"
+        f" {progress:<19} | evaluated |"  # the evaluate flow ended; not yet aggregated
     )
 
 

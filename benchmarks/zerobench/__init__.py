@@ -75,6 +75,7 @@ class ZeroBenchSubquestions(ZeroBench):
     name = "zerobench_subquestions"
     description = "ZeroBench subquestions (accuracy grouped by main question, with SE)"
     grouped = True
+    headline = "grouped_accuracy"  # the paper's subquestion pass@1
 
 
 ZEROBENCH = ZeroBenchMain()
