@@ -6,7 +6,7 @@ UV_VERSION := 0.13.8
 UV := $(shell command -v uv 2>/dev/null || echo .bootstrap/bin/uv)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: install demo test lint perf clean
+.PHONY: install demo test lint perf up down clean
 
 install: $(UV)
 	$(UV) sync --frozen
@@ -20,7 +20,13 @@ demo: install
 
 test: install
 	.venv/bin/ruff check .
-	.venv/bin/python -m pytest -q
+	.venv/bin/python -m pytest -q -n 2 --dist loadfile
+
+up: install
+	.venv/bin/evalfleet up $(ARGS)
+
+down: install
+	.venv/bin/evalfleet down
 
 lint: install
 	.venv/bin/ruff check .

@@ -4,6 +4,7 @@
 
 - `evaluate-and-aggregate/on-demand`: the whole job; the UI renders its request as a form.
 - `aggregate/on-demand`: re-score a run and rewrite its tables.
+- `leaderboard/on-demand`: rebuild the store's leaderboard (aggregate and reevaluate do too).
 - `reevaluate/nightly`: look for new models every night and evaluate them.
 
 A crashed or failed flow run of these deployments can be retried from the UI (or with
@@ -19,10 +20,36 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 NIGHTLY_CRON = os.environ.get("EVALFLEET_REEVALUATE_CRON", "0 3 * * *")
+DEPLOYMENT_NAMES = (
+    "evaluate-and-aggregate/on-demand",
+    "aggregate/on-demand",
+    "leaderboard/on-demand",
+    "reevaluate/nightly",
+)
+
+
+def reevaluate_schedule() -> dict:
+    """EVALFLEET_REEVALUATE_EVERY_S (seconds) if set, else EVALFLEET_REEVALUATE_CRON."""
+    every = os.environ.get("EVALFLEET_REEVALUATE_EVERY_S")
+    return {"interval": float(every)} if every else {"cron": NIGHTLY_CRON}
+
+
+def reevaluate_request(model):
+    """The reevaluation's parameters: EVALFLEET_REEVALUATE_REQUEST names a JSON or YAML file
+    of them (which providers, patterns, benchmarks, store, ...); else the defaults."""
+    import yaml
+
+    path = os.environ.get("EVALFLEET_REEVALUATE_REQUEST")
+    if not path:
+        return model()
+    return model(**(yaml.safe_load(Path(path).read_text()) or {}))
 
 
 def build_deployments() -> list:
+    from prefect.client.schemas.objects import ConcurrencyLimitConfig
+
     from flows.aggregate import aggregate
+    from flows.leaderboard import leaderboard
     from flows.pipeline import evaluate_and_aggregate
     from flows.reevaluate import ReevaluateRequest, reevaluate
 
@@ -37,12 +64,19 @@ def build_deployments() -> list:
             description="Score a run's stored completions and write its tables.",
             tags=["evalfleet"],
         ),
+        leaderboard.to_deployment(
+            name="on-demand",
+            description="Every run of a store side by side: tables and plots.",
+            tags=["evalfleet"],
+        ),
         reevaluate.to_deployment(
             name="nightly",
-            cron=NIGHTLY_CRON,
-            parameters={"request": ReevaluateRequest().model_dump(mode="json")},
+            parameters={"request": reevaluate_request(ReevaluateRequest).model_dump(mode="json")},
             description="Evaluate models the providers list that were not evaluated before.",
             tags=["evalfleet", "scheduled"],
+            # one at a time: two would both find the same new model and pay for it twice
+            concurrency_limit=ConcurrencyLimitConfig(limit=1, collision_strategy="CANCEL_NEW"),
+            **reevaluate_schedule(),
         ),
     ]
 

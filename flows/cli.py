@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import types
@@ -182,6 +183,27 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-tokens", type=int, default=16000)
     p.add_argument("--max-image-side", type=int, help="downscale images (1024 = upstream)")
     p.add_argument(
+        "--base-url",
+        action="append",
+        metavar="[MODEL=]URL",
+        help="serve openai-compatible/NAME models from this OpenAI API root (vLLM, SGLang, a "
+        "gateway), no registry entry needed; MODEL=URL for one model",
+    )
+    p.add_argument(
+        "--api-key-env",
+        action="append",
+        metavar="[MODEL=]VAR",
+        help="the variable holding that server's key (default: OPENAI_COMPATIBLE_API_KEY if "
+        "set, else none)",
+    )
+    p.add_argument(
+        "--modalities",
+        action="append",
+        metavar="[MODEL=]LIST",
+        help="what that model takes, e.g. text,image (default: what the server's /v1/models "
+        "says, else text,image)",
+    )
+    p.add_argument(
         "--judge-model",
         metavar="PROVIDER/MODEL",
         help="LLM judge for benchmarks that have one (ZeroBench fallback parser, ...)",
@@ -251,8 +273,44 @@ def request_from_args(args: argparse.Namespace):
         fields["benchmarks"] = benchmarks
     if not fields["models"]:
         raise UsageError("no model given: pass --model provider/model (e.g. openai/sim-0.5)")
+    fields["endpoints"] = _endpoints(args, [*fields["models"], args.judge_model or ""])
     request = EvalRequest(**fields)
     return request.model_copy(update={"run_id": request.resolved_run_id()})
+
+
+def _per_model(values: list[str] | None, flag: str, models: list[str]) -> dict[str, str]:
+    """`VALUE` for every openai-compatible model, `MODEL=VALUE` for one."""
+    out: dict[str, str] = {}
+    adhoc = [m for m in models if m.startswith("openai-compatible/")]
+    for value in values or []:
+        model, sep, rest = value.partition("=")
+        if sep and model in models:
+            out[model] = rest
+        else:
+            if not adhoc:
+                raise UsageError(
+                    f"{flag} applies to openai-compatible/NAME models: pass -m "
+                    "openai-compatible/NAME"
+                )
+            out.update(dict.fromkeys(adhoc, value))
+    return out
+
+
+def _endpoints(args: argparse.Namespace, models: list[str]) -> dict[str, dict[str, Any]]:
+    urls = _per_model(args.base_url, "--base-url", models)
+    keys = _per_model(args.api_key_env, "--api-key-env", models)
+    kinds = _per_model(args.modalities, "--modalities", models)
+    for model in (*keys, *kinds):
+        if model not in urls:
+            raise UsageError(f"{model} has no --base-url: --api-key-env and --modalities need one")
+    return {
+        model: {
+            "base_url": url,
+            "api_key_env": keys.get(model),
+            "modalities": _split_list([kinds[model]]) if model in kinds else None,
+        }
+        for model, url in urls.items()
+    }
 
 
 def _apply_subset(path: str, benchmarks: list[str], options: dict[str, dict[str, Any]]) -> None:
@@ -475,6 +533,64 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return simulator_cli.run(args)
 
 
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from flows.leaderboard import shown_columns, update
+    from flows.tables import markdown
+
+    board, where = update(args.store, args.s3_endpoint_url)
+    shown = shown_columns(board.table)
+    if not board.new:
+        shown = shown.drop(columns=["new"])
+    for (benchmark, scoring), part in shown.groupby(["benchmark", "scoring"], sort=False):
+        print(f"\n{benchmark} ({scoring})")
+        print(markdown(part.drop(columns=["benchmark", "scoring"])))
+    for line in board.new:
+        print(line)
+    print(f"\n{board.runs} runs; tables and plots in {where}")
+    if args.open:
+        page = Path(where[len("file://") :] if where.startswith("file://") else where)
+        if where.startswith("s3://") or not page.exists():
+            page = Path("leaderboard.html").resolve()
+            page.write_bytes(board.files["index.html"])
+        else:
+            page = page / "index.html"
+        print(f"page: {page}")
+        import webbrowser
+
+        with contextlib.suppress(Exception):
+            webbrowser.open(page.as_uri())
+    return 0
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from flows.stack import up
+
+    store = args.store
+    if store and not store.startswith("s3://"):
+        store = os.path.abspath(store)
+    settings = {}
+    if args.reevaluate_request:
+        settings["EVALFLEET_REEVALUATE_REQUEST"] = os.path.abspath(args.reevaluate_request)
+    if args.reevaluate_every:
+        settings["EVALFLEET_REEVALUATE_EVERY_S"] = str(args.reevaluate_every)
+    if args.reevaluate_cron:
+        settings["EVALFLEET_REEVALUATE_CRON"] = args.reevaluate_cron
+    _, lines = up(
+        folder=args.state_dir, port=args.port, ray=args.ray, store=store, serve_settings=settings
+    )
+    print("\n".join(lines))
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    from flows.stack import down
+
+    print("\n".join(down(args.state_dir)))
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from flows.demo import run_demo
     from flows.tables import print_result
@@ -559,6 +675,51 @@ def build_parser() -> argparse.ArgumentParser:
     rome.set_defaults(func=cmd_score_rome)
 
     _datbench_parsers(sub)
+
+    board = sub.add_parser(
+        "leaderboard",
+        help="every run of a store side by side: tables and plots under leaderboard/",
+        description="Keep the latest complete result per (model, benchmark, scoring) of every "
+        "run in the store, rank them, and write Parquet, CSV, Markdown, PNG plots and an HTML "
+        "page under {store}/leaderboard/.",
+    )
+    _store_arguments(board)
+    board.add_argument("--open", action="store_true", help="open the HTML page (print its path)")
+    board.set_defaults(func=cmd_leaderboard)
+
+    up = sub.add_parser(
+        "up",
+        help="start the local stack: Prefect server and UI, the deployments, optionally Ray",
+        description="Start a Prefect server (UI included) on 127.0.0.1, serve the evalfleet "
+        "deployments, and with --ray a Ray head every run shares. Idempotent: a second `up` "
+        "reports what is running. `evalfleet run` uses the stack while it is up.",
+    )
+    up.add_argument("--port", type=int, help="Prefect server port (default 4200, else a free one)")
+    up.add_argument("--ray", action="store_true", help="also start a shared Ray head")
+    up.add_argument(
+        "--store",
+        help="default store of runs started from the UI (made absolute; default "
+        "$EVALFLEET_STORE, else ./runs; a later `up` keeps the one given first)",
+    )
+    up.add_argument("--state-dir", help="where the stack keeps its state (~/.evalfleet/stack)")
+    up.add_argument(
+        "--reevaluate-request",
+        metavar="FILE",
+        help="JSON or YAML parameters of the scheduled reevaluation (providers, patterns, "
+        "benchmarks, store, simulator_url, ...)",
+    )
+    when = up.add_mutually_exclusive_group()
+    when.add_argument(
+        "--reevaluate-every", type=float, metavar="SECONDS", help="reevaluate on this interval"
+    )
+    when.add_argument(
+        "--reevaluate-cron", metavar="CRON", help="reevaluate on this cron (default 0 3 * * *)"
+    )
+    up.set_defaults(func=cmd_up)
+
+    down = sub.add_parser("down", help="stop the processes `evalfleet up` started, and no other")
+    down.add_argument("--state-dir", help="as given to `evalfleet up`")
+    down.set_defaults(func=cmd_down)
 
     sim = sub.add_parser("simulate", help="serve the provider simulator on 127.0.0.1")
     from providers.simulator import cli as simulator_cli

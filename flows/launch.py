@@ -29,6 +29,8 @@ def run_request(request: EvalRequest, *, retry_errors: bool = True) -> dict[str,
 
     stack = LocalStack()
     ray_was_up = _ray_initialized()
+    if not ray_was_up:
+        _attach_to_running_stack()
     own_ray = not os.environ.get("RAY_ADDRESS") and not ray_was_up
     if own_ray:
         stack.use_private_ray()
@@ -51,6 +53,28 @@ def run_request(request: EvalRequest, *, retry_errors: bool = True) -> dict[str,
         if not ray_was_up:
             _disconnect_ray()
         stack.stop()
+
+
+def _attach_to_running_stack() -> None:
+    """Use the Prefect server (and Ray head) `evalfleet up` keeps running, unless the
+    environment names others."""
+    from flows.stack import attach, ray_client_env
+
+    if os.environ.get("PREFECT_API_URL"):
+        return
+    stack = attach()
+    if stack is None:
+        return
+    os.environ["PREFECT_API_URL"] = stack.api_url
+    where = f"Prefect {stack.prefect.address}"
+    if stack.ray is not None and not os.environ.get("RAY_ADDRESS"):
+        os.environ.update(ray_client_env(stack))
+        if "ray" in sys.modules:  # Ray reads its auth settings at import
+            from ray._raylet import Config
+
+            Config.initialize("")
+        where += f", Ray {stack.ray.address}"
+    print(f"using the running evalfleet stack ({where})", file=sys.stderr, flush=True)
 
 
 def _run_flow(request: EvalRequest, retry_errors: bool, prefect_url: str | None):

@@ -7,9 +7,10 @@ the form and on the command line without any change here.
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -59,7 +60,10 @@ class _RegistryOptions:
         properties = {}
         for name in registry.names():
             model = registry.get(name).options_model
+            if not model.model_fields:
+                continue  # nothing to set: no section in the form
             properties[name] = _inline_refs(model.model_json_schema())
+            properties[name]["title"] = f"{name} options"
             properties[name]["description"] = registry.get(name).description
         return {
             "type": "object",
@@ -88,19 +92,95 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
 
 BenchmarkName = Annotated[str, AfterValidator(_known_benchmark), _RegistryEnum]
 
+SIMULATED_CHOICES = ["openai/sim-0.3", "openai/sim-0.7", "anthropic/sim-0.6", "google/sim-0.5"]
+MODEL_PATTERN = r"^(openai|openai-compatible|anthropic|google)/\S+$"
+
+
+class _ModelChoices:
+    """JSON schema of one model: a registered model from a drop-down (the registry's models
+    and a few simulated ones), or any provider/model typed in."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        from providers.registry import load_registry
+
+        try:
+            registered = sorted(load_registry().get("models") or {})
+        except Exception:  # an unreadable registry: the free-text choice still works
+            registered = []
+        return {
+            "anyOf": [
+                {
+                    "title": "registered",
+                    "type": "string",
+                    "enum": [*registered, *SIMULATED_CHOICES],
+                },
+                {
+                    "title": "provider/model",
+                    "type": "string",
+                    "pattern": MODEL_PATTERN,
+                    "description": "e.g. openai-compatible/my-model with --base-url, or "
+                    "openai/sim-0.5 against the simulator",
+                },
+            ]
+        }
+
+
+ModelName = Annotated[str, _ModelChoices]
+
+
+def absolute_store(value: str) -> str:
+    """A local store path made absolute (a relative one would resolve against whatever
+    directory the flow's process started in); URLs unchanged."""
+    return value if "://" in value else os.path.abspath(os.path.expanduser(value))
+
+
+def default_store() -> str:
+    """$EVALFLEET_STORE (`evalfleet up --store`), else ./runs of the current directory."""
+    return absolute_store(os.environ.get("EVALFLEET_STORE") or "./runs")
+
+
+def _store_schema(schema: dict[str, Any]) -> None:
+    schema["default"] = default_store()  # shown in the UI form, resolved when it is served
+
+
+class EndpointSpec(BaseModel):
+    """An OpenAI-compatible server of your own (vLLM, SGLang, a gateway)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str = Field(
+        pattern=r"^https?://\S+$",
+        description="its OpenAI API root, e.g. http://127.0.0.1:8000/v1",
+    )
+    api_key_env: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="environment variable holding its key; empty: OPENAI_COMPATIBLE_API_KEY "
+        "if set, else no key",
+    )
+    modalities: list[Literal["text", "image", "audio"]] | None = Field(
+        default=None,
+        description="what the model takes; empty: what the server's /v1/models says, else "
+        "text and image",
+    )
+
 
 class EvalRequest(BaseModel):
     """What to evaluate, how, and where to keep it."""
 
     model_config = ConfigDict(extra="forbid")
 
-    models: list[str] = Field(
+    models: list[ModelName] = Field(
         min_length=1,
         description="models to evaluate as provider/model (deployments/models.yaml), e.g. "
         "openai/gpt-4o-2024-11-20, or provider/sim-<accuracy> against the simulator",
     )
     benchmarks: list[BenchmarkName] = Field(
         default_factory=lambda: list(DEFAULT_BENCHMARKS),
+        json_schema_extra={"default": DEFAULT_BENCHMARKS},
         min_length=1,
         description="benchmarks to run",
     )
@@ -139,19 +219,30 @@ class EvalRequest(BaseModel):
         description="downscale images whose longer side exceeds this (1024 reproduces "
         "ZeroBench upstream); empty: send the original bytes",
     )
+    endpoints: dict[str, EndpointSpec] = Field(
+        default_factory=dict,
+        description="openai-compatible/NAME models served at a URL of your own, by model id "
+        "(no registry entry needed)",
+    )
     judge_model: str | None = Field(
         default=None,
         description="provider/model that grades answers for benchmarks with an LLM judge "
         "(ZeroBench's fallback parser, ROME, DatBench judge rows)",
     )
     run_id: str | None = Field(
-        default=None, description="reuse to resume; empty: a new timestamped id"
+        default=None,
+        json_schema_extra={"pattern": RUN_ID.pattern},  # the form checks it as you type
+        description="reuse to resume; empty: a new timestamped id (letters, digits, . _ -)",
     )
     extend: bool = Field(
         default=False,
         description="allow this run id to grow: more models or more epochs than it had",
     )
-    store: str = Field(default="./runs", description="directory, or s3://bucket/prefix")
+    store: str = Field(
+        default_factory=default_store,
+        json_schema_extra=_store_schema,
+        description="where records and tables go: an absolute directory, or s3://bucket/prefix",
+    )
     s3_endpoint_url: str | None = Field(default=None, description="for MinIO, R2, Ceph, ...")
     simulator_url: str | None = Field(
         default=None, description="where `evalfleet simulate` listens, for */sim-* models"
@@ -170,24 +261,54 @@ class EvalRequest(BaseModel):
     rpm: dict[str, int] = Field(default_factory=dict, description="requests/min per model id")
     tpm: dict[str, int] = Field(default_factory=dict, description="tokens/min per model id")
 
+    @field_validator("store")
+    @classmethod
+    def _store(cls, value: str) -> str:
+        return absolute_store(value)
+
     @field_validator("run_id")
     @classmethod
     def _run_id(cls, value: str | None) -> str | None:
         if value is not None and not RUN_ID.match(value):
             raise ValueError("run id must be 1-128 characters of letters, digits, '.', '_' or '-'")
+        if value == "leaderboard":
+            raise ValueError("run id 'leaderboard' is where the store keeps the leaderboard")
         return value
 
     @model_validator(mode="after")
     def _options_belong_to_benchmarks(self) -> EvalRequest:
-        for name, raw in self.benchmark_options.items():
-            if name not in self.benchmarks:
-                raise ValueError(
-                    f"options given for benchmark {name!r}, which this request does not run"
-                )
-            registry.get(name).options(raw)  # validates
+        for name, raw in list(self.benchmark_options.items()):
+            options = registry.get(name).options(raw)  # validates
+            if name in self.benchmarks:
+                continue
+            if options == registry.get(name).options(None):
+                # the UI form sends every benchmark's defaults: not a choice the user made
+                del self.benchmark_options[name]
+                continue
+            raise ValueError(
+                f"options given for benchmark {name!r}, which this request does not run: "
+                f"add {name} to the benchmarks or clear its options"
+            )
         for name in self.dataset_paths:
             _known_benchmark(name)
+        for model_id in self.endpoints:
+            if not model_id.startswith("openai-compatible/"):
+                raise ValueError(
+                    f"endpoint given for {model_id!r}: endpoints are for openai-compatible/NAME "
+                    "models"
+                )
+            if model_id not in self.models and model_id != self.judge_model:
+                raise ValueError(f"endpoint given for {model_id!r}, which is not a model here")
         return self
+
+    def endpoint_for(self, model_id: str):
+        from providers.registry import Endpoint
+
+        spec = self.endpoints.get(model_id)
+        if spec is None:
+            return None
+        modalities = tuple(spec.modalities) if spec.modalities else None
+        return Endpoint(spec.base_url, spec.api_key_env, modalities)
 
     def options_for(self, benchmark: str) -> BenchmarkOptions:
         return registry.get(benchmark).options(self.benchmark_options.get(benchmark))

@@ -7,6 +7,7 @@ shares one of each; subprocesses join them through RAY_ADDRESS and PREFECT_API_U
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import prefect.main  # noqa: F401  (see below)
@@ -19,6 +20,8 @@ import pytest
 os.environ.setdefault("RAY_ACCEPT_CLUSTER_AUTH_TOKEN", "1")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("TQDM_DISABLE", "1")
+# never attach to a stack `evalfleet up` started on this machine
+os.environ["EVALFLEET_STACK"] = tempfile.mkdtemp(prefix="evalfleet-test-stack-")
 for _var in (
     "RAY_ADDRESS",
     "PREFECT_API_URL",
