@@ -36,7 +36,7 @@ def timed_run(env: dict[str, str], args: list[str]) -> tuple[float, str]:
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"evalfleet run failed ({done.returncode}):\n{done.stdout}{done.stderr}")
-    return elapsed, done.stdout
+    return elapsed, done.stdout + done.stderr
 
 
 def main() -> None:

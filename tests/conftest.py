@@ -63,3 +63,28 @@ def answer_key(demo_dataset, tmp_path_factory) -> Path:
 
     path = tmp_path_factory.mktemp("answers") / "answers.jsonl"
     return write_answer_key(demo_dataset, DEMO_BENCHMARKS, path)
+
+
+# The files that take minutes start first, so the two xdist workers (`--dist loadfile`) do not
+# end with one of them alone on a long file.
+SLOW_FILES = (
+    "test_stack.py",
+    "test_interrupts.py",
+    "test_leaderboard.py",
+    "test_control_plane.py",
+    "test_write_failures.py",
+    "test_judge.py",
+    "test_s3_resume.py",
+    "test_adhoc_endpoint.py",
+    "test_resume.py",
+    "test_s3_end_to_end.py",
+    "test_datbench_end_to_end.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item) -> int:
+        name = item.path.name
+        return SLOW_FILES.index(name) if name in SLOW_FILES else len(SLOW_FILES)
+
+    items.sort(key=rank)  # stable: the order within a file is kept
