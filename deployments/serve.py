@@ -20,12 +20,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 NIGHTLY_CRON = os.environ.get("EVALFLEET_REEVALUATE_CRON", "0 3 * * *")
-DEPLOYMENT_NAMES = (
-    "evaluate-and-aggregate/on-demand",
-    "aggregate/on-demand",
-    "leaderboard/on-demand",
-    "reevaluate/nightly",
-)
 
 
 def reevaluate_schedule() -> dict:

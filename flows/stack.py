@@ -43,6 +43,12 @@ READY_TIMEOUT_S = 180.0
 HEARTBEAT_S = 30  # Prefect's own flow-run heartbeat (its minimum)
 CRASH_AFTER_S = 90  # no heartbeat for this long: the automation marks the run Crashed
 AUTOMATION = "evalfleet: crash flow runs whose heartbeats stopped"
+DEPLOYMENT_NAMES = (  # what deployments/serve.py serves
+    "evaluate-and-aggregate/on-demand",
+    "aggregate/on-demand",
+    "leaderboard/on-demand",
+    "reevaluate/nightly",
+)
 
 
 @dataclass
@@ -428,8 +434,6 @@ def describe(stack: Stack, notes: dict[str, str] | None = None) -> list[str]:
             f"{stack.prefect.pid}   {notes.get('prefect', '')}".rstrip()
         )
     if stack.serve:
-        from deployments.serve import DEPLOYMENT_NAMES
-
         lines.append(
             f"  deployments    {', '.join(DEPLOYMENT_NAMES)}   served by pid {stack.serve.pid}"
             f"   {notes.get('serve', '')}".rstrip()
