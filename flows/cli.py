@@ -692,16 +692,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="start the local stack: Prefect server and UI, the deployments, optionally Ray",
         description="Start a Prefect server (UI included) on 127.0.0.1, serve the evalfleet "
         "deployments, and with --ray a Ray head every run shares. Idempotent: a second `up` "
-        "reports what is running. `evalfleet run` uses the stack while it is up.",
+        "reports what is running (given another --store or schedule, it restarts only the "
+        "deployments). `evalfleet run` uses the stack while it is up.",
     )
     up.add_argument("--port", type=int, help="Prefect server port (default 4200, else a free one)")
     up.add_argument("--ray", action="store_true", help="also start a shared Ray head")
     up.add_argument(
         "--store",
         help="default store of runs started from the UI (made absolute; default "
-        "$EVALFLEET_STORE, else ./runs; a later `up` keeps the one given first)",
+        "$EVALFLEET_STORE, else ./runs; a later `up` without it keeps the current one)",
     )
-    up.add_argument("--state-dir", help="where the stack keeps its state (~/.evalfleet/stack)")
+    up.add_argument(
+        "--state-dir",
+        help="where the stack keeps its state (default $EVALFLEET_STACK, else ~/.evalfleet/stack)",
+    )
     up.add_argument(
         "--reevaluate-request",
         metavar="FILE",
