@@ -9,6 +9,7 @@ import sys
 import types
 import typing
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -369,7 +370,6 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_score_rome(args: argparse.Namespace) -> int:
     """Score ROME predictions made elsewhere, writing what upstream's evaluate.py writes."""
-    from pathlib import Path
 
     from benchmarks.rome.judge import RomeJudge
     from benchmarks.rome.offline import read_annotations, read_predictions, score_predictions
@@ -534,7 +534,6 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     from flows.leaderboard import shown_columns, update
     from flows.tables import markdown
@@ -564,6 +563,30 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
+def read_reevaluate_request(path: str) -> str:
+    """Check the scheduled reevaluation's parameters now, not when the served process dies
+    on them; returns the file's absolute path."""
+    import yaml
+
+    from flows.reevaluate import ReevaluateRequest
+
+    path = os.path.abspath(path)
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(
+            f"cannot read --reevaluate-request {path} ({type(exc).__name__}): give a JSON or "
+            "YAML file of the reevaluate flow's parameters"
+        ) from None
+    if raw is not None and not isinstance(raw, dict):
+        raise ConfigError(f"--reevaluate-request {path} must hold a mapping of parameters")
+    try:
+        ReevaluateRequest(**(raw or {}))
+    except ValidationError as exc:
+        raise ConfigError(f"--reevaluate-request {path}: {one_line(exc)}") from None
+    return path
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     from flows.stack import up
 
@@ -572,7 +595,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         store = os.path.abspath(store)
     settings = {}
     if args.reevaluate_request:
-        settings["EVALFLEET_REEVALUATE_REQUEST"] = os.path.abspath(args.reevaluate_request)
+        settings["EVALFLEET_REEVALUATE_REQUEST"] = read_reevaluate_request(args.reevaluate_request)
     if args.reevaluate_every:
         settings["EVALFLEET_REEVALUATE_EVERY_S"] = str(args.reevaluate_every)
     if args.reevaluate_cron:

@@ -154,7 +154,11 @@ def _wait(daemon: Daemon, ready, what: str) -> None:
         if not daemon.alive():
             raise ServiceError(f"the {what} exited while starting: {_tail(daemon.log)}")
         if time.monotonic() > deadline:
-            raise ServiceError(f"the {what} did not answer within {READY_TIMEOUT_S:.0f} s")
+            _stop(daemon)
+            raise ServiceError(
+                f"the {what} did not answer within {READY_TIMEOUT_S:.0f} s (stopped): see "
+                f"{daemon.log}"
+            )
         time.sleep(0.2)
 
 
@@ -383,18 +387,42 @@ def up(
     path = stack_dir(folder)
     stack = load(path) or Stack(folder=str(path), store="")
     notes: dict[str, str] = {}
+    try:
+        return _bring_up(stack, path, port, ray, store, serve_settings, notes)
+    except BaseException:
+        # Nothing this `up` started outlives its failure; what was running before stays.
+        for name in ("serve", "ray", "prefect"):
+            daemon = getattr(stack, name)
+            if daemon is not None and notes.get(name) != "already running":
+                _stop(daemon)
+                setattr(stack, name, None)
+        save(stack)
+        raise
+
+
+def _bring_up(
+    stack: Stack,
+    path: Path,
+    port: int | None,
+    ray: bool,
+    store: str | None,
+    serve_settings: dict[str, str] | None,
+    notes: dict[str, str],
+) -> tuple[Stack, list[str]]:
     if stack.prefect and stack.prefect.alive() and prefect_healthy(stack.api_url):
         notes["prefect"] = "already running"
     else:
+        notes["prefect"] = "started"
         stack.prefect = start_prefect(path, port)
         stack.serve = _stop_stale(stack.serve)
-        notes["prefect"] = "started"
+        save(stack)
     stack.extras["crash_automation"] = ensure_crash_automation(stack.api_url)
     if ray and not (stack.ray and stack.ray.alive()):
+        notes["ray"] = "started"
         stack.ray_token = secrets.token_hex(32)
         stack.ray = start_ray(path, stack.ray_token)
         stack.serve = _stop_stale(stack.serve)  # it must be started with RAY_ADDRESS
-        notes["ray"] = "started"
+        save(stack)
     elif stack.ray and stack.ray.alive():
         notes["ray"] = "already running"
     # What the deployments are served with: what was given now, else what was recorded.

@@ -183,3 +183,23 @@ def test_datbench_judge_prompt_without_response_slot_fails_before_any_request(
         "put {response} where it goes, or pass --datbench-judge-layout append"
     )
     assert not store.exists()
+
+
+def test_up_refuses_a_bad_reevaluation_request_before_starting_anything(capsys, tmp_path):
+    state = tmp_path / "stack"
+    bad = tmp_path / "reevaluate.json"
+    bad.write_text(json.dumps({"include": {"openai": "gpt-*"}, "epochs": 0}))
+    code = main(["up", "--state-dir", str(state), "--reevaluate-request", str(bad)])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: --reevaluate-request {bad}: invalid request: include.openai: Input should be "
+        "a valid list; epochs: Input should be greater than or equal to 1"
+    )
+    missing = tmp_path / "nope.yaml"
+    code = main(["up", "--state-dir", str(state), "--reevaluate-request", str(missing)])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: cannot read --reevaluate-request {missing} (FileNotFoundError): give a JSON "
+        "or YAML file of the reevaluate flow's parameters"
+    )
+    assert not (state / "stack.json").exists()  # nothing was started

@@ -127,6 +127,23 @@ def stack(tmp_path_factory, answer_key):
         wait_for_no_processes(tag, timeout_s=30)
 
 
+def test_an_up_that_fails_part_way_leaves_nothing_behind(tmp_path, monkeypatch):
+    """The deployments cannot start (their reevaluation request file is gone by the time
+    they read it): the Prefect server this `up` started is stopped again, and said so."""
+    from flows.services import ServiceError
+    from flows.stack import up
+
+    tag = f"failed-up-{os.getpid()}-{time.monotonic_ns()}"
+    monkeypatch.setenv("EVALFLEET_TEST_TAG", tag)
+    state = tmp_path / "state"
+    settings = {"EVALFLEET_REEVALUATE_REQUEST": str(tmp_path / "gone.yaml")}
+    with pytest.raises(ServiceError, match="the deployments' serve process exited while"):
+        up(folder=str(state), port=free_port(), store=str(tmp_path), serve_settings=settings)
+    assert wait_for_no_processes(tag, timeout_s=30) == []
+    recorded = json.loads((state / "stack.json").read_text())
+    assert (recorded["prefect"], recorded["serve"], recorded["ray"]) == (None, None, None)
+
+
 def zerobench_request(stack: Stack, demo_dataset: str, run_id: str, **extra) -> dict:
     return {
         "models": ["openai/sim-0.7"],
