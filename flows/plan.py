@@ -78,12 +78,12 @@ def describe_endpoints(
     """Ask each ad-hoc OpenAI-compatible server (`--base-url`) what it serves: the model must
     be listed; its context length (vLLM's max_model_len) caps the output budget at half of
     it, and its input modalities, when it states them and the request did not, are used."""
-    from providers.discovery import describe_endpoint
-
     out = dict(configs)
     for model_id, config in configs.items():
         if config.base_url is None or "modalities_from" not in config.extra:
             continue
+        from providers.discovery import describe_endpoint  # the SDKs: only when needed
+
         served = describe_endpoint(config.base_url, keys[model_id].reveal())
         info = served.get(config.api_model)
         if info is None:
