@@ -40,6 +40,23 @@ class ServiceError(RuntimeError):
     """A service this command started did not come up."""
 
 
+def ray_head_command(port: int, temp_dir: Path) -> list[str]:
+    """`ray start --head` on loopback, in the foreground (its process is the head's life),
+    no dashboard, no usage stats."""
+    return [
+        str(Path(sys.executable).with_name("ray")),
+        "start",
+        "--head",
+        "--block",
+        f"--port={port}",
+        "--node-ip-address=127.0.0.1",
+        f"--dashboard-agent-listen-port={free_port()}",
+        "--include-dashboard=false",
+        "--disable-usage-stats",
+        f"--temp-dir={temp_dir}",
+    ]
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -166,18 +183,7 @@ class LocalStack:
         port = free_port()
         env = {**os.environ, **self.ray_env}
         env.pop("RAY_ADDRESS", None)
-        command = [
-            str(Path(sys.executable).with_name("ray")),
-            "start",
-            "--head",
-            "--block",
-            f"--port={port}",
-            "--node-ip-address=127.0.0.1",
-            f"--dashboard-agent-listen-port={free_port()}",
-            "--include-dashboard=false",
-            "--disable-usage-stats",
-            f"--temp-dir={self.workdir / 'ray'}",
-        ]
+        command = ray_head_command(port, self.workdir / "ray")
         if cpus:
             command.append(f"--num-cpus={cpus}")
         self.ray = Child("ray head", command, env, self.workdir / "ray.log")

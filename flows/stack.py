@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flows.services import ServiceError, free_port, state_dir
+from flows.services import ServiceError, free_port, ray_head_command, state_dir
 
 REPO = Path(__file__).resolve().parent.parent
 READY_TIMEOUT_S = 180.0
@@ -343,18 +343,7 @@ def start_ray(folder: Path, token: str) -> Daemon:
     env.update(_ray_client_env("", token))
     env.pop("RAY_ADDRESS")
     env["RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S"] = "0"
-    command = [
-        str(Path(sys.executable).with_name("ray")),
-        "start",
-        "--head",
-        "--block",
-        f"--port={port}",
-        "--node-ip-address=127.0.0.1",
-        f"--dashboard-agent-listen-port={free_port()}",
-        "--include-dashboard=false",
-        "--disable-usage-stats",
-        f"--temp-dir={ray_temp_dir(folder)}",
-    ]
+    command = ray_head_command(port, ray_temp_dir(folder))
     daemon = _spawn("Ray head", command, env, folder / "ray.log")
     daemon.address = f"127.0.0.1:{port}"
     log = Path(daemon.log)
