@@ -38,17 +38,18 @@ def judgement_files(runs: Path) -> list[Path]:
     return sorted(root.rglob("*.json")) if root.exists() else []
 
 
-def answered(sim_log: Path, killed_at: float) -> tuple[Counter, Counter]:
-    """Requests the simulator answered (200) and those in flight when the run was killed
-    (started before, not finished by then: their answers may never have been read), by
-    model, prompt and seed."""
+def answered(sim_log: Path, killed_at: float, resumed_at: float) -> tuple[Counter, Counter]:
+    """Requests the simulator answered (200) and those the kill cut off, by model, prompt and
+    seed. The worker actors live in the shared Ray cluster and die a moment after the driver
+    (when Ray sees it gone), so cut off is any request in flight between the kill and the
+    resume: its answer may never have been stored."""
     lines = [json.loads(x) for x in sim_log.read_text().splitlines()]
     answered, cut_off = Counter(), Counter()
     for x in lines:
         request = (x["model"], x["prompt_sha256"], x["seed"])
         if x["status"] == 200:
             answered[request] += 1
-        if x["t"] <= killed_at <= x["t"] + x["latency_ms"] / 1000 + 0.05:
+        if x["t"] <= resumed_at and killed_at <= x["t"] + x["latency_ms"] / 1000 + 0.05:
             cut_off[request] += 1
     return answered, cut_off
 
@@ -77,6 +78,7 @@ def test_judge_stage_survives_a_kill_and_scores_the_format_failures(
         first.wait()
         killed_with = len(judgement_files(runs))
 
+        resumed_at = time.time()
         second = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
         assert second.returncode == 0, second.stdout + second.stderr
         assert "judgements of stored answers:" in second.stderr
@@ -85,7 +87,7 @@ def test_judge_stage_survives_a_kill_and_scores_the_format_failures(
     # Nothing answered twice beyond the calls in flight at the kill: each completion once,
     # each judgement once (two epochs may give the same wrong answer, so one grader prompt
     # can belong to two judgements).
-    counts, cut_off = answered(sim_log, killed_at)
+    counts, cut_off = answered(sim_log, killed_at, resumed_at)
     candidate = {k: n for k, n in counts.items() if k[0] == "sim-0.6"}
     assert len(candidate) == ANSWERS
     assert all(n <= 1 + cut_off[k] for k, n in candidate.items())
