@@ -8,6 +8,7 @@ Prefect server goes away mid-run.
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ class RunPlan:
     states: Counter[str]
     judge_states: Counter[str] = field(default_factory=Counter)
     quarantined: int = 0
+    spent_usd: float = 0.0  # what the stored records cost (read only when a cap is set)
 
 
 # Checks the CLI already ran in this process, reused by the flow it then starts.
@@ -142,6 +144,7 @@ def plan(prepared: Prepared, *, retry_errors: bool = True) -> RunPlan:
     bad = [*state.undecodable, *judge_state.undecodable]
     runs.quarantine(store, run_id, bad)
     wanted = {"missing", "stale", "failed"} if retry_errors else {"missing", "stale"}
+    spent = runs.stored_spend(store, listing) if request.max_cost_usd is not None else 0.0
     return RunPlan(
         prepared=prepared,
         event=event,
@@ -151,6 +154,7 @@ def plan(prepared: Prepared, *, retry_errors: bool = True) -> RunPlan:
         states=Counter(state.state.values()),
         judge_states=Counter(judge_state.state.values()),
         quarantined=len(bad),
+        spent_usd=spent,
     )
 
 
@@ -198,7 +202,7 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
     from flows.progress import Progress
     from flows.runtime import ensure_ray
     from providers.retry import RetryPolicy
-    from tasks.dispatch import dispatch
+    from tasks.dispatch import Budget, dispatch
     from tasks.worker import CompletionWorker
 
     prepared, request = run_plan.prepared, run_plan.prepared.request
@@ -213,12 +217,24 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
         max_total_s=request.max_retry_seconds,
         max_rate_limited_s=request.max_rate_limited_seconds,
     )
-    workers = [
-        CompletionWorker.options(max_concurrency=max(64, request.max_in_flight)).remote(
-            prepared.store.url, request.s3_endpoint_url, prepared.configs, prepared.keys, retry
+    budgets = join_rate_budgets(prepared)
+    spread = os.environ.get("EVALFLEET_WORKER_PLACEMENT", "SPREAD")
+
+    def make_worker():
+        # SPREAD: on a cluster the workers go to different nodes, so one node lost stops
+        # only part of the run (its items are sent again to a replacement).
+        return CompletionWorker.options(
+            max_concurrency=max(64, request.max_in_flight), scheduling_strategy=spread
+        ).remote(
+            prepared.store.url,
+            request.s3_endpoint_url,
+            prepared.configs,
+            prepared.keys,
+            retry,
+            budgets,
         )
-        for _ in range(request.workers)
-    ]
+
+    workers = [make_worker() for _ in range(request.workers)]
     needed = {(i.key.benchmark, i.key.sample_id) for i in run_plan.todo}
     parts_refs = {
         (name, sample.id): ray.put(sample.parts)
@@ -233,7 +249,7 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
     )
 
     def follow_up(outcome):
-        if outcome.response is None or outcome.status != "ok":
+        if outcome.response is None or outcome.status not in ("ok", "exists"):
             return []
         made = planning.judge_item(
             request,
@@ -250,23 +266,87 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
         return [made]
 
     jobs = [(i, parts_refs[(i.key.benchmark, i.key.sample_id)]) for i in run_plan.todo]
+    budget = None
+    if request.max_cost_usd is not None:
+        budget = Budget(request.max_cost_usd, run_plan.spent_usd, item_cost_model(prepared))
     started = time.monotonic()
     try:
         dispatched = dispatch(
             [*jobs, *run_plan.judge_todo],
-            workers,
+            make_worker,
+            request.workers,
+            started_workers=workers,
             max_in_flight=request.max_in_flight,
             per_model_limit={m: c.max_concurrency for m, c in prepared.configs.items()},
             on_progress=progress.update,
             follow_up=follow_up,
             stop_requested=STOP.requested,
             drain_s=DRAIN_S,
+            budget=budget,
         )
     finally:
         progress.close()
         for worker in workers:
             ray.kill(worker)
-    return summarize_outcomes(dispatched, time.monotonic() - started)
+    summary = summarize_outcomes(dispatched, time.monotonic() - started)
+    if dispatched.budget_reached and budget is not None:
+        summary["budget_reached"] = (
+            f"spent {budget.spent_usd:.4f} USD of {budget.cap_usd:.4f}; "
+            f"{dispatched.not_started} items not asked"
+        )
+        log.warning("run %s: budget reached: %s", prepared.run_id, summary["budget_reached"])
+    return summary
+
+
+def join_rate_budgets(prepared: Prepared) -> dict[str, Any]:
+    """The cluster's shared rate budget of each limited model, joined with this run's limits.
+
+    A budget is per (provider, API model, key fingerprint): another run on the cluster using
+    the same key shares it, and when its limits are stricter they apply to both (said here).
+    """
+    from tasks.limiter import BudgetId, join, key_fingerprint, shared_limit
+
+    log = logger()
+    budgets: dict[str, Any] = {}
+    for model, config in prepared.configs.items():
+        if config.rpm is None and config.tpm is None:
+            continue
+        budget = BudgetId(
+            config.provider, config.api_model, key_fingerprint(prepared.keys[model].reveal())
+        )
+        note = join(budget, prepared.run_id, config.rpm, config.tpm)
+        if note:
+            log.warning("%s: %s", model, note)
+        budgets[model] = shared_limit(budget)
+    return budgets
+
+
+def item_cost_model(prepared: Prepared):
+    """Expected USD of one item, for the budget: the mean cost of this model's calls so far
+    in the run once there are some, else the a-priori estimate from the registry's prices."""
+    from tasks.worker import estimate_input_tokens
+
+    def expected_item_cost_usd(config: ModelConfig, parts: list[Part], decoding) -> float:
+        return config.cost_usd(estimate_input_tokens(parts), min(decoding.max_tokens, 1000))
+
+    configs = prepared.configs
+    samples = {
+        (name, sample.id): sample.parts
+        for name, data in prepared.data.items()
+        for sample in data.samples
+    }
+    cache: dict[tuple[str, str, str], float] = {}
+
+    def cost_of(item: WorkItem) -> float:
+        key = (item.key.caller, item.key.benchmark, item.key.sample_id)
+        cost = cache.get(key)
+        if cost is None:
+            parts = samples.get((item.key.benchmark, item.key.sample_id), [])
+            config = configs[item.key.caller]
+            cost = cache[key] = expected_item_cost_usd(config, parts, item.decoding)
+        return cost
+
+    return cost_of
 
 
 def summarize_outcomes(dispatched, elapsed: float) -> dict[str, Any]:
@@ -302,6 +382,7 @@ def summarize_outcomes(dispatched, elapsed: float) -> dict[str, Any]:
         "stopped": dispatched.stopped,
         "abandoned": dispatched.abandoned,
         "not_started": dispatched.not_started,
+        "redispatched": dispatched.redispatched,
     }
 
 
@@ -309,7 +390,10 @@ def evaluate_run(request: EvalRequest, *, retry_errors: bool = True) -> dict[str
     """The whole evaluation without Prefect (the flow below runs the same steps as tasks)."""
     run_plan = plan(checked(request), retry_errors=retry_errors)
     report_plan(run_plan)
-    return {"run_id": run_plan.prepared.run_id, **generate(run_plan)}
+    result = {"run_id": run_plan.prepared.run_id, **generate(run_plan)}
+    if result.get("budget_reached"):
+        heartbeat.finish_all("budget reached")
+    return result
 
 
 # --- Prefect ---------------------------------------------------------------------------------
@@ -356,7 +440,10 @@ def evaluate_steps(request: EvalRequest, retry_errors: bool = True) -> dict[str,
         run_plan = plan_task(request, retry_errors)
         if STOP.requested():
             return {"run_id": run_plan.prepared.run_id, "submitted": 0, "stopped": True}
-        return generate_task(run_plan)
+        result = generate_task(run_plan)
+        if result.get("budget_reached"):
+            heartbeat.finish_all("budget reached")
+        return result
 
 
 @flow(name="evaluate", log_prints=True)

@@ -30,7 +30,7 @@ def evaluate_and_aggregate(request: EvalRequest, retry_errors: bool = True):
             return finished_state(evaluated, request)
         result = aggregate_task(evaluated["run_id"], request.store, request.s3_endpoint_url)
         refresh(request.store, request.s3_endpoint_url)
-        return result
+        return with_budget(result, evaluated)
 
 
 def run_without_prefect(request: EvalRequest, *, retry_errors: bool = True) -> dict[str, Any]:
@@ -42,4 +42,11 @@ def run_without_prefect(request: EvalRequest, *, retry_errors: bool = True) -> d
             raise Interrupted(interrupted_message(evaluated))
         result = aggregate_run(evaluated["run_id"], request.store, request.s3_endpoint_url)
         refresh(request.store, request.s3_endpoint_url, in_flow=False)
-        return result
+        return with_budget(result, evaluated)
+
+
+def with_budget(result: dict[str, Any], evaluated: dict[str, Any]) -> dict[str, Any]:
+    """A run stopped by its cost cap says so beside the tables of what it has."""
+    if evaluated.get("budget_reached"):
+        return {**result, "budget_reached": evaluated["budget_reached"]}
+    return result

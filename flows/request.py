@@ -260,6 +260,14 @@ class EvalRequest(BaseModel):
     )
     rpm: dict[str, int] = Field(default_factory=dict, description="requests/min per model id")
     tpm: dict[str, int] = Field(default_factory=dict, description="tokens/min per model id")
+    max_cost_usd: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "stop sending once the run's spend (stored records included) plus what is in "
+            "flight could pass this many USD; rerun with a higher cap to finish"
+        ),
+    )
 
     @field_validator("store")
     @classmethod

@@ -356,6 +356,19 @@ def list_records(store: Store, run_id: str, stages: tuple[str, ...]) -> Listing:
     return listing
 
 
+def stored_spend(store: Store, listing: Listing) -> float:
+    """What a run's stored records cost, answers and judgements, stale ones included (each
+    record is read: only done when a budget needs it)."""
+    sides = (listing.ok, listing.failed)
+    keys = [key for side in sides for per_item in side.values() for key in per_item.values()]
+    total = 0.0
+    for blob in store.get_many(keys).values():
+        record = decode_record(blob or b"")
+        if record is not None:
+            total += float(record.get("cost_usd") or 0.0)
+    return total
+
+
 def reconcile(store: Store, listing: Listing, items: list[WorkItem], *, read: bool) -> Reconciled:
     """Classify items from a listing. With `read`, every record counted as done or failed is
     read and decoded (kept in `records`), and an undecodable one counts as missing; without,

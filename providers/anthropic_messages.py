@@ -12,6 +12,7 @@ from providers.anthropic_errors import map_anthropic_error
 from providers.base import ProviderClient
 from providers.media_parts import b64, check_parts, refuse
 from providers.registry import ModelConfig
+from providers.retry_after import remaining_from_headers
 from providers.types import ErrorKind, ProviderError, ProviderResponse, Usage
 
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
@@ -112,7 +113,9 @@ class AnthropicMessagesClient(ProviderClient):
                 status=raw.status_code,
                 request_id=request_id,
             ) from exc
-        return _response(message, request_id)
+        response = _response(message, request_id)
+        response.remaining = remaining_from_headers(raw.headers)
+        return response
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -13,6 +13,7 @@ from providers.base import ProviderClient
 from providers.media_parts import check_parts
 from providers.openai_errors import map_openai_error
 from providers.registry import ModelConfig
+from providers.retry_after import remaining_from_headers
 from providers.types import ErrorKind, ProviderError, ProviderResponse, Usage
 
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
@@ -111,6 +112,7 @@ class OpenAIChatClient(ProviderClient):
             request_id=request_id,
             reasoning_text=getattr(choice.message, "reasoning_content", None),
             extra={"system_fingerprint": completion.system_fingerprint},
+            remaining=remaining_from_headers(raw.headers),
         )
 
     async def aclose(self) -> None:

@@ -12,6 +12,7 @@ from providers.base import ProviderClient
 from providers.media_parts import check_parts, data_url
 from providers.openai_errors import map_openai_error
 from providers.registry import ModelConfig
+from providers.retry_after import remaining_from_headers
 from providers.types import ErrorKind, ProviderError, ProviderResponse, Usage
 
 # `response.error.code` of a failed response; anything else is a problem with the input.
@@ -96,6 +97,7 @@ class OpenAIResponsesClient(ProviderClient):
             request_id=request_id,
             reasoning_text=_reasoning_text(response.output),
             extra={"response_id": response.id},
+            remaining=remaining_from_headers(raw.headers),
         )
 
     async def aclose(self) -> None:

@@ -27,3 +27,29 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
         if parsed is None:
             return None
         return max(0.0, parsed.timestamp() - time.time())
+
+
+# What remains of the provider's own window, by header family (OpenAI, Anthropic). Gemini
+# documents no such headers.
+_REMAINING = (
+    ("x-ratelimit-remaining-requests", "x-ratelimit-remaining-tokens"),
+    ("anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-tokens-remaining"),
+)
+
+
+def remaining_from_headers(headers: Mapping[str, str] | None) -> tuple[int | None, int | None]:
+    """(requests, tokens) the provider says remain in its window; None where not said."""
+    if not headers:
+        return None, None
+    for requests_name, tokens_name in _REMAINING:
+        requests, tokens = _int(headers.get(requests_name)), _int(headers.get(tokens_name))
+        if requests is not None or tokens is not None:
+            return requests, tokens
+    return None, None
+
+
+def _int(raw: str | None) -> int | None:
+    try:
+        return int(raw) if raw is not None else None
+    except ValueError:
+        return None

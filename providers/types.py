@@ -86,3 +86,5 @@ class ProviderResponse:
     request_id: str | None = None
     reasoning_text: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: (requests, tokens) left in the provider's rate-limit window, from its headers
+    remaining: tuple[int | None, int | None] = (None, None)

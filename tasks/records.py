@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from providers.registry import ModelConfig
-from providers.types import ProviderError, ProviderResponse
+from providers.types import ProviderError, ProviderResponse, Usage
 from tasks.work import WorkItem
 
 RECORD_VERSION = 2
@@ -32,6 +32,8 @@ def build_record(
 ) -> dict[str, Any]:
     """Everything about one call that a later reader needs. Never the API key."""
     usage = asdict(response.usage) if response else None
+    # USD by kind of token (input, cached_input, output, reasoning, total); zeros on failure
+    cost = config.cost_breakdown(response.usage if response else Usage())
     # attempt_errors lists every failed attempt, the final one included when the call failed.
     key = item.key
     return {
@@ -55,11 +57,8 @@ def build_record(
         "reasoning": response.reasoning_text if response else None,
         "finish_reason": response.finish_reason if response else None,
         "usage": usage,
-        "cost_usd": (
-            config.cost_usd(response.usage.input_tokens, response.usage.output_tokens)
-            if response
-            else 0.0
-        ),
+        "cost_usd": cost["total"],
+        "cost": cost,
         "latency_s": latency_s,
         "attempts": attempts,
         "attempt_errors": [e.to_dict() for e in attempt_errors],

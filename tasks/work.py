@@ -23,6 +23,8 @@ class WorkItem:
     return_response: bool = False
     #: For a judgement: the store key and text digest of the answer it grades.
     graded: tuple[str, str] | None = None
+    #: Sent again after its worker was lost: its record may already be stored.
+    recheck: bool = False
 
     @property
     def store_key(self) -> str:

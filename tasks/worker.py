@@ -21,8 +21,8 @@ from providers.retry import RetryPolicy, call_with_retries
 from providers.types import ErrorKind, ProviderError, ProviderResponse
 from storage import open_store
 from storage.layout import ItemKey
-from tasks.limiter import get_or_create_limiter
-from tasks.records import build_record, encode_record
+from tasks.limiter import Lease
+from tasks.records import build_record, decode_record, encode_record
 from tasks.secrets import Secret
 from tasks.work import WorkItem
 
@@ -64,6 +64,7 @@ class CompletionWorker:
         models: dict[str, ModelConfig],
         keys: dict[str, Secret],
         retry: RetryPolicy,
+        budgets: dict[str, Any] | None = None,
     ) -> None:
         # Hundreds of calls in flight allocate many short-lived SDK objects: collect the
         # young generation less often (its default of 700 allocations runs it constantly).
@@ -73,7 +74,8 @@ class CompletionWorker:
         self._keys = keys
         self._retry = retry
         self._clients: dict[str, ProviderClient] = {}
-        self._limiters: dict[str, Any] = {}
+        self._budgets = budgets or {}  # model id -> its SharedRateLimit actor (limited models)
+        self._leases: dict[str, Lease] = {}
         self._io = ThreadPoolExecutor(max_workers=32, thread_name_prefix="store")
         self._parts_cache: OrderedDict[Any, list[Part]] = OrderedDict()
 
@@ -84,14 +86,12 @@ class CompletionWorker:
             self._clients[model] = client
         return client
 
-    def _limiter(self, config: ModelConfig):
-        if config.rpm is None and config.tpm is None:
-            return None
-        limiter = self._limiters.get(config.id)
-        if limiter is None:
-            limiter = get_or_create_limiter(config.id, config.rpm, config.tpm)
-            self._limiters[config.id] = limiter
-        return limiter
+    def _lease(self, config: ModelConfig, run_id: str) -> Lease | None:
+        lease = self._leases.get(config.id)
+        if lease is None and config.id in self._budgets:
+            lease = Lease(self._budgets[config.id], run_id, config.rpm, config.tpm)
+            self._leases[config.id] = lease
+        return lease
 
     async def _parts(self, holder: list[Any]) -> list[Part]:
         """A sample's parts, fetched from the object store once per worker, not once per call.
@@ -115,26 +115,39 @@ class CompletionWorker:
     async def run(self, item: WorkItem, parts_holder: list[Any]) -> Outcome:
         """Ask, retry by kind, store the record put-if-absent. `parts_holder` is [ObjectRef]
         for a sample's prompt, or [list of parts] for a judgement's (small) grader prompt."""
+        if item.recheck:
+            stored = await self._stored(item)
+            if stored is not None:
+                return stored
         parts = await self._parts(parts_holder)
         caller = item.key.caller
         config = self._models[caller]
         client = self._client(caller)
-        limiter = self._limiter(config)
-        estimate = estimate_input_tokens(parts) if config.tpm else 0
+        lease = self._lease(config, item.run_id)
+        estimate = estimate_input_tokens(parts)
         started = time.time()
         latency: list[float] = []
         empty: list[ProviderResponse] = []
 
         async def attempt() -> ProviderResponse:
-            if limiter is not None:
-                wait = await limiter.acquire.remote(estimate)
-                if wait > 0:
-                    await asyncio.sleep(wait)
+            charge = 0.0
+            if lease is not None:
+                charge = lease.charge_for(estimate)
+                await lease.acquire(charge)
             t0 = time.monotonic()
             try:
                 answer = await client.complete(parts, item.decoding)
+            except ProviderError as exc:
+                if lease is not None and exc.kind == ErrorKind.RATE_LIMITED:
+                    lease.refund(charge)  # refused: nothing of the window was used
+                    lease.rate_limited(exc.retry_after_s)
+                raise
             finally:
                 latency.append(time.monotonic() - t0)
+            if lease is not None:
+                usage = answer.usage
+                lease.settle(charge, estimate, usage.input_tokens, usage.output_tokens)
+                lease.headers(*answer.remaining)
             if not answer.text.strip():
                 empty.append(answer)
                 raise ProviderError(
@@ -144,22 +157,11 @@ class CompletionWorker:
                 )
             return answer
 
-        async def on_error(exc: ProviderError) -> None:
-            if limiter is not None and exc.kind == ErrorKind.RATE_LIMITED:
-                limiter.rate_limited.remote(exc.retry_after_s)
-
-        response, error, attempted = await call_with_retries(
-            attempt, self._retry, on_error=on_error
-        )
+        response, error, attempted = await call_with_retries(attempt, self._retry)
         finished = time.time()
         if error is not None and error.kind == ErrorKind.EMPTY_ANSWER and empty:
             # Tokens were spent: keep the last response (usage, finish reason) beside the error.
             response = empty[-1]
-        if limiter is not None and response is not None:
-            limiter.succeeded.remote()
-            if config.tpm:
-                used = response.usage.input_tokens + response.usage.output_tokens
-                limiter.settle.remote(used - estimate)
         record = build_record(
             item,
             config,
@@ -197,6 +199,28 @@ class CompletionWorker:
             cost_usd=record["cost_usd"],
             store_key=key,
             response=response.text if item.return_response and error is None else None,
+        )
+
+    async def _stored(self, item: WorkItem) -> Outcome | None:
+        """The outcome of an item whose record a lost worker had already stored, if any: it is
+        not asked again."""
+        loop = asyncio.get_running_loop()
+        data = await loop.run_in_executor(self._io, self._store.get, item.store_key)
+        record = decode_record(data) if data else None
+        if record is None:
+            return None
+        usage = record.get("usage") or {}
+        return Outcome(
+            key=item.key,
+            status="exists",
+            error_kind=None,
+            attempts=record.get("attempts", 0),
+            input_tokens=usage.get("input_tokens", 0),
+            output_tokens=usage.get("output_tokens", 0),
+            # Paid in this run by the lost worker's call, whose outcome never came back.
+            cost_usd=record.get("cost_usd", 0.0),
+            store_key=item.store_key,
+            response=record.get("response") if item.return_response else None,
         )
 
     def ready(self) -> bool:
