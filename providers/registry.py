@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from core.types import ConfigError
+from providers.types import Usage
 
 DEFAULT_REGISTRY = Path(__file__).resolve().parent.parent / "deployments" / "models.yaml"
 PROVIDERS = ("openai", "openai-compatible", "anthropic", "google")
@@ -66,6 +67,8 @@ class ModelConfig:
     reasoning_effort: str | None = None  # sent when the decoding names no effort
     max_output_tokens: int | None = None  # the decoding's max_tokens is capped to this
     context_window: int | None = None
+    price_cached_in_per_mtok: float | None = None  # cached input; None: the input price
+    expected_output_tokens: int | None = None  # per answer, for estimates before a run
 
     def __post_init__(self) -> None:
         if not self.api:
@@ -89,10 +92,35 @@ class ModelConfig:
             return requested
         return min(requested, self.max_output_tokens)
 
-    def cost_usd(self, input_tokens: int, output_tokens: int) -> float:
-        return (
-            input_tokens * self.price_in_per_mtok + output_tokens * self.price_out_per_mtok
-        ) / 1e6
+    def cost_usd(
+        self, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0
+    ) -> float:
+        """USD of one call: `cost_breakdown(...)["total"]`. Input includes the cached tokens,
+        output the reasoning tokens."""
+        usage = Usage(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cached_input_tokens=cached_input_tokens,
+        )
+        return self.cost_breakdown(usage)["total"]
+
+    def cost_breakdown(self, usage: Usage) -> dict[str, float]:
+        """USD of one call by kind of token: uncached input, cached input (at the cached
+        price, else the input price), output without reasoning, reasoning (at the output
+        price, which is how every provider bills it), and the total."""
+        cached = min(max(usage.cached_input_tokens, 0), usage.input_tokens)
+        reasoning = min(max(usage.reasoning_tokens, 0), usage.output_tokens)
+        cached_price = self.price_cached_in_per_mtok
+        if cached_price is None:
+            cached_price = self.price_in_per_mtok
+        spent = {
+            "input": (usage.input_tokens - cached) * self.price_in_per_mtok,
+            "cached_input": cached * cached_price,
+            "output": (usage.output_tokens - reasoning) * self.price_out_per_mtok,
+            "reasoning": reasoning * self.price_out_per_mtok,
+        }
+        total = spent["input"] + spent["cached_input"] + spent["output"] + spent["reasoning"]
+        return {**{k: v / 1e6 for k, v in spent.items()}, "total": total / 1e6}
 
 
 def load_registry(path: str | Path | None = None) -> dict[str, Any]:
@@ -215,6 +243,8 @@ def _from_entry(model_id: str, provider: str, name: str, merged: dict[str, Any])
         modalities=modalities,
         price_in_per_mtok=float(prices.get("input", 0.0)),
         price_out_per_mtok=float(prices.get("output", 0.0)),
+        price_cached_in_per_mtok=_optional_float(prices.get("cached_input")),
+        expected_output_tokens=_optional_int(merged.get("expected_output_tokens")),
         extra={k: v for k, v in merged.items() if k not in _KNOWN_FIELDS},
         api=api,
         thinking=merged.get("thinking"),
@@ -242,11 +272,16 @@ _KNOWN_FIELDS = {
     "reasoning_effort",
     "max_output_tokens",
     "context_window",
+    "expected_output_tokens",
 }
 
 
 def _optional_int(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def _check_api_settings(
