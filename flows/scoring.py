@@ -61,7 +61,20 @@ USAGE_COLUMNS = [
     "judge_input_tokens",
     "judge_output_tokens",
     "judge_cost_usd",
+    # cost apart by kind of token (from each record's `cost`; records written before it
+    # existed count in the totals above only)
+    "cached_input_tokens",
+    "input_cost_usd",  # uncached input
+    "cached_input_cost_usd",
+    "output_cost_usd",  # output without reasoning
+    "reasoning_cost_usd",
+    "judge_cached_input_tokens",
+    "judge_reasoning_tokens",
+    "judge_cached_input_cost_usd",
+    "judge_reasoning_cost_usd",
+    "total_cost_usd",  # answers and judgements
 ]
+COST_COLUMNS = [c for c in USAGE_COLUMNS if c.endswith("cost_usd")]
 
 
 @dataclass
@@ -158,8 +171,9 @@ def score_run(run: StoredRun) -> Scored:
         [{"model": m, "benchmark": b, **spent} for (m, b), spent in usage.items()],
         columns=USAGE_COLUMNS,
     )
-    usage_frame["cost_usd"] = usage_frame["cost_usd"].astype(float).round(6)
-    usage_frame["judge_cost_usd"] = usage_frame["judge_cost_usd"].astype(float).round(6)
+    usage_frame["total_cost_usd"] = usage_frame["cost_usd"] + usage_frame["judge_cost_usd"]
+    for column in COST_COLUMNS:
+        usage_frame[column] = usage_frame[column].astype(float).round(6)
     digest = hashlib.sha256("\n".join(sorted(scored_keys)).encode()).hexdigest()
     return Scored(samples, long, usage_frame, digest, extra_files)
 
@@ -177,9 +191,15 @@ def _spend(spent: dict[str, Any], prefix: str, record: dict[str, Any], error: st
     spent[f"{prefix}errors"] += 1 if (error or record.get("error")) else 0
     spent[f"{prefix}input_tokens"] += int(tokens.get("input_tokens") or 0)
     spent[f"{prefix}output_tokens"] += int(tokens.get("output_tokens") or 0)
-    if not prefix:
-        spent["reasoning_tokens"] += int(tokens.get("reasoning_tokens") or 0)
+    spent[f"{prefix}reasoning_tokens"] += int(tokens.get("reasoning_tokens") or 0)
+    spent[f"{prefix}cached_input_tokens"] += int(tokens.get("cached_input_tokens") or 0)
     spent[f"{prefix}cost_usd"] += float(record.get("cost_usd") or 0.0)
+    cost = record.get("cost") or {}
+    spent[f"{prefix}cached_input_cost_usd"] += float(cost.get("cached_input") or 0.0)
+    spent[f"{prefix}reasoning_cost_usd"] += float(cost.get("reasoning") or 0.0)
+    if not prefix:
+        spent["input_cost_usd"] += float(cost.get("input") or 0.0)
+        spent["output_cost_usd"] += float(cost.get("output") or 0.0)
 
 
 def scored_items(samples: pd.DataFrame) -> dict[tuple[str, str, str], list[ScoredItem]]:

@@ -20,7 +20,17 @@ from storage import layout
 from storage.base import Store
 
 WIDTH = 120
-USAGE_IN_SUMMARY = ["errors", "input_tokens", "output_tokens", "reasoning_tokens", "cost_usd"]
+USAGE_IN_SUMMARY = [
+    "errors",
+    "input_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "cost_usd",  # the answers (the candidate model)
+    "judge_cost_usd",
+    "cached_input_cost_usd",  # part of cost_usd
+    "reasoning_cost_usd",  # part of cost_usd
+    "total_cost_usd",  # answers and judgements
+]
 
 
 def summaries(scored: Scored, benchmarks: dict[str, Any]) -> dict[str, pd.DataFrame]:
