@@ -215,6 +215,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="let an existing run id grow: more models or more epochs",
     )
+    p.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print the expected tokens and cost per model, benchmark and stage, then exit: "
+        "nothing is sent and nothing written",
+    )
     p.add_argument("--store", default=DEFAULT_STORE, help="./runs (default) or s3://bucket/prefix")
     p.add_argument("--s3-endpoint-url", default=os.environ.get("AWS_ENDPOINT_URL_S3"))
     p.add_argument(
@@ -334,6 +340,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     request = request_from_args(args)
     args.run_id = request.run_id  # the resume hint names it even when it was generated
+    if getattr(args, "estimate", False):
+        from flows.estimate import estimate_request
+
+        return estimate_request(request, retry_errors=not args.no_retry_errors)
     print_result(run_request(request, retry_errors=not args.no_retry_errors))
     return 0
 

@@ -1,0 +1,358 @@
+"""Cost before a run: `evalfleet run ... --estimate`.
+
+It plans exactly what the run would request, without opening the run: the store is listed and
+its records read, nothing is written and nothing is sent. Per (model, benchmark, stage) it
+reports the items of the run, those already stored (not requested again, not counted in the
+cost), those to request, their expected input and output tokens and their expected cost at
+the registry's prices (no prompt caching assumed), and the cost if every item used its whole
+output budget.
+
+- Input tokens: `providers.token_rules.estimate_prompt_tokens` of each prompt (the rules per
+  provider and their sources are in that module).
+- Output tokens per item (`output_source`): "measured", the mean output tokens (reasoning
+  included) of the model's stored answers in this store: this run's records, and the usage
+  tables of the store's other runs' latest results; the same benchmark's when there are any,
+  else any benchmark's. Else "registry", the model's `expected_output_tokens`. Else "assumed",
+  1000. Always capped by the request's output limit (`providers.pricing`).
+- Judgements (stage "judge", the judge model's rows): for an answer already stored, the grader
+  prompt it will get; for an answer still to request, the grader prompt with an empty answer
+  plus the answer's expected length (the measured mean of the visible, non-reasoning output,
+  else the expected output tokens). Whether the judge wants an answer can depend on the answer
+  (ZeroBench's judge reads only answers that broke the format): an answer not given yet is
+  asked as if it were unformatted prose, so the judge rows of answers still to request are an
+  upper bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.types import Part
+from flows import plan as planning
+from flows import runs
+from providers.pricing import expected_output_tokens
+from providers.registry import ModelConfig
+from providers.token_rules import estimate_prompt_tokens
+from storage import layout
+from storage.base import Store
+
+COLUMNS = [
+    "model",
+    "benchmark",
+    "stage",
+    "items",
+    "stored",
+    "to_request",
+    "input_tokens",
+    "output_tokens",
+    "output_per_item",
+    "output_source",
+    "cost_usd",
+    "max_cost_usd",
+]
+# What an answer not given yet is taken to be when asking whether the judge would want it:
+# prose without the asked-for format.
+PLACEHOLDER_ANSWER = "an answer in prose"
+RESULTS_SKIP = ("leaderboard",)
+
+
+@dataclass
+class _Mean:
+    """Output tokens of stored, successful calls: total and visible (without reasoning)."""
+
+    output: int = 0
+    visible: int = 0
+    calls: int = 0
+
+    def add(self, output: int, reasoning: int, calls: int = 1) -> None:
+        self.output += output
+        self.visible += output - min(reasoning, output)
+        self.calls += calls
+
+
+@dataclass
+class Measured:
+    """Mean output tokens per (stage, model, benchmark), and per (stage, model) overall."""
+
+    by_benchmark: dict[tuple[str, str, str], _Mean] = field(default_factory=dict)
+    by_model: dict[tuple[str, str], _Mean] = field(default_factory=dict)
+
+    def add(
+        self, stage: str, model: str, benchmark: str, output: int, reasoning: int, calls: int = 1
+    ) -> None:
+        if calls <= 0:
+            return
+        self.by_benchmark.setdefault((stage, model, benchmark), _Mean()).add(
+            output, reasoning, calls
+        )
+        self.by_model.setdefault((stage, model), _Mean()).add(output, reasoning, calls)
+
+    def mean(self, stage: str, model: str, benchmark: str) -> _Mean | None:
+        found = self.by_benchmark.get((stage, model, benchmark))
+        if found is None or not found.calls:
+            found = self.by_model.get((stage, model))
+        return found if found is not None and found.calls else None
+
+
+@dataclass
+class _Row:
+    model: str
+    benchmark: str
+    stage: str
+    config: ModelConfig
+    source: str = ""
+    per_item: int = 0
+    items: int = 0
+    stored: int = 0
+    to_request: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    max_output_tokens: int = 0
+
+    def add(self, input_tokens: int, output_tokens: int, max_output_tokens: int) -> None:
+        self.items += 1
+        self.to_request += 1
+        self.input_tokens += input_tokens
+        self.output_tokens += output_tokens
+        self.max_output_tokens += max_output_tokens
+
+    def as_dict(self) -> dict[str, Any]:
+        cost = self.config.cost_usd(self.input_tokens, self.output_tokens)
+        most = self.config.cost_usd(self.input_tokens, self.max_output_tokens)
+        per_item = self.output_tokens / self.to_request if self.to_request else self.per_item
+        return {
+            "model": self.model,
+            "benchmark": self.benchmark,
+            "stage": self.stage,
+            "items": self.items,
+            "stored": self.stored,
+            "to_request": self.to_request,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "output_per_item": int(per_item + 0.5),
+            "output_source": self.source,
+            "cost_usd": round(cost, 6),
+            "max_cost_usd": round(most, 6),
+        }
+
+
+def estimate_run(prepared: Any, *, retry_errors: bool = True) -> list[dict[str, Any]]:
+    """Rows (COLUMNS) per (model, benchmark, stage) of what running `prepared` (a checked
+    request, `flows.evaluate.preflight`) would request and cost. Reads the store, writes
+    nothing."""
+    request, store, run_id = prepared.request, prepared.store, prepared.run_id
+    data, configs = prepared.data, prepared.configs
+    api_models = {m: c.api_model for m, c in configs.items()}
+    wanted = {"missing", "stale", "failed"} if retry_errors else {"missing", "stale"}
+
+    answers = planning.answer_items(request, run_id, api_models, data)
+    judged = planning.judged_benchmarks(request, data)
+    stages = (layout.ANSWER, layout.JUDGE) if judged else (layout.ANSWER,)
+    listing = runs.list_records(store, run_id, stages)
+    state = runs.reconcile(store, listing, answers, read=True)
+    stored_judgements: list[tuple[Any, list[Part]]] = []
+    for key, record_key in state.record_key.items():
+        record = state.records.get(record_key)
+        if key.benchmark not in judged or state.state[key] != "done" or record is None:
+            continue
+        if record.get("error"):
+            continue
+        made = planning.judge_item(
+            request,
+            run_id,
+            api_models,
+            data[key.benchmark],
+            key,
+            record_key,
+            record.get("response") or "",
+        )
+        if made is not None:
+            stored_judgements.append(made)
+    judge_state = runs.reconcile(store, listing, [j for j, _ in stored_judgements], read=True)
+    measured = measure(store, run_id, [state, judge_state])
+
+    rows: dict[tuple[str, str, str], _Row] = {}
+    for name, bench_data in data.items():
+        for model in request.models:
+            rows[(layout.ANSWER, model, name)] = _row(
+                measured, layout.ANSWER, model, name, configs[model], bench_data.decodings[0]
+            )
+    judge_model = request.judge_model
+    for name in (n for n in data if n in judged):
+        judge_spec = data[name].benchmark.judge
+        rows[(layout.JUDGE, judge_model, name)] = _row(
+            measured, layout.JUDGE, judge_model, name, configs[judge_model], judge_spec.decoding
+        )
+
+    prompts: dict[tuple[str, str, str], int] = {}  # (model, benchmark, sample) -> tokens
+    for item in answers:
+        key = item.key
+        row = rows[(layout.ANSWER, key.model, key.benchmark)]
+        if state.state[key] not in wanted:
+            row.items += 1
+            row.stored += 1
+            continue
+        config = configs[key.model]
+        bench_data = data[key.benchmark]
+        sample = bench_data.by_id[key.sample_id]
+        prompt_key = (key.model, key.benchmark, key.sample_id)
+        if prompt_key not in prompts:
+            prompts[prompt_key] = estimate_prompt_tokens(config, sample.parts)
+        mean = measured.mean(layout.ANSWER, key.model, key.benchmark)
+        output, _ = expected_output_tokens(config, item.decoding, mean_of(mean))
+        row.add(prompts[prompt_key], output, config.output_limit(item.decoding.max_tokens))
+        if key.benchmark not in judged:
+            continue
+        judge_spec = bench_data.benchmark.judge
+        if not judge_spec.wants(sample, PLACEHOLDER_ANSWER, bench_data.options):
+            continue
+        judge_config = configs[judge_model]
+        answer_tokens = int(mean.visible / mean.calls + 0.5) if mean else output
+        grader = [Part.of_text(judge_spec.prompt(sample, ""))]
+        judge_row = rows[(layout.JUDGE, judge_model, key.benchmark)]
+        judge_mean = measured.mean(layout.JUDGE, judge_model, key.benchmark)
+        judge_output, _ = expected_output_tokens(
+            judge_config, judge_spec.decoding, mean_of(judge_mean)
+        )
+        judge_row.add(
+            estimate_prompt_tokens(judge_config, grader) + answer_tokens,
+            judge_output,
+            judge_config.output_limit(judge_spec.decoding.max_tokens),
+        )
+
+    for item, parts in stored_judgements:
+        row = rows[(layout.JUDGE, judge_model, item.key.benchmark)]
+        if judge_state.state[item.key] not in wanted:
+            row.items += 1
+            row.stored += 1
+            continue
+        judge_config = configs[judge_model]
+        judge_mean = measured.mean(layout.JUDGE, judge_model, item.key.benchmark)
+        judge_output, _ = expected_output_tokens(judge_config, item.decoding, mean_of(judge_mean))
+        row.add(
+            estimate_prompt_tokens(judge_config, parts),
+            judge_output,
+            judge_config.output_limit(item.decoding.max_tokens),
+        )
+    return [row.as_dict() for row in rows.values()]
+
+
+def _row(measured: Measured, stage: str, model: str, name: str, config, decoding) -> _Row:
+    per_item, source = expected_output_tokens(
+        config, decoding, mean_of(measured.mean(stage, model, name))
+    )
+    return _Row(model, name, stage, config, source=source, per_item=per_item)
+
+
+def mean_of(mean: _Mean | None) -> float | None:
+    return mean.output / mean.calls if mean else None
+
+
+def measure(store: Store, run_id: str, states: list[runs.Reconciled]) -> Measured:
+    """Output tokens of the successful calls stored in this store: this run's records (read
+    by `reconcile`), and the usage tables of the other runs' latest results."""
+    measured = Measured()
+    for state in states:
+        for key, record_key in state.record_key.items():
+            record = state.records.get(record_key)
+            if record is None or record.get("error") or state.state[key] != "done":
+                continue
+            usage = record.get("usage") or {}
+            measured.add(
+                key.stage,
+                key.caller,
+                key.benchmark,
+                int(usage.get("output_tokens") or 0),
+                int(usage.get("reasoning_tokens") or 0),
+            )
+    for other in store.list_dirs(""):
+        if other == run_id or other in RESULTS_SKIP or other.startswith("_"):
+            continue
+        _measure_results(store, other, measured)
+    return measured
+
+
+def _measure_results(store: Store, run_id: str, measured: Measured) -> None:
+    """Add a run's latest usage table (answers and, by its judge model, judgements)."""
+    import io
+    import json
+
+    import pandas as pd
+
+    try:
+        manifest = runs.read_manifest(store, run_id)
+        latest = store.get(layout.latest_results_key(run_id))
+        if manifest is None or latest is None:
+            return
+        version = json.loads(latest)["version"]
+        blob = store.get(layout.results_key(run_id, version, "usage.parquet"))
+        if blob is None:
+            return
+        usage = pd.read_parquet(io.BytesIO(blob))
+    except (runs.RunError, ValueError, KeyError, OSError):
+        return  # a run whose results cannot be read adds nothing
+    judge = (manifest.get("request") or {}).get("judge_model")
+    for row in usage.to_dict("records"):
+        calls = int(row.get("answers") or 0) - int(row.get("errors") or 0)
+        measured.add(
+            layout.ANSWER,
+            row["model"],
+            row["benchmark"],
+            int(row.get("output_tokens") or 0),
+            int(row.get("reasoning_tokens") or 0),
+            calls,
+        )
+        if judge:
+            judged = int(row.get("judgements") or 0) - int(row.get("judge_errors") or 0)
+            measured.add(
+                layout.JUDGE,
+                judge,
+                row["benchmark"],
+                int(row.get("judge_output_tokens") or 0),
+                int(row.get("judge_reasoning_tokens") or 0),
+                judged,
+            )
+
+
+def format_estimate(run_id: str, rows: list[dict[str, Any]]) -> str:
+    """The table, its totals and how to read it."""
+    import pandas as pd
+
+    from flows.tables import markdown
+
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    to_request = int(frame["to_request"].sum())
+    stored = int(frame["stored"].sum())
+    cost = round(float(frame["cost_usd"].sum()), 6)
+    most = round(float(frame["max_cost_usd"].sum()), 6)
+    lines = [f"estimate for run {run_id}: nothing was sent and nothing written"]
+    for stage, title in ((layout.ANSWER, "answers"), (layout.JUDGE, "judgements")):
+        mine = frame[frame["stage"] == stage].drop(columns=["stage"])
+        if not mine.empty:
+            lines += ["", title, markdown(mine.reset_index(drop=True))]
+    lines += [
+        "",
+        f"total: {to_request} requests, {int(frame['input_tokens'].sum())} input tokens, "
+        f"{int(frame['output_tokens'].sum())} output tokens: expected ${cost:.6f}, "
+        f"at most ${most:.6f} (every request using its whole output budget)",
+        f"already stored: {stored} items, not requested again and not counted",
+        "output tokens per item: measured = mean of the model's stored records in this store; "
+        "registry = its expected_output_tokens; assumed = 1000; each capped by max_tokens",
+    ]
+    if (frame["stage"] == layout.JUDGE).any():
+        lines.append(
+            "judge rows count, for answers still to request, every answer the judge may "
+            "grade: an upper bound"
+        )
+    return "\n".join(lines)
+
+
+def estimate_request(request: Any, *, retry_errors: bool = True) -> int:
+    """`evalfleet run --estimate`: the checks a run makes, then the table. Exit code 0."""
+    from flows.evaluate import preflight
+
+    prepared = preflight(request)
+    rows = estimate_run(prepared, retry_errors=retry_errors)
+    print(format_estimate(prepared.run_id, rows))
+    return 0
