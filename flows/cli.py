@@ -236,6 +236,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rpm", action="append", metavar="MODEL=N", help="requests/min limit")
     p.add_argument("--tpm", action="append", metavar="MODEL=N", help="tokens/min limit")
     p.add_argument(
+        "--max-cost-usd",
+        type=float,
+        metavar="USD",
+        help="cap on the run's spend (stored records included); a rerun with a higher cap resumes",
+    )
+    p.add_argument(
         "--no-retry-errors",
         action="store_true",
         help="on resume, keep terminal errors instead of requesting them again",
@@ -275,6 +281,7 @@ def request_from_args(args: argparse.Namespace):
         max_attempts=args.max_attempts,
         rpm=_model_limits(args.rpm, "--rpm"),
         tpm=_model_limits(args.tpm, "--tpm"),
+        max_cost_usd=args.max_cost_usd,
     )
     if benchmarks:
         fields["benchmarks"] = benchmarks
@@ -344,7 +351,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         from flows.estimate import estimate_request
 
         return estimate_request(request, retry_errors=not args.no_retry_errors)
-    print_result(run_request(request, retry_errors=not args.no_retry_errors))
+    result = run_request(request, retry_errors=not args.no_retry_errors)
+    print_result(result)
+    if result.get("budget_reached"):
+        from flows.launch import resume_hint
+
+        print(f"budget reached: {result['budget_reached']}", file=sys.stderr)
+        print(
+            f"to finish, rerun with a higher --max-cost-usd: {resume_hint(args.run_id)}",
+            file=sys.stderr,
+        )
+        return 3
     return 0
 
 

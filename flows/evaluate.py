@@ -324,10 +324,7 @@ def join_rate_budgets(prepared: Prepared) -> dict[str, Any]:
 def item_cost_model(prepared: Prepared):
     """Expected USD of one item, for the budget: the mean cost of this model's calls so far
     in the run once there are some, else the a-priori estimate from the registry's prices."""
-    from tasks.worker import estimate_input_tokens
-
-    def expected_item_cost_usd(config: ModelConfig, parts: list[Part], decoding) -> float:
-        return config.cost_usd(estimate_input_tokens(parts), min(decoding.max_tokens, 1000))
+    from providers.pricing import expected_item_cost_usd, expected_output_tokens
 
     configs = prepared.configs
     samples = {
@@ -343,7 +340,8 @@ def item_cost_model(prepared: Prepared):
         if cost is None:
             parts = samples.get((item.key.benchmark, item.key.sample_id), [])
             config = configs[item.key.caller]
-            cost = cache[key] = expected_item_cost_usd(config, parts, item.decoding)
+            output, _ = expected_output_tokens(config, item.decoding)
+            cost = cache[key] = expected_item_cost_usd(config, parts, item.decoding, output)
         return cost
 
     return cost_of

@@ -43,7 +43,10 @@ class Progress:
             name="progress-artifact",
             daemon=True,
         )
-        self._publisher.start()
+        # Outside a flow run there is no artifact to keep, and asking Prefect for one would
+        # start a temporary Prefect server just to be refused.
+        if _in_flow_run():
+            self._publisher.start()
 
     @property
     def percent(self) -> float:
@@ -65,7 +68,8 @@ class Progress:
 
     def close(self) -> None:
         self._stop.set()
-        self._publisher.join(timeout=API_TIMEOUT_S + 1)
+        if self._publisher.is_alive():
+            self._publisher.join(timeout=API_TIMEOUT_S + 1)
         self._bar.close()
 
     def _publish(self, description: str) -> None:

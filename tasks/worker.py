@@ -18,6 +18,7 @@ from providers.base import ProviderClient
 from providers.clients import make_client
 from providers.registry import ModelConfig
 from providers.retry import RetryPolicy, call_with_retries
+from providers.token_rules import estimate_prompt_tokens
 from providers.types import ErrorKind, ProviderError, ProviderResponse
 from storage import open_store
 from storage.layout import ItemKey
@@ -43,14 +44,6 @@ class Outcome:
     cost_usd: float
     store_key: str = ""
     response: str | None = None  # only when the item asked for it (an answer to judge)
-
-
-def estimate_input_tokens(parts: list[Part]) -> int:
-    """A cheap estimate for the tokens-per-minute bucket, corrected after the call."""
-    total = 0
-    for part in parts:
-        total += len(part.text or "") // 4 if part.kind == "text" else 1000
-    return max(total, 1)
 
 
 @ray.remote(num_cpus=0)
@@ -124,7 +117,8 @@ class CompletionWorker:
         config = self._models[caller]
         client = self._client(caller)
         lease = self._lease(config, item.run_id)
-        estimate = estimate_input_tokens(parts)
+        # Prompt tokens by the provider's rules, for a rate-limited model's token budget.
+        estimate = estimate_prompt_tokens(config, parts) if lease is not None else 0
         started = time.time()
         latency: list[float] = []
         empty: list[ProviderResponse] = []
