@@ -236,6 +236,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rpm", action="append", metavar="MODEL=N", help="requests/min limit")
     p.add_argument("--tpm", action="append", metavar="MODEL=N", help="tokens/min limit")
     p.add_argument(
+        "--timeout-s", type=float, help="per-attempt timeout of every call (default: registry's)"
+    )
+    p.add_argument(
         "--max-cost-usd",
         type=float,
         metavar="USD",
@@ -282,6 +285,7 @@ def request_from_args(args: argparse.Namespace):
         rpm=_model_limits(args.rpm, "--rpm"),
         tpm=_model_limits(args.tpm, "--tpm"),
         max_cost_usd=args.max_cost_usd,
+        timeout_s=args.timeout_s,
     )
     if benchmarks:
         fields["benchmarks"] = benchmarks

@@ -65,6 +65,8 @@ def resolve_models(request: EvalRequest) -> dict[str, ModelConfig]:
                 rpm=request.rpm.get(model_id, config.rpm),
                 tpm=request.tpm.get(model_id, config.tpm),
             )
+        if request.timeout_s is not None:
+            config = replace(config, timeout_s=request.timeout_s)
         configs[model_id] = config
     for name in (*request.rpm, *request.tpm):
         if name not in configs:

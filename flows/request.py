@@ -260,6 +260,11 @@ class EvalRequest(BaseModel):
     )
     rpm: dict[str, int] = Field(default_factory=dict, description="requests/min per model id")
     tpm: dict[str, int] = Field(default_factory=dict, description="tokens/min per model id")
+    timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="per-attempt timeout of every call (default: the registry's)",
+    )
     max_cost_usd: float | None = Field(
         default=None,
         gt=0,

@@ -5,9 +5,10 @@ budget, so every run and judge on a cluster draws from the same one, and workers
 capacity from it in small batches.
 
 Why the buckets hold so little: providers count a minute as a sliding window. A bucket that
-refills at `(1 - HEADROOM) * limit` per minute and holds at most `BURST * limit` can never
-grant more than `(1 - HEADROOM + BURST) * limit` within any 60 s, so the budget's own traffic
-is never refused, while it still uses about 98 % of the limit.
+refills at `(1 - HEADROOM) * limit` per minute, holds at most `BURST * limit` and releases at
+most `LUMP * limit` at once (a lease paid for mostly before a window starts can land inside
+it) never lets more than `(1 - HEADROOM + BURST + LUMP) * limit` = 99 % of the limit through
+in any 60 s, so the budget's own traffic is never refused, while it uses about 97.5 % of it.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-HEADROOM = 0.02  # the refill rate is 98 % of the limit
+HEADROOM = 0.025  # the refill rate is 97.5 % of the limit
 BURST = 0.01  # the most a bucket holds: 1 % of a minute's limit (at least one unit)
+LUMP = 0.005  # the most one lease releases at once: 0.5 % of a minute's limit
+DECREASE_COOLDOWN_S = 2.0  # 429s this close together are one congestion event, one halving
 CLAIM_TTL_S = 120.0  # a run that has not leased for this long no longer constrains the budget
 EWMA = 0.1  # weight of the newest observation in the token estimates
 
@@ -114,6 +117,8 @@ class SharedBudget:
     _tokens: Bucket | None = None
     rate_limited_count: int = 0
     granted_requests: int = 0
+    request_tokens: float = 0.0  # mean tokens charged per request (sizes the leases)
+    last_decrease: float = float("-inf")
 
     def claim(self, run_id: str, rpm: float | None, tpm: float | None) -> str | None:
         """Register (or refresh) a run's limits; return a note when they are not what applies."""
@@ -146,8 +151,14 @@ class SharedBudget:
         self._tokens = _rebucket(self._tokens, limits.tpm, self.clock)
 
     def lease(self, requests: int, tokens: float) -> Grant:
-        """Reserve `requests` requests and `tokens` tokens; the grant says when to use them."""
-        requests = max(1, requests)
+        """Reserve up to `requests` requests (and their share of `tokens` tokens); the grant
+        says how many, and when to use them."""
+        asked = max(1, requests)
+        per_request = tokens / asked
+        if per_request > 0:
+            self.request_tokens += EWMA * (per_request - self.request_tokens)
+        requests = min(asked, self._lump_requests(per_request))
+        tokens = per_request * requests
         wait = 0.0
         if self._requests is not None:
             wait = max(wait, self._requests.reserve(requests, self.scale))
@@ -163,16 +174,27 @@ class SharedBudget:
             input_ratio=self.input_ratio,
         )
 
+    def _lump_requests(self, per_request: float) -> int:
+        """The most requests one lease may release at once."""
+        most = 64
+        if self.limits.rpm:
+            most = min(most, int(self.limits.rpm * LUMP))
+        if self.limits.tpm and per_request > 0:
+            most = min(most, int(self.limits.tpm * LUMP / per_request))
+        return max(1, most)
+
     def batch(self) -> int:
-        """Requests per lease: about `lease_s` worth at the current rate, 1 to 64."""
+        """Requests per lease: about `lease_s` worth at the current rate, within the lump."""
+        per_request = max(1.0, self.request_tokens)
         rates = []
         if self.limits.rpm:
             rates.append(self.limits.rpm / 60.0)
-        if self.limits.tpm and self.expected_output_tokens:
-            rates.append(self.limits.tpm / 60.0 / max(1.0, self.expected_output_tokens))
+        if self.limits.tpm:
+            rates.append(self.limits.tpm / 60.0 / per_request)
         if not rates:
-            return 64
-        return int(max(1, min(64, min(rates) * self.scale * self.lease_s)))
+            return self._lump_requests(per_request)
+        wanted = int(min(rates) * self.scale * self.lease_s)
+        return max(1, min(wanted, self._lump_requests(per_request)))
 
     def settle(self, charged: float, estimated_input: float, used_input: int, used_output: int):
         """The real usage of a call: correct the token bucket and learn the estimates."""
@@ -193,7 +215,10 @@ class SharedBudget:
 
     def rate_limited(self, retry_after_s: float | None) -> None:
         self.rate_limited_count += 1
-        self.scale = max(self.floor_fraction, self.scale * self.decrease)
+        now = self.clock()
+        if now - self.last_decrease >= DECREASE_COOLDOWN_S:
+            self.last_decrease = now
+            self.scale = max(self.floor_fraction, self.scale * self.decrease)
         if retry_after_s:
             self._hold(self._requests, retry_after_s)
             self._hold(self._tokens, retry_after_s)

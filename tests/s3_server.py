@@ -6,14 +6,18 @@ Two deliberate differences from a bare ``ThreadedMotoServer``:
   object without holding a lock, whereas S3 decides conditional writes atomically;
   serialising writes makes moto model S3 there (reads and listings stay concurrent);
 * faults can be injected per key (a 409 ConditionalRequestConflict, or a write that
-  succeeds but whose response is lost as a 500), which moto never produces itself.
+  succeeds but whose response is lost as a 500), which moto never produces itself;
+* or at random for record writes (`chaos`): refused with 503 SlowDown, written with the
+  response lost, or answered only after a delay, as `perf/chaos.py` drives it.
 """
 
 from __future__ import annotations
 
+import random
 import threading
+import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
@@ -59,6 +63,18 @@ class Fault:
     times: int
 
 
+@dataclass
+class Chaos:
+    """Rates of faults on record writes (PUTs whose path contains one of `paths`)."""
+
+    refused: float = 0.0  # 503 SlowDown, nothing written
+    lost_response: float = 0.0  # written, then answered 500
+    slow: float = 0.0  # answered after `slow_s`
+    slow_s: float = 2.0
+    paths: tuple[str, ...] = ("/completions/", "/judgements/")
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
+
+
 class _QuietHandler(MotoRequestHandler):
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         pass
@@ -74,6 +90,8 @@ class MotoS3Server(ThreadedMotoServer):
         self._state_lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._moto_app: Any = None
+        self._chaos: Chaos | None = None
+        self.chaos_counts = {"refused": 0, "lost_response": 0, "slow": 0}
 
     @property
     def endpoint(self) -> str:
@@ -86,6 +104,28 @@ class MotoS3Server(ThreadedMotoServer):
     def inject(self, method: str, key: str, kind: str, times: int = 1) -> None:
         with self._state_lock:
             self._faults.append(Fault(method, key, kind, times))
+
+    def chaos(self, chaos: Chaos | None) -> None:
+        """Random faults on record writes from now on (None: stop them)."""
+        with self._state_lock:
+            self._chaos = chaos
+
+    def _chaos_fault(self, method: str, path: str) -> str | None:
+        with self._state_lock:
+            chaos = self._chaos
+            if chaos is None or method != "PUT" or not any(p in path for p in chaos.paths):
+                return None
+            draw = chaos.rng.random()
+            for kind, rate in (
+                ("refused", chaos.refused),
+                ("lost_response", chaos.lost_response),
+                ("slow", chaos.slow),
+            ):
+                if draw < rate:
+                    self.chaos_counts[kind] += 1
+                    return kind
+                draw -= rate
+        return None
 
     # Same as ThreadedMotoServer._server_entry, with our WSGI wrapper and quiet logs.
     def _server_entry(self) -> None:
@@ -103,6 +143,14 @@ class MotoS3Server(ThreadedMotoServer):
         fault = self._take_fault(method, environ.get("PATH_INFO", ""))
         with self._state_lock:
             self.requests += 1
+        chaos = self._chaos_fault(method, environ.get("PATH_INFO", ""))
+        if chaos == "refused":
+            environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            return _s3_error(start_response, "503 Slow Down", "SlowDown")
+        if chaos == "slow":
+            time.sleep(self._chaos.slow_s if self._chaos else 0.0)
+        elif chaos == "lost_response":
+            fault = Fault(method, "", "lost_response", 1)
         if fault is not None and fault.kind == "conflict":
             environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
             return _s3_error(start_response, "409 Conflict", "ConditionalRequestConflict")

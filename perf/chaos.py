@@ -1,0 +1,299 @@
+"""Chaos: drive one run through kills and faults, then count what was lost or paid twice.
+
+Everything is real and on loopback: a two-node Ray cluster (`ray.cluster_utils.Cluster`),
+a Prefect server (Prefect's test harness), moto's S3 server injecting write faults, and the
+provider simulator injecting provider faults. The run (`evalfleet run`, two models, three
+providers' worth of fault kinds) goes through:
+
+1. repeated SIGKILLs of the driver's process group, each followed by a resume;
+2. the worker node killed mid-run (its worker's calls are sent again elsewhere);
+3. all along: a 429 storm with Retry-After on one model (the simulator allows it fewer
+   requests a minute than the run sends, and the run declares no limit), 5xx/529 bursts,
+   hangs past the per-attempt timeout, malformed JSON bodies and truncated answers; record
+   writes to S3 refused (503 SlowDown), written with the response lost (500), or slow;
+4. then the faults stop (a clean simulator on the same port, no S3 faults) and a last
+   resume with --no-retry-errors finishes the run.
+
+Every call carries a canary API key. The last line:
+
+  lost          items the simulator answered (a usable 200) that have no stored record
+  repeated      usable answers to the same request beyond the first, not explained by a
+                kill (a request in flight when the driver or the node was killed)
+  unfinished    items with no record at all once the faults stopped and the run resumed
+  secrets       places the canary key was found: S3 objects, the runs' output, Ray's logs,
+                Prefect's logs, artifacts and flow-run parameters
+  errors_apart  items whose stored record is an error (kept apart from wrong answers)
+
+Usage: python perf/chaos.py [--questions 40] [--kills 3] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+CANARY = "sk-chaos-canary-" + uuid.uuid4().hex
+MODELS = ("openai/sim-0.5", "anthropic/sim-0.6")
+USABLE = ("ok", "length", "truncate")  # outcomes of a 200 that gave an answer
+LATENCY = {"ms": 300, "distribution": "uniform", "jitter_ms": 150}
+FAULTS = {
+    "http_500": 0.03,
+    "http_503": 0.03,
+    "http_529": 0.02,
+    "hang": 0.01,
+    "hang_s": 12,
+    "malformed_json": 0.03,
+    "truncate": 0.03,
+}
+STORM = {"match": "sim-0.6", "requests_per_minute": 200}  # the run sends more: 429s
+
+
+class Chaos:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.work = Path(tempfile.mkdtemp(prefix="evalfleet-chaos-"))
+        self.kills: list[tuple[float, float]] = []  # (killed at, resumed at)
+        self.outputs: list[Path] = []
+
+    # --- the run --------------------------------------------------------------------------
+
+    def command(self, *extra: str) -> list[str]:
+        args = ["run", *[x for m in MODELS for x in ("-m", m)], "-b", "zerobench"]
+        args += ["--dataset-path", self.dataset, "--run-id", "chaos", "--store", self.store]
+        args += ["--s3-endpoint-url", self.s3.endpoint, "--simulator-url", self.sim_url]
+        args += ["--timeout-s", "4", "--max-in-flight", "32", "--workers", "2"]
+        return [sys.executable, "-m", "flows.cli", *args, *extra]
+
+    def start(self, *extra: str) -> subprocess.Popen:
+        out = self.work / f"run-{len(self.outputs)}.log"
+        self.outputs.append(out)
+        return subprocess.Popen(
+            self.command(*extra),
+            cwd=ROOT,
+            env=self.env,
+            stdout=out.open("w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def stored(self) -> list[str]:
+        paginator = self.client.get_paginator("list_objects_v2")
+        pages = paginator.paginate(Bucket=self.bucket, Prefix="chaos/chaos/completions/")
+        return [o["Key"] for p in pages for o in p.get("Contents", ())]
+
+    def wait_for(self, proc: subprocess.Popen, more: int) -> bool:
+        """Until `more` new records are stored; False if the run ended first."""
+        target = len(self.stored()) + more
+        while len(self.stored()) < target:
+            if proc.poll() is not None:
+                return False
+            time.sleep(0.2)
+        return True
+
+    def quiet(self, sim) -> None:
+        """Until the simulator has seen nothing for 2 s: a killed driver's actors are gone."""
+        seen = -1
+        for _ in range(60):
+            sim.flush_log()
+            now = len(self.log.read_text().splitlines()) if self.log.exists() else 0
+            if now == seen:
+                return
+            seen = now
+            time.sleep(2)
+
+    def drive(self, cluster, worker_node, sim) -> None:
+        for _ in range(self.args.kills):
+            proc = self.start()
+            if not self.wait_for(proc, 40):
+                break
+            os.killpg(proc.pid, signal.SIGKILL)
+            killed = time.time()
+            proc.wait()
+            self.quiet(sim)
+            self.kills.append((killed, time.time()))
+            print(f"driver killed at {len(self.stored())} records", flush=True)
+        proc = self.start()
+        if self.wait_for(proc, 40):
+            cluster.remove_node(worker_node)
+            self.kills.append((time.time(), time.time()))
+            print(f"worker node killed at {len(self.stored())} records", flush=True)
+        code = proc.wait()
+        print(f"run with faults ended with exit code {code}", flush=True)
+
+    # --- the world ------------------------------------------------------------------------
+
+    def main(self) -> None:
+        from prefect.testing.utilities import prefect_test_harness
+        from ray.cluster_utils import Cluster
+
+        from flows.demo import write_answer_key
+        from perf.throughput import write_dataset
+        from providers.simulator.process import start_simulator
+        from tests.s3_server import FAKE_AWS_ENV, Chaos, MotoS3Server
+
+        os.environ.update(FAKE_AWS_ENV)
+        os.environ.update({"RAY_USAGE_STATS_ENABLED": "0", "RAY_ACCEPT_CLUSTER_AUTH_TOKEN": "1"})
+        self.dataset = write_dataset(self.work / "zerobench", self.args.questions)
+        answers = write_answer_key(self.dataset, ["zerobench"], self.work / "answers.jsonl")
+        self.s3 = MotoS3Server()
+        self.s3.start()
+        self.bucket = f"evalfleet-chaos-{uuid.uuid4().hex[:8]}"
+        self.s3.create_bucket(self.bucket)
+        import boto3
+
+        self.client = boto3.client("s3", endpoint_url=self.s3.endpoint)
+        self.store = f"s3://{self.bucket}/chaos"
+        fast_death = {"health_check_period_ms": 500, "health_check_failure_threshold": 4}
+        head = {"num_cpus": 1, "include_dashboard": False, "_system_config": fast_death}
+        cluster = Cluster(initialize_head=True, connect=False, head_node_args=head)
+        worker_node = cluster.add_node(num_cpus=1)
+        self.log = self.work / "sim-faults.jsonl"
+        clean_log = self.work / "sim-clean.jsonl"
+        try:
+            with prefect_test_harness(server_startup_timeout=120):
+                from prefect.settings import PREFECT_API_URL
+
+                self.env = {
+                    **os.environ,
+                    "RAY_ADDRESS": cluster.address,
+                    "PREFECT_API_URL": PREFECT_API_URL.value(),
+                    "EVALFLEET_SIMULATOR_API_KEY": CANARY,
+                    "TQDM_DISABLE": "1",
+                }
+                faulty = {"latency": LATENCY, "faults": FAULTS, "rules": [STORM]}
+                self.s3.chaos(Chaos(refused=0.05, lost_response=0.05, slow=0.05, slow_s=1.5,
+                                    rng=random.Random(self.args.seed)))  # fmt: skip
+                with start_simulator(answers, {**faulty, "seed": self.args.seed}, self.log) as sim:
+                    self.sim_url = sim.url
+                    self.drive(cluster, worker_node, sim)
+                    port = int(sim.url.rsplit(":", 1)[1])
+                self.s3.chaos(None)
+                with start_simulator(answers, {"latency": LATENCY}, clean_log, port) as sim:
+                    final = self.start("--no-retry-errors")
+                    code = final.wait()
+                    sim.flush_log()
+                print(f"run without faults ended with exit code {code}", flush=True)
+                prefect_texts = asyncio.run(read_prefect())
+        finally:
+            cluster.shutdown()
+        self.report([self.log, clean_log], prefect_texts, cluster)
+        self.s3.stop()
+
+    # --- the figures ----------------------------------------------------------------------
+
+    def report(self, logs: list[Path], prefect_texts: list[str], cluster) -> None:
+        from providers.simulator.answering import prompt_sha256
+        from storage import layout
+
+        entries = [json.loads(x) for path in logs for x in path.read_text().splitlines()]
+        usable = [e for e in entries if e["status"] == 200 and e.get("outcome") in USABLE]
+        answered = Counter((e["model"], e["prompt_sha256"], e["seed"]) for e in usable)
+        cut_off = Counter()
+        for e in usable:
+            start, end = e["t"], e["t"] + e["latency_ms"] / 1000 + 0.05
+            if any(start <= resumed and killed <= end for killed, resumed in self.kills):
+                cut_off[(e["model"], e["prompt_sha256"], e["seed"])] += 1
+        repeated = sum(max(0, n - 1 - cut_off[k]) for k, n in answered.items())
+
+        items = self.items(prompt_sha256)
+        done, failed = set(), set()
+        for key in self.stored():
+            name = layout.parse_record_key("chaos", key[len("chaos/") :])
+            if name is not None:
+                (failed if name.failed else done).add(name.item)
+        asked = {items[k] for k in answered if k in items}
+        lost = len(asked - done)
+        unfinished = len(set(items.values()) - done - failed)
+        errors_apart = len(failed - done)
+        secrets = self.secrets(prefect_texts)
+        print(
+            f"items={len(items)} usable_answers={sum(answered.values())} "
+            f"cut_off_by_kills={sum(cut_off.values())} kills={len(self.kills)} "
+            f"s3_faults={self.s3.chaos_counts} work={self.work}"
+        )
+        print(
+            f"lost={lost} repeated={repeated} unfinished={unfinished} secrets={secrets} "
+            f"errors_apart={errors_apart}"
+        )
+
+    def items(self, prompt_sha256) -> dict[tuple[str, str, int], object]:
+        """(simulator model name, prompt sha256, seed) -> the run's item key."""
+        from flows.evaluate import preflight
+        from flows.plan import answer_items
+        from flows.request import EvalRequest
+
+        os.environ["EVALFLEET_SIMULATOR_API_KEY"] = CANARY
+        request = EvalRequest(
+            models=list(MODELS),
+            benchmarks=["zerobench"],
+            dataset_path=self.dataset,
+            run_id="chaos-plan",
+            store=str(self.work / "plan-store"),
+            simulator_url=self.sim_url,
+        )
+        prepared = preflight(request)
+        prompts = {
+            s.id: prompt_sha256(next(p.text for p in s.parts if p.kind == "text"))
+            for s in prepared.data["zerobench"].samples
+        }
+        out = {}
+        for item in answer_items(request, "chaos", prepared.api_models, prepared.data):
+            name = prepared.configs[item.key.model].api_model
+            out[(name, prompts[item.key.sample_id], item.decoding.seed)] = item.key
+        return out
+
+    def secrets(self, prefect_texts: list[str]) -> int:
+        found = 0
+        pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket)
+        for key in [o["Key"] for p in pages for o in p.get("Contents", ())]:
+            body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+            found += CANARY.encode() in body
+        for path in self.outputs:
+            found += CANARY in path.read_text(errors="replace")
+        ray_logs = Path(tempfile.gettempdir()) / "ray"
+        for path in ray_logs.glob("session_*/logs/*"):
+            if path.is_file() and path.stat().st_mtime > self.started:
+                found += CANARY.encode() in path.read_bytes()
+        found += sum(CANARY in text for text in prefect_texts)
+        return found
+
+
+async def read_prefect() -> list[str]:
+    from prefect.client.orchestration import get_client
+
+    async with get_client() as client:
+        logs = await client.read_logs(limit=10_000)
+        artifacts = await client.read_artifacts(limit=1_000)
+        runs = await client.read_flow_runs(limit=1_000)
+    texts = [log.message for log in logs]
+    texts += [json.dumps(a.data, default=str) for a in artifacts]
+    texts += [json.dumps(r.parameters, default=str) for r in runs]
+    return texts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--questions", type=int, default=40)
+    parser.add_argument("--kills", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    chaos = Chaos(parser.parse_args())
+    chaos.started = time.time()
+    chaos.main()
+
+
+if __name__ == "__main__":
+    main()
