@@ -14,6 +14,10 @@ cached, so the per-request cost of configuration is one dict lookup. An example 
       - match: "gpt-*"                # dry-run a real model name
         accuracy: 0.6
         thinking: true
+    batch:                            # the three providers' batch APIs (see batches.py)
+      completion_s: 600               # create -> completed; 0: done at the first retrieve
+      line_failure_rate: 0.02         # lines answered with a 500-class error
+      state_path: /tmp/sim-batches.json   # batches survive a restart of the simulator
 """
 
 from __future__ import annotations
@@ -97,6 +101,24 @@ class ModelRule(_Strict):
     input_modalities: list[str] | None = None
 
 
+class BatchConfig(_Strict):
+    """The batch APIs (OpenAI Files + Batches, Anthropic Message Batches, Gemini
+    batchGenerateContent). Times are in seconds of the simulator's batch clock (wall time
+    plus what ``POST /_sim/batches/advance`` added).
+
+    Line ``i`` of ``n`` is answered ``completion_s * (i + 1) / n`` after the create, so a batch
+    is all done ``completion_s`` after it; it ends (completed) ``finalize_s`` later. A batch not
+    all done by ``expire_after_s`` expires instead: the lines done by then keep their answers,
+    the rest are reported expired. A cancel keeps the lines done so far and cancels the rest.
+    """
+
+    completion_s: float = Field(default=0.0, ge=0)  # 0: every line is done at the first poll
+    finalize_s: float = Field(default=0.0, ge=0)  # OpenAI "finalizing" lasts this long
+    expire_after_s: float = Field(default=86400.0, gt=0)  # the 24 h completion window
+    line_failure_rate: float = Field(default=0.0, ge=0, le=1)  # lines failing with a 500
+    state_path: str | None = None  # JSON file keeping files and batches across restarts
+
+
 DEFAULT_MODELS = ["sim-0.3", "sim-0.5", "sim-0.7", "sim-0.9", "sim-0.5-think"]
 
 
@@ -120,6 +142,7 @@ class SimulatorConfig(_Strict):
     seed: int = 0  # mixed into fault draws and the latency RNG
     require_auth: bool = True
     log_flush_s: float = Field(default=0.2, gt=0)
+    batch: BatchConfig = Field(default_factory=BatchConfig)
 
 
 @dataclass(frozen=True)

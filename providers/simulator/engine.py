@@ -1,5 +1,6 @@
 """The protocol-neutral request pipeline: parse, count the attempt, rate-limit, inject faults,
-wait, answer, log. One ``Simulator`` holds all mutable server state."""
+wait, answer, log. One ``Simulator`` holds all mutable server state (the batch store too;
+batch lines are answered by ``Simulator.complete``, as online requests are)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from aiohttp import web
 
 from providers.simulator import answering
 from providers.simulator.answering import AnswerKey, estimate_tokens, prompt_sha256
+from providers.simulator.batches import BatchStore
 from providers.simulator.config import Faults, ModelProfile, ProfileCache, SimulatorConfig
 from providers.simulator.faults import AttemptCounter, LatencySampler, fault_draw, pick_fault
 from providers.simulator.protocol import (
@@ -27,7 +29,7 @@ from providers.simulator.protocol import (
     retry_after_headers,
 )
 from providers.simulator.ratelimit import RateLimiter
-from providers.simulator.reqlog import RequestLog
+from providers.simulator.reqlog import RequestLog, blank_entry
 
 _FAULT_ERRORS: dict[str, tuple[ErrorKind, str]] = {
     "http_500": ("server_error", "The server had an error while processing your request."),
@@ -64,6 +66,7 @@ class Simulator:
         self.attempts = AttemptCounter()
         self.latency = LatencySampler(config.seed)
         self.log = RequestLog(log_path)
+        self.batches = BatchStore(config.batch)
         self._id_prefix = f"sim{secrets.token_hex(3)}"
         self._id_counter = 0
         self._stopping: asyncio.Event | None = None
@@ -253,24 +256,8 @@ class Simulator:
 def new_entry(route: str, rid: str, request: web.Request) -> dict[str, Any]:
     """A request-log line with every field present; the handler fills it in."""
     retry_header = request.headers.get("x-stainless-retry-count")
-    return {
-        "t": round(time.time(), 3),
-        "route": route,
-        "model": None,
-        "prompt_sha256": None,
-        "seed": None,
-        "max_tokens": None,  # the output budget the request asked for
-        "status": 499,  # kept if the client goes away first
-        "outcome": "client_closed",
-        "attempt": int(retry_header) if retry_header and retry_header.isdigit() else None,
-        "n": None,  # earlier attempts of the same request content seen by this server
-        "auth": False,
-        "request_id": rid,
-        "correct": None,
-        "input_tokens": None,
-        "output_tokens": None,
-        "latency_ms": None,
-    }
+    attempt = int(retry_header) if retry_header and retry_header.isdigit() else None
+    return blank_entry(route, rid, attempt)
 
 
 def _truncate(done: Completion, chars: int) -> Completion:

@@ -34,6 +34,16 @@ def fault_draw(config_seed: int, model: str, sha: str | None, seed: int | None, 
     return int.from_bytes(digest[:8], "big") / 2.0**64
 
 
+def batch_line_draw(
+    config_seed: int, model: str, sha: str | None, seed: int | None, n: int
+) -> float:
+    """The failure draw of a batch line: like ``fault_draw``, independent of it, and counted
+    per request content over every batch line the server answered (``n``), so the same
+    request resubmitted in a new batch gets a new draw."""
+    digest = hashlib.sha256(f"batch\n{config_seed}\n{model}\n{sha}\n{seed}\n{n}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0**64
+
+
 def pick_fault(faults: Faults, u: float) -> str | None:
     """The fault kind whose slice of [0, 1) contains ``u``, in FAULT_KINDS order."""
     edge = 0.0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -40,3 +41,25 @@ class RequestLog:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+def blank_entry(route: str, rid: str, attempt: int | None = None) -> dict[str, Any]:
+    """A request-log line with every field present; the handler fills it in."""
+    return {
+        "t": round(time.time(), 3),
+        "route": route,
+        "model": None,
+        "prompt_sha256": None,
+        "seed": None,
+        "max_tokens": None,  # the output budget the request asked for
+        "status": 499,  # kept if the client goes away first
+        "outcome": "client_closed",
+        "attempt": attempt,  # x-stainless-retry-count, when sent
+        "n": None,  # earlier attempts of the same request content seen by this server
+        "auth": False,
+        "request_id": rid,
+        "correct": None,
+        "input_tokens": None,
+        "output_tokens": None,
+        "latency_ms": None,
+    }
