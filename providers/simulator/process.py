@@ -64,8 +64,9 @@ class SimulatorHandle:
     def gemini_base_url(self) -> str:
         return self.url
 
-    def _post(self, path: str) -> None:
-        request = urllib.request.Request(self.url + path, data=b"", method="POST")
+    def _post(self, path: str, body: dict[str, Any] | None = None) -> None:
+        data = b"" if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, method="POST")
         with urllib.request.urlopen(request, timeout=10) as response:
             response.read()
 
@@ -76,6 +77,10 @@ class SimulatorHandle:
     def reset(self) -> None:
         """Forget rate-limit windows and per-request attempt counts."""
         self._post("/_sim/reset")
+
+    def advance_batches(self, seconds: float) -> None:
+        """Move the batch clock ``seconds`` forward (batches progress, expire, end)."""
+        self._post("/_sim/batches/advance", {"seconds": seconds})
 
     def read_log(self) -> list[dict[str, Any]]:
         """Flush, then parse the request log (empty without a log file)."""

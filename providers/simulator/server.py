@@ -3,6 +3,12 @@
 Routes are served both at the providers' own paths (``/v1/...``, ``/v1beta/...``) and under a
 per-provider prefix (``/openai/v1``, ``/anthropic/v1``, ``/gemini/v1beta``). ``GET /v1/models``
 is shared by OpenAI and Anthropic and answered by the ``anthropic-version`` header.
+
+Batch routes: OpenAI files and batches (``openai_batch``), Anthropic message batches
+(``anthropic_batch``), Gemini ``:batchGenerateContent`` and ``batches/...`` (``gemini_batch``).
+Admin routes: ``GET /health``, ``POST /_sim/flush`` (the request log), ``POST /_sim/reset``
+(rate windows, attempt counts), ``POST /_sim/batches/advance`` (``{"seconds": N}``: move the
+batch clock forward).
 """
 
 from __future__ import annotations
@@ -14,7 +20,14 @@ from typing import Any
 
 from aiohttp import web
 
-from providers.simulator import anthropic_routes, gemini_routes, openai_routes
+from providers.simulator import (
+    anthropic_batch,
+    anthropic_routes,
+    gemini_batch,
+    gemini_routes,
+    openai_batch,
+    openai_routes,
+)
 from providers.simulator.answering import AnswerKey
 from providers.simulator.config import SimulatorConfig
 from providers.simulator.engine import Simulator, json_response, new_entry
@@ -36,14 +49,25 @@ def _protocol_handler(proto: Protocol) -> Handler:
     return handler
 
 
+def _with_sim(
+    handler: Callable[[Simulator, web.Request], Awaitable[web.StreamResponse]],
+) -> Handler:
+    async def wrapped(request: web.Request) -> web.StreamResponse:
+        return await handler(request.app[SIM_KEY], request)
+
+    return wrapped
+
+
 async def _gemini_model_action(request: web.Request) -> web.StreamResponse:
     name = request.match_info["name"]
     model, _, action = name.rpartition(":")
+    if action == "batchGenerateContent" and model:
+        return await gemini_batch.create(request.app[SIM_KEY], request, model)
     if action != "generateContent" or not model:
         version = request.match_info["version"]
         status, body, headers = gemini_routes.not_found(
             f"models/{name} is not found for API version {version}, or the method is not "
-            "supported by the simulator (only generateContent)."
+            "supported by the simulator (only generateContent and batchGenerateContent)."
         )
         return json_response(status, body, headers)
     request.match_info["model"] = model
@@ -137,6 +161,16 @@ async def _reset(request: web.Request) -> web.StreamResponse:
     return json_response(200, {"reset": True})
 
 
+async def _advance_batches(request: web.Request) -> web.StreamResponse:
+    try:
+        seconds = float((await request.json())["seconds"])
+    except (ValueError, KeyError, TypeError):
+        return json_response(400, {"error": 'expected {"seconds": <number>}'})
+    store = request.app[SIM_KEY].batches
+    store.advance_clock(seconds)
+    return json_response(200, {"offset_s": store.offset})
+
+
 async def _flush_periodically(app: web.Application) -> Any:
     sim = app[SIM_KEY]
 
@@ -166,11 +200,25 @@ def build_app(sim: Simulator) -> web.Application:
     r.add_get("/health", _health)
     r.add_post("/_sim/flush", _flush)
     r.add_post("/_sim/reset", _reset)
+    r.add_post("/_sim/batches/advance", _advance_batches)
     for prefix in ("", "/openai"):
         r.add_post(f"{prefix}/v1/chat/completions", _protocol_handler(_CHAT))
         r.add_post(f"{prefix}/v1/responses", _protocol_handler(_RESPONSES))
+        r.add_post(f"{prefix}/v1/files", _with_sim(openai_batch.files_create))
+        r.add_get(prefix + "/v1/files/{file_id}", _with_sim(openai_batch.files_retrieve))
+        r.add_get(prefix + "/v1/files/{file_id}/content", _with_sim(openai_batch.files_content))
+        r.add_post(f"{prefix}/v1/batches", _with_sim(openai_batch.batches_create))
+        r.add_get(f"{prefix}/v1/batches", _with_sim(openai_batch.batches_list))
+        r.add_get(prefix + "/v1/batches/{batch_id}", _with_sim(openai_batch.batches_retrieve))
+        r.add_post(prefix + "/v1/batches/{batch_id}/cancel", _with_sim(openai_batch.batches_cancel))
     for prefix in ("", "/anthropic"):
         r.add_post(f"{prefix}/v1/messages", _protocol_handler(_MESSAGES))
+        batches = f"{prefix}/v1/messages/batches"
+        r.add_post(batches, _with_sim(anthropic_batch.create))
+        r.add_get(batches, _with_sim(anthropic_batch.list_batches))
+        r.add_get(batches + "/{batch_id}", _with_sim(anthropic_batch.retrieve))
+        r.add_post(batches + "/{batch_id}/cancel", _with_sim(anthropic_batch.cancel))
+        r.add_get(batches + "/{batch_id}/results", _with_sim(anthropic_batch.results))
     for prefix in ("", "/openai", "/anthropic"):
         r.add_get(f"{prefix}/v1/models", _shared_models)
         r.add_get(prefix + "/v1/models/{model}", _shared_models)
@@ -178,6 +226,13 @@ def build_app(sim: Simulator) -> web.Application:
         r.add_post(prefix + "/{version:v1|v1beta}/models/{name}", _gemini_model_action)
         r.add_get(prefix + "/{version:v1|v1beta}/models", _gemini_models)
         r.add_get(prefix + "/{version:v1|v1beta}/models/{name}", _gemini_models)
+        r.add_get(prefix + "/{version:v1|v1beta}/batches", _with_sim(gemini_batch.list_batches))
+        r.add_get(
+            prefix + "/{version:v1|v1beta}/batches/{name}", _with_sim(gemini_batch.batch_action)
+        )
+        r.add_post(
+            prefix + "/{version:v1|v1beta}/batches/{name}", _with_sim(gemini_batch.batch_action)
+        )
     return app
 
 
