@@ -14,8 +14,8 @@ lines due by then in input order. Then:
   the batch ends at once (the cancel call's own answer still says cancelling/canceling).
 
 The create call itself answers nothing, so with ``completion_s: 0`` a batch completes at the
-first retrieve. The clock is wall time plus an offset (``POST /_sim/batches/advance``), so a
-test can make a day pass.
+first call that touches it (a cancel then finds it completed and changes nothing). The clock
+is wall time plus an offset (``POST /_sim/batches/advance``), so a test can make a day pass.
 
 Each line is answered like the online route (parse, ``Simulator.complete``, the protocol's
 success body), never twice, and logged once under the provider's line route

@@ -53,6 +53,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         help="share of answers given in prose without the asked-for format (0-1)",
     )
+    parser.add_argument(
+        "--batch-completion-s",
+        type=float,
+        help="seconds from a batch's create to its completion (0: done at the first poll)",
+    )
+    parser.add_argument(
+        "--batch-line-failure-rate",
+        type=float,
+        help="share of batch lines answered with a 500-class error (0-1)",
+    )
+    parser.add_argument(
+        "--batch-state",
+        metavar="FILE",
+        help="keep files and batches in this JSON file, so a restarted simulator knows them",
+    )
     parser.add_argument("--no-auth", action="store_true", help="accept requests without a key")
 
 
@@ -90,6 +105,13 @@ def build_config(args: argparse.Namespace) -> SimulatorConfig:
             data["faults"][kind] = float(rate)
         except ValueError:
             raise ConfigError(f"--fault {item!r}: RATE must be a number") from None
+    for flag, name in (
+        ("batch_completion_s", "completion_s"),
+        ("batch_line_failure_rate", "line_failure_rate"),
+        ("batch_state", "state_path"),
+    ):
+        if getattr(args, flag) is not None:
+            data["batch"][name] = getattr(args, flag)
     if args.models:
         data["models"] = [m.strip() for m in args.models.split(",") if m.strip()]
     if args.no_auth:

@@ -108,7 +108,6 @@ def operation(batch: Batch, state: str | None = None) -> dict[str, Any]:
         "@type": _TYPE + "GenerateContentBatch",
         "name": name,
         "model": f"models/{batch.info['model']}",
-        "displayName": batch.info.get("display_name") or "",
         "createTime": rfc3339(batch.created_at),
         "updateTime": rfc3339(updated),
         "state": state,
@@ -119,6 +118,8 @@ def operation(batch: Batch, state: str | None = None) -> dict[str, Any]:
             "pendingRequestCount": str(counts["pending"]),
         },
     }
+    if batch.info.get("display_name") is not None:
+        metadata["displayName"] = batch.info["display_name"]
     op: dict[str, Any] = {"name": name, "metadata": metadata}
     if batch.ended and state in _STATES.values():
         metadata["endTime"] = rfc3339(batch.ended_at)

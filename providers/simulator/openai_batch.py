@@ -338,6 +338,8 @@ async def batches_create(sim: Simulator, request: web.Request) -> web.Response:
         except BadRequest as err:
             return _error(400, err.message, rid, param=err.param)
         lines, errors, model = read_input_file(file.data, endpoint)
+        if errors:
+            lines = []  # a failed batch runs nothing: request_counts.total is 0
         info = {
             "endpoint": endpoint,
             "input_file_id": file.id,
