@@ -11,7 +11,8 @@ Management calls are logged as ``openai.files.{create,retrieve,content}`` and
 The input file is checked when the batch is created: a line that is not JSON, lacks a
 ``custom_id`` (or repeats one), is not ``POST`` to the batch's endpoint, has no ``body.model``,
 or names a second model makes the batch ``failed`` with ``errors.data`` (code, message, line,
-param), as upstream; a body the endpoint rejects is answered with a 400 line instead.
+param: upstream's shape; the codes are the simulator's own); a body the endpoint rejects is
+answered with a 400 line instead.
 
 Status: ``validating`` (the create answer), ``in_progress``, ``finalizing`` (all lines answered,
 for ``finalize_s``), ``completed``; or ``expired``; or ``cancelling`` (the cancel answer) then
@@ -21,8 +22,9 @@ count the answered lines as they are answered; cancelled and expired lines count
 When the batch ends, the output file (``purpose: batch_output``) holds one line per success and
 the error file one per failure, each ``{"id", "custom_id", "response": {"status_code",
 "request_id", "body"}, "error": null}``; cancelled and expired lines go to the error file as
-``{"response": null, "error": {"code": "batch_cancelled" | "batch_expired", "message"}}``. A
-file with no line is not created (its id stays null). Lines are not in input order.
+``{"response": null, "error": {"code": "batch_expired" | "batch_cancelled", "message"}}``
+(``batch_expired`` is upstream's; ``batch_cancelled`` the simulator's, by analogy). A file with
+no line is not created (its id stays null). Lines are not in input order.
 Cancelling an ended batch returns it unchanged.
 """
 
