@@ -2,13 +2,14 @@
 
 Everything is real and on loopback: a two-node Ray cluster (`ray.cluster_utils.Cluster`),
 a Prefect server (Prefect's test harness), moto's S3 server injecting write faults, and the
-provider simulator injecting provider faults. The run (`evalfleet run`, two models, three
-providers' worth of fault kinds) goes through:
+provider simulator injecting provider faults. The run (`evalfleet run`, one model per
+provider, each behind its own fault mix) goes through:
 
 1. repeated SIGKILLs of the driver's process group, each followed by a resume;
 2. the worker node killed mid-run (its worker's calls are sent again elsewhere);
 3. all along: a 429 storm with Retry-After on one model (the simulator allows it fewer
-   requests a minute than the run sends, and the run declares no limit), 5xx/529 bursts,
+   requests a minute than the run sends, and the run declares no limit), 5xx/529 bursts (on
+   one model so many that some items use up their attempts and end as errors),
    hangs past the per-attempt timeout, malformed JSON bodies and truncated answers; record
    writes to S3 refused (503 SlowDown), written with the response lost (500), or slow;
 4. then the faults stop (a clean simulator on the same port, no S3 faults) and a last
@@ -18,7 +19,8 @@ Every call carries a canary API key. The last line:
 
   lost          items the simulator answered (a usable 200) that have no stored record
   repeated      usable answers to the same request beyond the first, not explained by a
-                kill (a request in flight when the driver or the node was killed)
+                kill: an item in flight when the driver or the node was killed (its request
+                sent, its record not yet written: up to WRITE_S after the answer)
   unfinished    items with no record at all once the faults stopped and the run resumed
   secrets       places the canary key was found: S3 objects, the runs' output, Ray's logs,
                 Prefect's logs, artifacts and flow-run parameters
@@ -47,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 CANARY = "sk-chaos-canary-" + uuid.uuid4().hex
-MODELS = ("openai/sim-0.5", "anthropic/sim-0.6")
+MODELS = ("openai/sim-0.5", "anthropic/sim-0.6", "google/sim-0.4")
 USABLE = ("ok", "length", "truncate")  # outcomes of a 200 that gave an answer
 LATENCY = {"ms": 300, "distribution": "uniform", "jitter_ms": 150}
 FAULTS = {
@@ -60,6 +62,11 @@ FAULTS = {
     "truncate": 0.03,
 }
 STORM = {"match": "sim-0.6", "requests_per_minute": 200}  # the run sends more: 429s
+# Most attempts fail: some items use up their 6 attempts and are stored as errors.
+FLAKY = {"match": "sim-0.4", "faults": {"http_500": 0.55}}
+# How long after its answer an item may still be in flight: its checkpoint write (the
+# injected slow writes, 1.5 s, and the store's own retries with back-off).
+WRITE_S = 5.0
 
 
 class Chaos:
@@ -125,12 +132,14 @@ class Chaos:
             proc.wait()
             self.quiet(sim)
             self.kills.append((killed, time.time()))
-            print(f"driver killed at {len(self.stored())} records", flush=True)
+            print(f"driver killed at {len(self.stored())} records (t={killed:.2f})", flush=True)
         proc = self.start()
         if self.wait_for(proc, 40):
             cluster.remove_node(worker_node)
-            self.kills.append((time.time(), time.time()))
-            print(f"worker node killed at {len(self.stored())} records", flush=True)
+            killed = time.time()
+            self.kills.append((killed, killed))
+            stored = len(self.stored())
+            print(f"worker node killed at {stored} records (t={killed:.2f})", flush=True)
         code = proc.wait()
         print(f"run with faults ended with exit code {code}", flush=True)
 
@@ -147,6 +156,7 @@ class Chaos:
 
         os.environ.update(FAKE_AWS_ENV)
         os.environ.update({"RAY_USAGE_STATS_ENABLED": "0", "RAY_ACCEPT_CLUSTER_AUTH_TOKEN": "1"})
+        os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
         self.dataset = write_dataset(self.work / "zerobench", self.args.questions)
         answers = write_answer_key(self.dataset, ["zerobench"], self.work / "answers.jsonl")
         self.s3 = MotoS3Server()
@@ -174,7 +184,7 @@ class Chaos:
                     "EVALFLEET_SIMULATOR_API_KEY": CANARY,
                     "TQDM_DISABLE": "1",
                 }
-                faulty = {"latency": LATENCY, "faults": FAULTS, "rules": [STORM]}
+                faulty = {"latency": LATENCY, "faults": FAULTS, "rules": [STORM, FLAKY]}
                 self.s3.chaos(Chaos(refused=0.05, lost_response=0.05, slow=0.05, slow_s=1.5,
                                     rng=random.Random(self.args.seed)))  # fmt: skip
                 with start_simulator(answers, {**faulty, "seed": self.args.seed}, self.log) as sim:
@@ -204,7 +214,7 @@ class Chaos:
         answered = Counter((e["model"], e["prompt_sha256"], e["seed"]) for e in usable)
         cut_off = Counter()
         for e in usable:
-            start, end = e["t"], e["t"] + e["latency_ms"] / 1000 + 0.05
+            start, end = e["t"], e["t"] + e["latency_ms"] / 1000 + WRITE_S
             if any(start <= resumed and killed <= end for killed, resumed in self.kills):
                 cut_off[(e["model"], e["prompt_sha256"], e["seed"])] += 1
         repeated = sum(max(0, n - 1 - cut_off[k]) for k, n in answered.items())
@@ -275,13 +285,23 @@ class Chaos:
 async def read_prefect() -> list[str]:
     from prefect.client.orchestration import get_client
 
+    async def every(read) -> list:
+        out, offset = [], 0
+        while True:
+            page = await read(limit=200, offset=offset)
+            out += page
+            if len(page) < 200:
+                return out
+            offset += 200
+
     async with get_client() as client:
-        logs = await client.read_logs(limit=10_000)
-        artifacts = await client.read_artifacts(limit=1_000)
-        runs = await client.read_flow_runs(limit=1_000)
+        logs = await every(client.read_logs)
+        artifacts = await every(client.read_artifacts)
+        runs = await every(client.read_flow_runs)
     texts = [log.message for log in logs]
     texts += [json.dumps(a.data, default=str) for a in artifacts]
     texts += [json.dumps(r.parameters, default=str) for r in runs]
+    print(f"prefect: {len(logs)} log lines, {len(artifacts)} artifacts, {len(runs)} flow runs")
     return texts
 
 
