@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import anthropic
+from anthropic.types import Message
 
 from core.types import Decoding, Part
 from providers.anthropic_errors import map_anthropic_error
-from providers.base import ProviderClient
+from providers.base import ProviderClient, parse_body, wire_body
 from providers.media_parts import b64, check_parts, refuse
 from providers.registry import ModelConfig
 from providers.retry_after import remaining_from_headers
@@ -80,48 +81,27 @@ def messages_arguments(config: ModelConfig, decoding: Decoding) -> dict[str, Any
     return args
 
 
-class AnthropicMessagesClient(ProviderClient):
-    def __init__(self, config: ModelConfig, api_key: str) -> None:
-        super().__init__(config, api_key)
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key,
-            base_url=config.base_url,
-            max_retries=0,
-            timeout=config.timeout_s,
-        )
-
-    async def complete(self, parts: Sequence[Part], decoding: Decoding) -> ProviderResponse:
-        content = messages_content(self.config, parts)
-        arguments = messages_arguments(self.config, decoding)
-        try:
-            # An explicit per-call timeout also lifts the SDK's non-streaming guard.
-            raw = await self._client.messages.with_raw_response.create(
-                model=self.config.api_model,
-                messages=[{"role": "user", "content": content}],
-                timeout=self.config.timeout_s,
-                **arguments,
-            )
-        except Exception as exc:  # every SDK failure goes through one taxonomy
-            raise map_anthropic_error(exc) from exc
-        request_id = raw.headers.get("request-id")
-        try:
-            message = await raw.parse()
-        except Exception as exc:
-            raise ProviderError(
-                ErrorKind.MALFORMED_RESPONSE,
-                f"malformed response body: {str(exc)[:300]}",
-                status=raw.status_code,
-                request_id=request_id,
-            ) from exc
-        response = _response(message, request_id)
-        response.remaining = remaining_from_headers(raw.headers)
-        return response
-
-    async def aclose(self) -> None:
-        await self._client.close()
+def request_params(
+    config: ModelConfig, parts: Sequence[Part], decoding: Decoding
+) -> dict[str, Any]:
+    """The keyword arguments of `messages.create` but the per-call timeout: model, messages,
+    max_tokens, thinking, and sampling in `extra_body`."""
+    content = messages_content(config, parts)
+    return {
+        "model": config.api_model,
+        "messages": [{"role": "user", "content": content}],
+        **messages_arguments(config, decoding),
+    }
 
 
-def _response(message: Any, request_id: str | None) -> ProviderResponse:
+def request_body(config: ModelConfig, parts: Sequence[Part], decoding: Decoding) -> dict[str, Any]:
+    """The JSON body the online call sends (`extra_body` merged): a batch request's `params`."""
+    return wire_body(request_params(config, parts, decoding))
+
+
+def from_message(message: Any, request_id: str | None) -> ProviderResponse:
+    """A parsed Message -> ProviderResponse; raises for a refusal. `remaining` is left to the
+    caller."""
     if message.stop_reason == "refusal":
         raise ProviderError(
             ErrorKind.CONTENT_FILTERED, "the model refused", status=200, request_id=request_id
@@ -137,6 +117,58 @@ def _response(message: Any, request_id: str | None) -> ProviderResponse:
         reasoning_text="\n\n".join(thoughts) if thoughts else None,
         extra={"stop_reason": message.stop_reason},
     )
+
+
+_response = from_message  # its earlier name
+
+
+def response_from_body(body: dict[str, Any], request_id: str | None) -> ProviderResponse:
+    """A Message body (a batch result's `message`) -> ProviderResponse, read leniently as the
+    SDK reads an online answer."""
+    return parse_body(body, request_id, Message, from_message)
+
+
+class AnthropicMessagesClient(ProviderClient):
+    def __init__(self, config: ModelConfig, api_key: str) -> None:
+        super().__init__(config, api_key)
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key,
+            base_url=config.base_url,
+            max_retries=0,
+            timeout=config.timeout_s,
+        )
+
+    def request_params(self, parts: Sequence[Part], decoding: Decoding) -> dict[str, Any]:
+        return request_params(self.config, parts, decoding)
+
+    def request_body(self, parts: Sequence[Part], decoding: Decoding) -> dict[str, Any]:
+        return request_body(self.config, parts, decoding)
+
+    async def complete(self, parts: Sequence[Part], decoding: Decoding) -> ProviderResponse:
+        params = self.request_params(parts, decoding)
+        try:
+            # An explicit per-call timeout also lifts the SDK's non-streaming guard.
+            raw = await self._client.messages.with_raw_response.create(
+                timeout=self.config.timeout_s, **params
+            )
+        except Exception as exc:  # every SDK failure goes through one taxonomy
+            raise map_anthropic_error(exc) from exc
+        request_id = raw.headers.get("request-id")
+        try:
+            message = await raw.parse()
+        except Exception as exc:
+            raise ProviderError(
+                ErrorKind.MALFORMED_RESPONSE,
+                f"malformed response body: {str(exc)[:300]}",
+                status=raw.status_code,
+                request_id=request_id,
+            ) from exc
+        response = from_message(message, request_id)
+        response.remaining = remaining_from_headers(raw.headers)
+        return response
+
+    async def aclose(self) -> None:
+        await self._client.close()
 
 
 def _usage(usage: Any) -> Usage:

@@ -7,7 +7,8 @@ from typing import Any
 
 import httpx2
 from google import genai
-from google.genai import types
+from google.genai import _common, types
+from google.genai import models as _models
 
 from core.types import Decoding, Part
 from providers.base import ProviderClient
@@ -83,6 +84,35 @@ def generation_config(config: ModelConfig, decoding: Decoding) -> types.Generate
     return types.GenerateContentConfig(**args)
 
 
+def request_params(
+    config: ModelConfig, parts: Sequence[Part], decoding: Decoding
+) -> dict[str, Any]:
+    """The keyword arguments of `models.generate_content` (what `complete` sends): model,
+    contents and the generation config, as SDK types."""
+    contents = [types.Content(role="user", parts=gemini_parts(config, parts))]
+    return {
+        "model": config.api_model,
+        "contents": contents,
+        "config": generation_config(config, decoding),
+    }
+
+
+def request_body(api_client: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """The JSON body `generate_content(**params)` sends (an inline batch request's `request`),
+    built by the SDK's own converter as `AsyncModels._generate_content` builds it: contents and
+    `generationConfig` in the wire's camelCase, bytes in base64; the model goes in the URL.
+    `api_client` is a `genai.Client`'s `_api_client` (the converter asks it whether it talks
+    to Vertex AI)."""
+    parameters = types._GenerateContentParameters(
+        model=params["model"], contents=params["contents"], config=params["config"]
+    )
+    body = _models._GenerateContentParameters_to_mldev(api_client, parameters, None, parameters)
+    body.pop("config", None)
+    body = _common.encode_unserializable_types(_common.convert_to_dict(body))
+    # the SDK drops the `_url`/`_query` keys before sending
+    return {k: v for k, v in body.items() if not k.startswith("_")}
+
+
 class GoogleGenAIClient(ProviderClient):
     def __init__(self, config: ModelConfig, api_key: str) -> None:
         super().__init__(config, api_key)
@@ -97,16 +127,19 @@ class GoogleGenAIClient(ProviderClient):
         # Keep the client: its __del__ closes the HTTP client that `.aio` uses.
         self._genai = genai.Client(api_key=api_key, vertexai=False, http_options=options)
 
+    def request_params(self, parts: Sequence[Part], decoding: Decoding) -> dict[str, Any]:
+        return request_params(self.config, parts, decoding)
+
+    def request_body(self, parts: Sequence[Part], decoding: Decoding) -> dict[str, Any]:
+        return request_body(self._genai._api_client, self.request_params(parts, decoding))
+
     async def complete(self, parts: Sequence[Part], decoding: Decoding) -> ProviderResponse:
-        contents = [types.Content(role="user", parts=gemini_parts(self.config, parts))]
-        config = generation_config(self.config, decoding)
+        params = self.request_params(parts, decoding)
         try:
-            response = await self._genai.aio.models.generate_content(
-                model=self.config.api_model, contents=contents, config=config
-            )
+            response = await self._genai.aio.models.generate_content(**params)
         except Exception as exc:  # every SDK and transport failure goes through one taxonomy
             raise map_google_error(exc) from exc
-        return _response(response)
+        return from_generate_response(response)
 
     async def aclose(self) -> None:
         await self._genai.aio.aclose()
@@ -122,7 +155,9 @@ def _name(value: Any) -> str | None:
     return None if value is None else str(getattr(value, "value", value))
 
 
-def _response(response: types.GenerateContentResponse) -> ProviderResponse:
+def from_generate_response(response: types.GenerateContentResponse) -> ProviderResponse:
+    """A parsed generateContent answer (online, or an inline batch response) ->
+    ProviderResponse; raises for a blocked prompt or answer and for no candidates."""
     request_id = response.response_id
     feedback = response.prompt_feedback
     block = _name(feedback.block_reason) if feedback is not None else None
@@ -150,6 +185,35 @@ def _response(response: types.GenerateContentResponse) -> ProviderResponse:
         reasoning_text="\n\n".join(thoughts) if thoughts else None,
         extra={"finish_reason": finish},
     )
+
+
+_response = from_generate_response  # its earlier name
+
+
+def response_from_body(body: dict[str, Any], request_id: str | None = None) -> ProviderResponse:
+    """A generateContent body in the wire's camelCase -> ProviderResponse, converted as the
+    SDK converts an online answer. Its `responseId` is the request id; `request_id` is used
+    when it has none."""
+    if not isinstance(body, dict):
+        raise ProviderError(
+            ErrorKind.MALFORMED_RESPONSE,
+            f"malformed response body: expected an object, got {type(body).__name__}",
+            status=200,
+            request_id=request_id,
+        )
+    try:
+        converted = _models._GenerateContentResponse_from_mldev(dict(body), None)
+        response = types.GenerateContentResponse._from_response(response=converted, kwargs={})
+    except Exception as exc:  # fields of the wrong shape
+        raise ProviderError(
+            ErrorKind.MALFORMED_RESPONSE,
+            f"malformed response body: {type(exc).__name__}: {str(exc)[:300]}",
+            status=200,
+            request_id=request_id,
+        ) from exc
+    if response.response_id is None:
+        response.response_id = request_id
+    return from_generate_response(response)
 
 
 def _usage(meta: types.GenerateContentResponseUsageMetadata | None) -> Usage:

@@ -7,9 +7,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import openai
+from openai.types.chat import ChatCompletion
 
 from core.types import Decoding, Part
-from providers.base import ProviderClient
+from providers.base import ProviderClient, parse_body, wire_body
 from providers.media_parts import check_parts
 from providers.openai_errors import map_openai_error
 from providers.registry import ModelConfig
@@ -56,6 +57,59 @@ def decoding_arguments(config: ModelConfig, decoding: Decoding) -> dict[str, Any
     return args
 
 
+def request_params(
+    config: ModelConfig, parts: Sequence[Part], decoding: Decoding
+) -> dict[str, Any]:
+    """The keyword arguments of `chat.completions.create`: model, messages and the decoding
+    arguments the model takes. They are also the JSON body on the wire (no `extra_body`), so a
+    batch line carries exactly what the online call sends."""
+    check_parts(config, parts)
+    return {
+        "model": config.api_model,
+        "messages": [{"role": "user", "content": chat_content(parts)}],
+        **decoding_arguments(config, decoding),
+    }
+
+
+def request_body(config: ModelConfig, parts: Sequence[Part], decoding: Decoding) -> dict[str, Any]:
+    """The JSON body the online call sends (the `body` of a batch line)."""
+    return wire_body(request_params(config, parts, decoding))
+
+
+def from_completion(completion: Any, request_id: str | None) -> ProviderResponse:
+    """A parsed chat completion -> ProviderResponse; raises for no choices or a filtered answer.
+    `remaining` (from the online call's headers) is left to the caller."""
+    if not completion.choices:
+        raise ProviderError(
+            ErrorKind.EMPTY_ANSWER, "response has no choices", request_id=request_id
+        )
+    choice = completion.choices[0]
+    usage = _usage(completion.usage)
+    text = choice.message.content or ""
+    if choice.finish_reason == "content_filter":
+        raise ProviderError(
+            ErrorKind.CONTENT_FILTERED,
+            "answer withheld by content filter",
+            status=200,
+            request_id=request_id,
+        )
+    return ProviderResponse(
+        text=text,
+        finish_reason=choice.finish_reason,
+        usage=usage,
+        model_reported=completion.model,
+        request_id=request_id,
+        reasoning_text=getattr(choice.message, "reasoning_content", None),
+        extra={"system_fingerprint": completion.system_fingerprint},
+    )
+
+
+def response_from_body(body: dict[str, Any], request_id: str | None) -> ProviderResponse:
+    """A chat completion body (a batch output line's `response.body`) -> ProviderResponse,
+    read leniently as the SDK reads an online answer."""
+    return parse_body(body, request_id, ChatCompletion, from_completion)
+
+
 class OpenAIChatClient(ProviderClient):
     def __init__(self, config: ModelConfig, api_key: str) -> None:
         super().__init__(config, api_key)
@@ -69,15 +123,16 @@ class OpenAIChatClient(ProviderClient):
             http_client=openai.DefaultAioHttpClient(timeout=config.timeout_s),
         )
 
+    def request_params(self, parts: Sequence[Part], decoding: Decoding) -> dict[str, Any]:
+        return request_params(self.config, parts, decoding)
+
+    def request_body(self, parts: Sequence[Part], decoding: Decoding) -> dict[str, Any]:
+        return request_body(self.config, parts, decoding)
+
     async def complete(self, parts: Sequence[Part], decoding: Decoding) -> ProviderResponse:
-        check_parts(self.config, parts)
-        messages = [{"role": "user", "content": chat_content(parts)}]
+        params = self.request_params(parts, decoding)
         try:
-            raw = await self._client.chat.completions.with_raw_response.create(
-                model=self.config.api_model,
-                messages=messages,
-                **decoding_arguments(self.config, decoding),
-            )
+            raw = await self._client.chat.completions.with_raw_response.create(**params)
         except Exception as exc:  # every SDK failure goes through one taxonomy
             raise map_openai_error(exc) from exc
         request_id = raw.headers.get("x-request-id")
@@ -90,30 +145,9 @@ class OpenAIChatClient(ProviderClient):
                 status=raw.status_code,
                 request_id=request_id,
             ) from exc
-        if not completion.choices:
-            raise ProviderError(
-                ErrorKind.EMPTY_ANSWER, "response has no choices", request_id=request_id
-            )
-        choice = completion.choices[0]
-        usage = _usage(completion.usage)
-        text = choice.message.content or ""
-        if choice.finish_reason == "content_filter":
-            raise ProviderError(
-                ErrorKind.CONTENT_FILTERED,
-                "answer withheld by content filter",
-                status=200,
-                request_id=request_id,
-            )
-        return ProviderResponse(
-            text=text,
-            finish_reason=choice.finish_reason,
-            usage=usage,
-            model_reported=completion.model,
-            request_id=request_id,
-            reasoning_text=getattr(choice.message, "reasoning_content", None),
-            extra={"system_fingerprint": completion.system_fingerprint},
-            remaining=remaining_from_headers(raw.headers),
-        )
+        response = from_completion(completion, request_id)
+        response.remaining = remaining_from_headers(raw.headers)
+        return response
 
     async def aclose(self) -> None:
         await self._client.close()

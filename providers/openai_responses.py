@@ -6,9 +6,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import openai
+from openai.types.responses import Response
 
 from core.types import Decoding, Part
-from providers.base import ProviderClient
+from providers.base import ProviderClient, parse_body, wire_body
 from providers.media_parts import check_parts, data_url
 from providers.openai_errors import map_openai_error
 from providers.registry import ModelConfig
@@ -57,6 +58,45 @@ def responses_arguments(config: ModelConfig, decoding: Decoding) -> dict[str, An
     return args
 
 
+def request_params(
+    config: ModelConfig, parts: Sequence[Part], decoding: Decoding
+) -> dict[str, Any]:
+    """The keyword arguments of `responses.create` (what `complete` sends): model, input and
+    the decoding arguments, a seed in `extra_body` where the model takes one."""
+    content = responses_content(config, parts)
+    return {
+        "model": config.api_model,
+        "input": [{"role": "user", "content": content}],
+        **responses_arguments(config, decoding),
+    }
+
+
+def request_body(config: ModelConfig, parts: Sequence[Part], decoding: Decoding) -> dict[str, Any]:
+    """The JSON body the online call sends (`extra_body` merged): the `body` of a batch line."""
+    return wire_body(request_params(config, parts, decoding))
+
+
+def from_response(response: Any, request_id: str | None) -> ProviderResponse:
+    """A parsed Responses answer -> ProviderResponse; raises for filtered or failed answers.
+    `remaining` (from the online call's headers) is left to the caller."""
+    finish = _finish_reason(response, request_id)
+    return ProviderResponse(
+        text=response.output_text,
+        finish_reason=finish,
+        usage=_usage(response.usage),
+        model_reported=response.model,
+        request_id=request_id,
+        reasoning_text=_reasoning_text(response.output),
+        extra={"response_id": response.id},
+    )
+
+
+def response_from_body(body: dict[str, Any], request_id: str | None) -> ProviderResponse:
+    """A Responses body (a batch output line's `response.body`) -> ProviderResponse, read
+    leniently as the SDK reads an online answer."""
+    return parse_body(body, request_id, Response, from_response)
+
+
 class OpenAIResponsesClient(ProviderClient):
     def __init__(self, config: ModelConfig, api_key: str) -> None:
         super().__init__(config, api_key)
@@ -67,15 +107,16 @@ class OpenAIResponsesClient(ProviderClient):
             timeout=config.timeout_s,
         )
 
+    def request_params(self, parts: Sequence[Part], decoding: Decoding) -> dict[str, Any]:
+        return request_params(self.config, parts, decoding)
+
+    def request_body(self, parts: Sequence[Part], decoding: Decoding) -> dict[str, Any]:
+        return request_body(self.config, parts, decoding)
+
     async def complete(self, parts: Sequence[Part], decoding: Decoding) -> ProviderResponse:
-        content = responses_content(self.config, parts)
-        arguments = responses_arguments(self.config, decoding)
+        params = self.request_params(parts, decoding)
         try:
-            raw = await self._client.responses.with_raw_response.create(
-                model=self.config.api_model,
-                input=[{"role": "user", "content": content}],
-                **arguments,
-            )
+            raw = await self._client.responses.with_raw_response.create(**params)
         except Exception as exc:  # every SDK failure goes through one taxonomy
             raise map_openai_error(exc) from exc
         request_id = raw.headers.get("x-request-id")
@@ -88,17 +129,9 @@ class OpenAIResponsesClient(ProviderClient):
                 status=raw.status_code,
                 request_id=request_id,
             ) from exc
-        finish = _finish_reason(response, request_id)
-        return ProviderResponse(
-            text=response.output_text,
-            finish_reason=finish,
-            usage=_usage(response.usage),
-            model_reported=response.model,
-            request_id=request_id,
-            reasoning_text=_reasoning_text(response.output),
-            extra={"response_id": response.id},
-            remaining=remaining_from_headers(raw.headers),
-        )
+        result = from_response(response, request_id)
+        result.remaining = remaining_from_headers(raw.headers)
+        return result
 
     async def aclose(self) -> None:
         await self._client.close()
