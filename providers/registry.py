@@ -17,6 +17,8 @@ DEFAULT_REGISTRY = Path(__file__).resolve().parent.parent / "deployments" / "mod
 PROVIDERS = ("openai", "openai-compatible", "anthropic", "google")
 SIMULATED_MODEL = re.compile(r"^sim-(\d+(?:\.\d+)?)")
 SIMULATOR_KEY_ENV = "EVALFLEET_SIMULATOR_API_KEY"
+# "50 % of the synchronous price": OpenAI Batch, Anthropic Message Batches, Gemini Batch Mode
+DEFAULT_BATCH_PRICE_FACTOR = 0.5
 ALL_PARAMS = frozenset(
     {"temperature", "top_p", "seed", "max_tokens", "max_completion_tokens", "reasoning_effort"}
 )
@@ -69,6 +71,9 @@ class ModelConfig:
     context_window: int | None = None
     price_cached_in_per_mtok: float | None = None  # cached input; None: the input price
     expected_output_tokens: int | None = None  # per answer, for estimates before a run
+    # share of the synchronous price a batch-API call costs (every price: input, cached input,
+    # output); openai, anthropic and google all bill batches at 50 %
+    batch_price_factor: float = DEFAULT_BATCH_PRICE_FACTOR
 
     def __post_init__(self) -> None:
         if not self.api:
@@ -93,21 +98,27 @@ class ModelConfig:
         return min(requested, self.max_output_tokens)
 
     def cost_usd(
-        self, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0
+        self,
+        input_tokens: int,
+        output_tokens: int,
+        cached_input_tokens: int = 0,
+        batch: bool = False,
     ) -> float:
         """USD of one call: `cost_breakdown(...)["total"]`. Input includes the cached tokens,
-        output the reasoning tokens."""
+        output the reasoning tokens; `batch`: sent through the provider's batch API."""
         usage = Usage(
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             cached_input_tokens=cached_input_tokens,
         )
-        return self.cost_breakdown(usage)["total"]
+        return self.cost_breakdown(usage, batch=batch)["total"]
 
-    def cost_breakdown(self, usage: Usage) -> dict[str, float]:
+    def cost_breakdown(self, usage: Usage, batch: bool = False) -> dict[str, float]:
         """USD of one call by kind of token: uncached input, cached input (at the cached
         price, else the input price), output without reasoning, reasoning (at the output
-        price, which is how every provider bills it), and the total."""
+        price, which is how every provider bills it), and the total. `batch`: the call went
+        through the provider's batch API, so every part costs `batch_price_factor` times as
+        much."""
         cached = min(max(usage.cached_input_tokens, 0), usage.input_tokens)
         reasoning = min(max(usage.reasoning_tokens, 0), usage.output_tokens)
         cached_price = self.price_cached_in_per_mtok
@@ -119,6 +130,8 @@ class ModelConfig:
             "output": (usage.output_tokens - reasoning) * self.price_out_per_mtok,
             "reasoning": reasoning * self.price_out_per_mtok,
         }
+        if batch:
+            spent = {k: v * self.batch_price_factor for k, v in spent.items()}
         total = spent["input"] + spent["cached_input"] + spent["output"] + spent["reasoning"]
         return {**{k: v / 1e6 for k, v in spent.items()}, "total": total / 1e6}
 
@@ -252,6 +265,7 @@ def _from_entry(model_id: str, provider: str, name: str, merged: dict[str, Any])
         reasoning_effort=merged.get("reasoning_effort"),
         max_output_tokens=_optional_int(merged.get("max_output_tokens")),
         context_window=_optional_int(merged.get("context_window")),
+        batch_price_factor=_batch_price_factor(model_id, merged),
     )
 
 
@@ -273,7 +287,22 @@ _KNOWN_FIELDS = {
     "max_output_tokens",
     "context_window",
     "expected_output_tokens",
+    "batch_price_factor",
 }
+
+
+def _batch_price_factor(model_id: str, merged: dict[str, Any]) -> float:
+    value = merged.get("batch_price_factor", DEFAULT_BATCH_PRICE_FACTOR)
+    try:
+        factor = float(value)
+    except (TypeError, ValueError):
+        factor = -1.0
+    if not 0.0 < factor <= 1.0:
+        raise ConfigError(
+            f"model '{model_id}' has batch_price_factor {value!r}: give a share of the "
+            "synchronous price above 0 and at most 1 (0.5 for half price)"
+        )
+    return factor
 
 
 def _optional_int(value: Any) -> int | None:
