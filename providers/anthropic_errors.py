@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import anthropic
 
@@ -14,16 +15,47 @@ from providers.types import ErrorKind, ProviderError
 _CONTEXT_MESSAGES = ("prompt is too long", "exceed context limit", "context window")
 
 
-def _kind(exc: anthropic.APIStatusError) -> ErrorKind:
-    status = exc.status_code
-    if status == 529 or exc.type == "overloaded_error":
+# The HTTP status of each error type: a batch result's error carries the type alone.
+STATUS_BY_TYPE = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+
+def kind_for_error(status: int, error_type: str | None, message: str | None) -> ErrorKind:
+    """The kind of an Anthropic error from its status, its `error.type` and its message."""
+    if status == 529 or error_type == "overloaded_error":
         return ErrorKind.OVERLOADED
     if status == 402:  # billing: an account problem, as final as a bad key
         return ErrorKind.AUTH
-    message = (exc.api_message or "").lower()
-    if status == 400 and any(text in message for text in _CONTEXT_MESSAGES):
+    lowered = (message or "").lower()
+    if status == 400 and any(text in lowered for text in _CONTEXT_MESSAGES):
         return ErrorKind.CONTEXT_TOO_LONG
     return kind_for_status(status)
+
+
+def _kind(exc: anthropic.APIStatusError) -> ErrorKind:
+    return kind_for_error(exc.status_code, exc.type, exc.api_message)
+
+
+def map_error_body(body: Any, request_id: str | None = None) -> ProviderError:
+    """Classify an error body `{"type": "error", "error": {"type", "message"}}` that came
+    without an HTTP status (an errored batch result), as the online call's error would be."""
+    error = body.get("error") if isinstance(body, dict) else None
+    error = error if isinstance(error, dict) else {}
+    error_type = error.get("type") if isinstance(error.get("type"), str) else None
+    message = str(error.get("message") or "no message")
+    status = STATUS_BY_TYPE.get(error_type or "", 500)
+    kind = kind_for_error(status, error_type, message)
+    return ProviderError(kind, f"{error_type}: {message}", status=status, request_id=request_id)
 
 
 def map_anthropic_error(exc: Exception) -> ProviderError:

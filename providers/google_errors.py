@@ -31,16 +31,52 @@ def retry_delay_seconds(body: Any) -> float | None:
     return None
 
 
-def _kind(exc: errors.APIError) -> ErrorKind:
-    code = int(exc.code or 0)
+# google.rpc codes -> the HTTP status Google maps each to (google/rpc/code.proto).
+STATUS_BY_RPC_CODE = {
+    1: 499,  # CANCELLED
+    2: 500,  # UNKNOWN
+    3: 400,  # INVALID_ARGUMENT
+    4: 504,  # DEADLINE_EXCEEDED
+    5: 404,  # NOT_FOUND
+    6: 409,  # ALREADY_EXISTS
+    7: 403,  # PERMISSION_DENIED
+    8: 429,  # RESOURCE_EXHAUSTED
+    9: 400,  # FAILED_PRECONDITION
+    10: 409,  # ABORTED
+    11: 400,  # OUT_OF_RANGE
+    12: 501,  # UNIMPLEMENTED
+    13: 500,  # INTERNAL
+    14: 503,  # UNAVAILABLE
+    15: 500,  # DATA_LOSS
+    16: 401,  # UNAUTHENTICATED
+}
+
+
+def kind_for_error(code: int, status: str | None, message: str | None) -> ErrorKind:
+    """The kind of a Gemini error from its HTTP code, its status name and its message."""
     if code == 503:  # Gemini has no 529: an overloaded model answers 503 UNAVAILABLE
         return ErrorKind.OVERLOADED
-    if code == 504 or exc.status == "DEADLINE_EXCEEDED":
+    if code == 504 or status == "DEADLINE_EXCEEDED":
         return ErrorKind.TIMEOUT
-    message = (exc.message or "").lower()
-    if code == 400 and "token count" in message and "exceed" in message:
+    lowered = (message or "").lower()
+    if code == 400 and "token count" in lowered and "exceed" in lowered:
         return ErrorKind.CONTEXT_TOO_LONG
     return kind_for_status(code)
+
+
+def _kind(exc: errors.APIError) -> ErrorKind:
+    return kind_for_error(int(exc.code or 0), exc.status, exc.message)
+
+
+def map_rpc_error(
+    rpc_code: int | None, message: str | None, request_id: str | None = None
+) -> ProviderError:
+    """Classify a google.rpc status `{code, message}` (an inline batch response's error) as
+    the online call's HTTP error of the same code would be."""
+    status = STATUS_BY_RPC_CODE.get(int(rpc_code or 2), 500)
+    kind = kind_for_error(status, None, message)
+    text = f"rpc code {rpc_code}: {message or 'no message'}"
+    return ProviderError(kind, text, status=status, request_id=request_id)
 
 
 def map_google_error(exc: BaseException) -> ProviderError:
