@@ -6,6 +6,8 @@
 - `aggregate/on-demand`: re-score a run and rewrite its tables.
 - `leaderboard/on-demand`: rebuild the store's leaderboard (aggregate and reevaluate do too).
 - `reevaluate/nightly`: look for new models every night and evaluate them.
+- `poll-batches/every-few-minutes`: collect the batch jobs of `--batch` runs that ended, send
+  what follows them, aggregate the runs they complete (EVALFLEET_BATCH_POLL_EVERY_S, 300).
 
 A crashed or failed flow run of these deployments can be retried from the UI (or with
 `prefect flow-run retry ID`): the run resumes from the store and requests nothing twice.
@@ -43,6 +45,7 @@ def build_deployments() -> list:
     from prefect.client.schemas.objects import ConcurrencyLimitConfig
 
     from flows.aggregate import aggregate
+    from flows.batches import poll_batches
     from flows.leaderboard import leaderboard
     from flows.pipeline import evaluate_and_aggregate
     from flows.reevaluate import ReevaluateRequest, reevaluate
@@ -71,6 +74,14 @@ def build_deployments() -> list:
             # one at a time: two would both find the same new model and pay for it twice
             concurrency_limit=ConcurrencyLimitConfig(limit=1, collision_strategy="CANCEL_NEW"),
             **reevaluate_schedule(),
+        ),
+        poll_batches.to_deployment(
+            name="every-few-minutes",
+            description="Collect ended batch jobs, send what follows, aggregate completed runs.",
+            tags=["evalfleet", "scheduled"],
+            interval=float(os.environ.get("EVALFLEET_BATCH_POLL_EVERY_S", "300")),
+            # one at a time: two would collect the same job
+            concurrency_limit=ConcurrencyLimitConfig(limit=1, collision_strategy="CANCEL_NEW"),
         ),
     ]
 

@@ -239,6 +239,27 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         "--timeout-s", type=float, help="per-attempt timeout of every call (default: registry's)"
     )
     p.add_argument(
+        "--batch",
+        action="append",
+        nargs="?",
+        const="*",
+        metavar="MODEL",
+        help="ask through the providers' batch APIs (half price): every model, or MODEL "
+        "(repeatable)",
+    )
+    p.add_argument(
+        "--batch-retry",
+        choices=("batch", "online"),
+        default="batch",
+        help="where a failed or expired batch line is asked again",
+    )
+    p.add_argument("--batch-poll-s", type=float, default=30.0, help="seconds between polls")
+    p.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="with --batch: submit and return; `evalfleet batches poll` collects the jobs",
+    )
+    p.add_argument(
         "--max-cost-usd",
         type=float,
         metavar="USD",
@@ -286,6 +307,11 @@ def request_from_args(args: argparse.Namespace):
         tpm=_model_limits(args.tpm, "--tpm"),
         max_cost_usd=args.max_cost_usd,
         timeout_s=args.timeout_s,
+        batch="*" in (args.batch or []),
+        batch_models=[m for m in (args.batch or []) if m != "*"],
+        batch_retry=args.batch_retry,
+        batch_wait=not args.no_wait,
+        batch_poll_s=args.batch_poll_s,
     )
     if benchmarks:
         fields["benchmarks"] = benchmarks
@@ -356,6 +382,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         return estimate_request(request, retry_errors=not args.no_retry_errors)
     result = run_request(request, retry_errors=not args.no_retry_errors)
+    if result.get("batch_jobs_open"):
+        print(
+            f"run {result['run_id']}: {result['batch_jobs_open']} batch jobs open; "
+            f"`evalfleet batches poll --store {request.store}` (or the poll-batches "
+            "deployment) collects them and writes the tables once they end"
+        )
+        return 0
     print_result(result)
     if result.get("budget_reached"):
         from flows.launch import resume_hint
@@ -385,17 +418,34 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from flows.status import run_status
+    from flows.status import batch_status, run_status
 
     table, bad = run_status(
         args.run_id, args.store, s3_endpoint_url=args.s3_endpoint_url, quarantine=args.quarantine
     )
     print(table.to_markdown(index=False))
+    jobs = batch_status(args.run_id, args.store, s3_endpoint_url=args.s3_endpoint_url)
+    if not jobs.empty:
+        print("\nbatch jobs")
+        print(jobs.to_markdown(index=False))
     if bad:
         action = "moved to quarantine/" if args.quarantine else "the next run moves them aside"
         print(f"{len(bad)} undecodable records count as missing ({action}):")
         for key in bad[:20]:
             print(f"  {key}")
+    return 0
+
+
+def cmd_batches_poll(args: argparse.Namespace) -> int:
+    from flows.batches import poll_store
+
+    report = poll_store(args.store, args.s3_endpoint_url)
+    if not report:
+        print(f"no batch jobs open in {args.store}")
+    for run_id, outcome in report.items():
+        left = outcome["batch_jobs_open"]
+        state = "aggregated" if outcome.get("aggregated") else f"{left} jobs open"
+        print(f"run {run_id}: {outcome['batch']} — {state}")
     return 0
 
 
@@ -699,6 +749,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="move undecodable records aside now (a resume also does it)",
     )
     status.set_defaults(func=cmd_status)
+
+    batches = sub.add_parser("batches", help="batch jobs (--batch runs)")
+    batches_sub = batches.add_subparsers(dest="action", required=True)
+    poll = batches_sub.add_parser(
+        "poll",
+        help="one round for every run of a store with open jobs: collect the jobs that "
+        "ended, send what follows, aggregate the runs completed",
+    )
+    _store_arguments(poll)
+    poll.set_defaults(func=cmd_batches_poll)
 
     score = sub.add_parser("score", help="score predictions made elsewhere (ROME)")
     score_sub = score.add_subparsers(dest="benchmark", required=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from prefect import flow, task
@@ -26,6 +26,7 @@ from flows.request import EvalRequest
 from providers.registry import ModelConfig
 from storage import layout, open_store
 from storage.base import Store
+from tasks import batch_jobs
 from tasks.secrets import Secret
 from tasks.work import WorkItem
 
@@ -60,6 +61,32 @@ class RunPlan:
     judge_states: Counter[str] = field(default_factory=Counter)
     quarantined: int = 0
     spent_usd: float = 0.0  # what the stored records cost (read only when a cap is set)
+    jobs: list[batch_jobs.Job] = field(default_factory=list)  # the run's batch jobs
+
+    def online_part(self) -> RunPlan:
+        """The items to ask online: all of them, but those of models in batch mode (a failed
+        batch line goes online when the request says so)."""
+        request = self.prepared.request
+        attempts = batch_jobs.attempts_so_far(self.jobs)
+
+        def online(item: WorkItem) -> bool:
+            return not request.batched(item.key.caller, attempts.get(item.request_hash, 0))
+
+        return replace(
+            self,
+            todo=[i for i in self.todo if online(i)],
+            judge_todo=[(j, p) for j, p in self.judge_todo if online(j)],
+        )
+
+    def batch_part(self) -> list[tuple[WorkItem, list[Part]]]:
+        """The items to send in batch jobs, each with its prompt."""
+        online = self.online_part()
+        asked = {i.request_hash for i in online.todo}
+        asked |= {j.request_hash for j, _ in online.judge_todo}
+        data = self.prepared.data
+        items = [(i, data[i.key.benchmark].by_id[i.key.sample_id].parts) for i in self.todo]
+        items += self.judge_todo
+        return [(i, p) for i, p in items if i.request_hash not in asked]
 
 
 # Checks the CLI already ran in this process, reused by the flow it then starts.
@@ -109,9 +136,17 @@ def plan(prepared: Prepared, *, retry_errors: bool = True) -> RunPlan:
     to quarantine/ and asked again. On S3 the listing's sizes catch empty records
     (`evalfleet status` reads them all).
     """
+    event = runs.open_run(
+        prepared.store, prepared.manifest, prepared.data, prepared.request.extend
+    )
+    heartbeat.start(prepared.store, prepared.run_id)
+    return plan_items(prepared, event, retry_errors=retry_errors)
+
+
+def plan_items(prepared: Prepared, event: str, *, retry_errors: bool = True) -> RunPlan:
+    """What is left to ask of an open run, from one listing of the store. Items in batch jobs
+    that have not ended are not left: they are being answered."""
     request, store, run_id = prepared.request, prepared.store, prepared.run_id
-    event = runs.open_run(store, prepared.manifest, prepared.data, request.extend)
-    heartbeat.start(store, run_id)
     answers = planning.answer_items(request, run_id, prepared.api_models, prepared.data)
     judged = planning.judged_benchmarks(request, prepared.data)
     stages = (layout.ANSWER, layout.JUDGE) if judged else (layout.ANSWER,)
@@ -145,16 +180,23 @@ def plan(prepared: Prepared, *, retry_errors: bool = True) -> RunPlan:
     runs.quarantine(store, run_id, bad)
     wanted = {"missing", "stale", "failed"} if retry_errors else {"missing", "stale"}
     spent = runs.stored_spend(store, listing) if request.max_cost_usd is not None else 0.0
+    jobs = batch_jobs.read_jobs(store, run_id) if request.uses_batches() else []
+    busy = batch_jobs.in_open_jobs(jobs)
     return RunPlan(
         prepared=prepared,
         event=event,
         answers=answers,
-        todo=state.todo(answers, retry_errors),
-        judge_todo=[(j, p) for j, p in judge_items if judge_state.state[j.key] in wanted],
+        todo=[i for i in state.todo(answers, retry_errors) if i.request_hash not in busy],
+        judge_todo=[
+            (j, p)
+            for j, p in judge_items
+            if judge_state.state[j.key] in wanted and j.request_hash not in busy
+        ],
         states=Counter(state.state.values()),
         judge_states=Counter(judge_state.state.values()),
         quarantined=len(bad),
         spent_usd=spent,
+        jobs=jobs,
     )
 
 
@@ -205,6 +247,7 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
     from tasks.dispatch import Budget, dispatch
     from tasks.worker import CompletionWorker
 
+    run_plan = run_plan.online_part()
     prepared, request = run_plan.prepared, run_plan.prepared.request
     log = logger()
     total = len(run_plan.todo) + len(run_plan.judge_todo)
@@ -251,6 +294,8 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
     def follow_up(outcome):
         if outcome.response is None or outcome.status not in ("ok", "exists"):
             return []
+        if request.judge_model and request.batched(request.judge_model):
+            return []  # judged in a batch job: the batch rounds plan it
         made = planning.judge_item(
             request,
             prepared.run_id,
@@ -391,7 +436,19 @@ def evaluate_run(request: EvalRequest, *, retry_errors: bool = True) -> dict[str
     result = {"run_id": run_plan.prepared.run_id, **generate(run_plan)}
     if result.get("budget_reached"):
         heartbeat.finish_all("budget reached")
+    elif request.uses_batches() and not result.get("stopped"):
+        result.update(batches(run_plan.prepared, retry_errors))
     return result
+
+
+def batches(prepared: Prepared, retry_errors: bool) -> dict[str, Any]:
+    """The batch-mode items of the run, after the online ones (see flows/batches.py)."""
+    from flows.batches import run_batches
+
+    request = prepared.request
+    return run_batches(
+        prepared, wait=request.batch_wait, after_online=True, retry_errors=retry_errors
+    )
 
 
 # --- Prefect ---------------------------------------------------------------------------------
@@ -432,6 +489,11 @@ def generate_task(run_plan: RunPlan) -> dict[str, Any]:
     return {"run_id": run_plan.prepared.run_id, **generate(run_plan)}
 
 
+@task(name="batch-rounds", cache_policy=NO_CACHE, persist_result=False)
+def batch_task(prepared: Prepared, retry_errors: bool = True) -> dict[str, Any]:
+    return batches(prepared, retry_errors)
+
+
 def evaluate_steps(request: EvalRequest, retry_errors: bool = True) -> dict[str, Any]:
     """The flow body shared by `evaluate` and `evaluate-and-aggregate`."""
     with STOP.handling():
@@ -441,6 +503,8 @@ def evaluate_steps(request: EvalRequest, retry_errors: bool = True) -> dict[str,
         result = generate_task(run_plan)
         if result.get("budget_reached"):
             heartbeat.finish_all("budget reached")
+        elif request.uses_batches() and not result.get("stopped"):
+            result = {**result, **batch_task(run_plan.prepared, retry_errors)}
         return result
 
 

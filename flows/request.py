@@ -260,6 +260,28 @@ class EvalRequest(BaseModel):
     )
     rpm: dict[str, int] = Field(default_factory=dict, description="requests/min per model id")
     tpm: dict[str, int] = Field(default_factory=dict, description="tokens/min per model id")
+    batch: bool = Field(
+        default=False,
+        description=(
+            "ask every model (and the judge) through its provider's batch API: half price, "
+            "answers within a day"
+        ),
+    )
+    batch_models: list[str] = Field(
+        default_factory=list, description="ask only these models through the batch API"
+    )
+    batch_retry: Literal["batch", "online"] = Field(
+        default="batch",
+        description="where a failed or expired batch line is asked again",
+    )
+    batch_wait: bool = Field(
+        default=True,
+        description=(
+            "wait for the batch jobs and write the tables; off: submit and return (the "
+            "poll-batches flow collects them)"
+        ),
+    )
+    batch_poll_s: float = Field(default=30.0, gt=0, description="seconds between batch polls")
     timeout_s: float | None = Field(
         default=None,
         gt=0,
@@ -312,7 +334,23 @@ class EvalRequest(BaseModel):
                 )
             if model_id not in self.models and model_id != self.judge_model:
                 raise ValueError(f"endpoint given for {model_id!r}, which is not a model here")
+        for model_id in self.batch_models:
+            if model_id not in self.models and model_id != self.judge_model:
+                raise ValueError(
+                    f"batch mode asked for {model_id!r}, which is not a model of this request: "
+                    "add it with --model, or drop it from --batch"
+                )
         return self
+
+    def uses_batches(self) -> bool:
+        return self.batch or bool(self.batch_models)
+
+    def batched(self, model_id: str, failed_batch_attempts: int = 0) -> bool:
+        """Whether a call to this model goes in a batch job (a line that failed in one goes
+        online instead when `batch_retry` is "online")."""
+        if not (self.batch or model_id in self.batch_models):
+            return False
+        return not (failed_batch_attempts and self.batch_retry == "online")
 
     def endpoint_for(self, model_id: str):
         from providers.registry import Endpoint

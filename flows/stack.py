@@ -48,6 +48,7 @@ DEPLOYMENT_NAMES = (  # what deployments/serve.py serves
     "aggregate/on-demand",
     "leaderboard/on-demand",
     "reevaluate/nightly",
+    "poll-batches/every-few-minutes",
 )
 
 

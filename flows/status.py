@@ -100,3 +100,26 @@ def run_status(
                 }
             )
     return pd.DataFrame(rows), bad
+
+
+def batch_status(
+    run_id: str, store_url: str, *, s3_endpoint_url: str | None = None
+) -> pd.DataFrame:
+    """The run's batch jobs: state, the provider's word and counts, what was written."""
+    from tasks.batch_jobs import read_jobs
+
+    store = open_store(store_url, s3_endpoint_url=s3_endpoint_url)
+    rows = [
+        {
+            "job": job.job_id,
+            "model": job.caller,
+            "provider_id": job.provider_id or "-",
+            "state": job.state,
+            "detail": job.detail or "-",
+            "lines": job.lines,
+            "counts": ", ".join(f"{k} {n}" for k, n in job.counts.items()) or "-",
+            "written": ", ".join(f"{k} {n}" for k, n in job.written.items() if n) or "-",
+        }
+        for job in read_jobs(store, run_id)
+    ]
+    return pd.DataFrame(rows)

@@ -171,6 +171,7 @@ class Chaos:
         head = {"num_cpus": 1, "include_dashboard": False, "_system_config": fast_death}
         cluster = Cluster(initialize_head=True, connect=False, head_node_args=head)
         worker_node = cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
         self.log = self.work / "sim-faults.jsonl"
         clean_log = self.work / "sim-clean.jsonl"
         try:

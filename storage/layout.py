@@ -7,6 +7,7 @@
     {run}/judgements/{judge}/{model}/{benchmark}/{sample}/{epoch}.{hash}[.failed-{ms}].json
     {run}/results/{version}/...                                tables of one aggregation
     {run}/results/latest.json                                  which version is the newest
+    {run}/batches/{job}.json                                   a batch job: intent, id, end
     {run}/quarantine/...                                       undecodable records set aside
 
 `{model}`, `{judge}` and `{sample}` are percent-encoded into one segment ("openai/gpt-4o" ->
@@ -81,6 +82,14 @@ def results_key(run_id: str, version: str, name: str) -> str:
 
 def latest_results_key(run_id: str) -> str:
     return f"{run_id}/results/latest.json"
+
+
+def batch_prefix(run_id: str) -> str:
+    return f"{run_id}/batches/"
+
+
+def batch_job_key(run_id: str, job_id: str) -> str:
+    return f"{run_id}/batches/{job_id}.json"
 
 
 def quarantine_key(run_id: str, key: str) -> str:

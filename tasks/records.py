@@ -29,11 +29,13 @@ def build_record(
     started: float,
     finished: float,
     latency_s: float | None,
+    batch: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Everything about one call that a later reader needs. Never the API key."""
+    """Everything about one call that a later reader needs. Never the API key. `batch` names
+    the batch job that answered it (priced at the provider's batch price)."""
     usage = asdict(response.usage) if response else None
     # USD by kind of token (input, cached_input, output, reasoning, total); zeros on failure
-    cost = config.cost_breakdown(response.usage if response else Usage())
+    cost = config.cost_breakdown(response.usage if response else Usage(), batch=batch is not None)
     # attempt_errors lists every failed attempt, the final one included when the call failed.
     key = item.key
     return {
@@ -66,6 +68,7 @@ def build_record(
         "started_at": iso(started),
         "finished_at": iso(finished),
         "error": error.to_dict() if error else None,
+        "batch": batch,
     }
 
 

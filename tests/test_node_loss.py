@@ -37,6 +37,7 @@ def two_nodes():
         head_node_args={"num_cpus": 1, "include_dashboard": False, "_system_config": fast_death},
     )
     worker_node = cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()  # both alive before the run spreads its workers over them
     try:
         yield cluster, worker_node
     finally:

@@ -1,0 +1,206 @@
+"""Batch rounds: send a run's batch-mode items as batch jobs, poll them without holding any
+worker, write their results as ordinary records, and go on until the run is complete.
+
+A round plans the run again from the store (answers still missing, the judgements of new
+answers, the lines to ask again), asks the online part on Ray, sends jobs whose submission
+is uncertain only if the provider does not know them, submits the batch part as new jobs,
+and polls the jobs that have not ended, writing the results of those that have.
+`evalfleet run --batch` repeats rounds every `batch_poll_s` until nothing is left; the
+`poll-batches` flow (and its deployment, on a short interval) does one round for each run of
+a store with jobs open, and aggregates the runs it completes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter, defaultdict
+from typing import Any
+
+from prefect import flow
+
+from flows import evaluate
+from flows.interrupts import STOP
+from flows.logs import logger
+from providers.batch import BatchLine, make_batch_client
+from tasks import batch_jobs
+
+
+def run_batches(
+    prepared: evaluate.Prepared, *, wait: bool, after_online: bool, retry_errors: bool = False
+) -> dict[str, Any]:
+    """Rounds until no job is open and nothing is left to ask (or once, without `wait`).
+
+    `after_online`: the online items were just asked (`evaluate.generate`); the first round
+    only submits the batch part, with `retry_errors` as the command asked. Later rounds plan
+    with `retry_errors` off: a terminal error is asked once per command, as online.
+    """
+    log = logger()
+    totals: Counter[str] = Counter()
+    first = True
+    while True:
+        run_plan = evaluate.plan_items(prepared, "resumed", retry_errors=retry_errors and first)
+        online = run_plan.online_part()
+        asked = 0
+        if (online.todo or online.judge_todo) and not (first and after_online):
+            outcome = evaluate.generate(online)
+            asked = outcome.get("submitted", 0)
+            totals["online"] += asked
+            if outcome.get("stopped"):
+                break
+        first = False
+        done = asyncio.run(_round(run_plan))
+        totals.update(done)
+        open_jobs = [j for j in run_plan.jobs if j.state != "ended"]
+        if done:
+            said = ", ".join(f"{k} {n}" for k, n in done.items())
+            log.info("batch round: %s; %d jobs open", said, len(open_jobs))
+        if not open_jobs and not asked and not done:
+            break  # nothing sent, nothing ended: nothing can follow
+        if not wait or STOP.requested():
+            break
+        if open_jobs:
+            deadline = time.monotonic() + prepared.request.batch_poll_s
+            while time.monotonic() < deadline and not STOP.requested():
+                time.sleep(0.2)
+            if STOP.requested():
+                break
+    jobs = batch_jobs.read_jobs(prepared.store, prepared.run_id)
+    still_open = sum(1 for j in jobs if j.state != "ended")
+    return {"batch": dict(totals), "batch_jobs_open": still_open, "stopped": STOP.requested()}
+
+
+async def _round(run_plan: evaluate.RunPlan) -> Counter[str]:
+    prepared = run_plan.prepared
+    request = prepared.request
+    done: Counter[str] = Counter()
+    clients: dict[str, Any] = {}
+
+    def client(caller: str):
+        if caller not in clients:
+            key = prepared.keys[caller].reveal()
+            clients[caller] = make_batch_client(prepared.configs[caller], key)
+        return clients[caller]
+
+    try:
+        for job in run_plan.jobs:
+            if job.state == "intent":
+                if await batch_jobs.recover(prepared.store, client(job.caller), job):
+                    done["recovered"] += 1
+                else:  # it never arrived: send it now, as planned
+                    await batch_jobs.submit(
+                        prepared.store, client(job.caller), job, lines_of(prepared, job)
+                    )
+                    done["resubmitted"] += 1
+        attempts = batch_jobs.attempts_so_far(run_plan.jobs)
+        by_caller: dict[str, list] = defaultdict(list)
+        for item, parts in run_plan.batch_part():
+            by_caller[item.key.caller].append((item, parts))
+        for caller, items in by_caller.items():
+            config = prepared.configs[caller]
+            built = batch_jobs.build_jobs(
+                prepared.run_id, caller, client(caller), config, items, attempts
+            )
+            for job, lines in built:
+                await batch_jobs.submit(prepared.store, client(caller), job, lines)
+                run_plan.jobs.append(job)
+                done["submitted"] += 1
+                done["lines_sent"] += len(lines)
+        for job in run_plan.jobs:
+            if job.state != "submitted":
+                continue
+            config = prepared.configs[job.caller]
+            results = await batch_jobs.collect(
+                prepared.store, client(job.caller), job, config, request.max_attempts
+            )
+            if results is not None:
+                done["ended"] += 1
+                done.update({f"lines_{k}": n for k, n in job.written.items() if n})
+    finally:
+        for c in clients.values():
+            await c.aclose()
+    return done
+
+
+def lines_of(prepared: evaluate.Prepared, job: batch_jobs.Job) -> list[BatchLine]:
+    """The lines of a job that was planned but never sent, rebuilt from the run's data."""
+    lines = []
+    for entry in job.items:
+        item = entry.work_item(prepared.run_id)
+        if item.key.stage == "answer":
+            parts = prepared.data[item.key.benchmark].by_id[item.key.sample_id].parts
+        else:
+            parts = judge_parts(prepared, item)
+        lines.append(BatchLine(entry.custom_id, parts, item.decoding))
+    return lines
+
+
+def judge_parts(prepared: evaluate.Prepared, item) -> list:
+    """The grader prompt of a judgement item, from the stored answer it grades."""
+    from flows import plan as planning
+    from tasks.records import decode_record
+
+    graded_key = item.graded[0]
+    record = decode_record(prepared.store.get(graded_key) or b"") or {}
+    made = planning.judge_item(
+        prepared.request,
+        prepared.run_id,
+        prepared.api_models,
+        prepared.data[item.key.benchmark],
+        item.key.graded(),
+        graded_key,
+        record.get("response") or "",
+    )
+    if made is None:
+        raise RuntimeError(f"the judgement {item.key} no longer has a grader prompt")
+    return made[1]
+
+
+def open_job_runs(store) -> list[str]:
+    """Runs of a store with batch jobs that have not ended."""
+    found = []
+    for run_dir in store.list_dirs(""):
+        run_id = run_dir.strip("/")
+        if run_id == "leaderboard":
+            continue
+        if any(j.state != "ended" for j in batch_jobs.read_jobs(store, run_id)):
+            found.append(run_id)
+    return found
+
+
+def poll_store(store_url: str, s3_endpoint_url: str | None = None) -> dict[str, Any]:
+    """One round for every run of a store with open jobs; aggregate the runs completed."""
+    from flows.aggregate import aggregate_run
+    from flows.runs import read_manifest
+    from storage import open_store
+
+    log = logger()
+    store = open_store(store_url, s3_endpoint_url=s3_endpoint_url)
+    report: dict[str, Any] = {}
+    started = time.monotonic()
+    for run_id in open_job_runs(store):
+        manifest = read_manifest(store, run_id) or {}
+        request = evaluate.EvalRequest(**manifest["request"])
+        prepared = evaluate.checked(request)
+        outcome = run_batches(prepared, wait=False, after_online=False)
+        report[run_id] = outcome
+        if outcome["batch_jobs_open"] == 0:
+            log.info("run %s: every batch job has ended; aggregating", run_id)
+            aggregate_run(run_id, store_url, s3_endpoint_url)
+            report[run_id]["aggregated"] = True
+    log.info("polled %d runs in %.1f s", len(report), time.monotonic() - started)
+    return report
+
+
+@flow(name="poll-batches", log_prints=True)
+def poll_batches(store: str | None = None, s3_endpoint_url: str | None = None) -> dict[str, Any]:
+    """Collect the batch jobs that ended in every run of a store, send what follows them
+    (judgements, lines to ask again), and aggregate the runs that are complete.
+
+    Args:
+        store: the store (default: the stack's, $EVALFLEET_STORE, else ./runs)
+        s3_endpoint_url: for MinIO, R2, Ceph, ...
+    """
+    from flows.request import default_store
+
+    return poll_store(store or default_store(), s3_endpoint_url)
