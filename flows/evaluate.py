@@ -136,9 +136,7 @@ def plan(prepared: Prepared, *, retry_errors: bool = True) -> RunPlan:
     to quarantine/ and asked again. On S3 the listing's sizes catch empty records
     (`evalfleet status` reads them all).
     """
-    event = runs.open_run(
-        prepared.store, prepared.manifest, prepared.data, prepared.request.extend
-    )
+    event = runs.open_run(prepared.store, prepared.manifest, prepared.data, prepared.request.extend)
     heartbeat.start(prepared.store, prepared.run_id)
     return plan_items(prepared, event, retry_errors=retry_errors)
 

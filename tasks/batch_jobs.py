@@ -102,9 +102,7 @@ def new_job_id(run_id: str, caller: str) -> str:
 def read_jobs(store: Store, run_id: str) -> list[Job]:
     keys = [k for k in store.list(layout.batch_prefix(run_id)) if k.endswith(".json")]
     blobs = store.get_many(keys)
-    return sorted(
-        (Job.decode(blob) for blob in blobs.values() if blob), key=lambda j: j.created_at
-    )
+    return sorted((Job.decode(blob) for blob in blobs.values() if blob), key=lambda j: j.created_at)
 
 
 def write_job(store: Store, job: Job) -> None:
