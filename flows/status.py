@@ -117,7 +117,7 @@ def batch_status(
             "state": job.state,
             "detail": job.detail or "-",
             "lines": job.lines,
-            "counts": ", ".join(f"{k} {n}" for k, n in job.counts.items()) or "-",
+            "counts": ", ".join(f"{k} {n}" for k, n in job.counts.items() if n) or "-",
             "written": ", ".join(f"{k} {n}" for k, n in job.written.items() if n) or "-",
         }
         for job in read_jobs(store, run_id)

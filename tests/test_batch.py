@@ -224,3 +224,39 @@ def test_expired_lines_are_asked_online_when_the_request_says_so(
         "failed": 0,
         "retry": len(expired),
     }
+
+
+def test_no_wait_submits_and_batches_poll_finishes_the_run(
+    ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path
+):
+    runs, log = tmp_path / "runs", tmp_path / "sim.jsonl"
+    env = {**os.environ, "RAY_ADDRESS": ray_address, "PREFECT_API_URL": prefect_api_url}
+    config = {"latency": {"ms": 5}, "batch": {"completion_s": 600}}
+    with start_simulator(answer_key, config, log) as sim:
+        args = ["run", "-m", "google/sim-0.7", "-b", "zerobench", "--batch", "--no-wait"]
+        args += ["--dataset-path", demo_dataset, "--store", str(runs), "--simulator-url", sim.url]
+        submitted = cli(env, *args, "--run-id", "later")
+        assert submitted.returncode == 0, submitted.stderr
+        assert "run later: 1 batch jobs open; `evalfleet batches poll --store" in submitted.stdout
+        assert not (runs / "later" / "results").exists()
+        status = cli(env, "status", "later", "--store", str(runs))
+        assert status.returncode == 0, status.stderr
+        assert "batch jobs" in status.stdout
+        lines = status.stdout.splitlines()
+        rows = [[c.strip() for c in line.split("|")[1:-1]] for line in lines]
+        (job,) = [r for r in rows if len(r) == 8 and r[2].startswith("batches/")]
+        assert job[3:] == ["submitted", "running", "24", "processing 24, total 24", "-"]
+
+        early = cli(env, "batches", "poll", "--store", str(runs))
+        assert early.returncode == 0 and "run later: {} — 1 jobs open" in early.stdout
+        sim.advance_batches(600)
+        done = cli(env, "batches", "poll", "--store", str(runs))
+        assert done.returncode == 0, done.stderr
+        assert "run later: {'ended': 1, 'lines_ok': 24} — aggregated" in done.stdout
+        again = cli(env, "batches", "poll", "--store", str(runs))
+        assert again.stdout.strip() == f"no batch jobs open in {runs}"
+        sim.flush_log()
+    summary = result_table(runs, "later", "summary_zerobench.parquet")
+    assert set(summary["model"]) == {"google/sim-0.7"} and set(summary["n_questions"]) == {4}
+    created = [e for e in log_entries(log) if e["route"] == "gemini.batches.create"]
+    assert len(created) == 1
