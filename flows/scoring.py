@@ -72,6 +72,8 @@ USAGE_COLUMNS = [
     "judge_reasoning_tokens",
     "judge_cached_input_cost_usd",
     "judge_reasoning_cost_usd",
+    "batch_calls",  # answers and judgements answered in batch jobs (at the batch price)
+    "batch_cost_usd",
     "total_cost_usd",  # answers and judgements
 ]
 COST_COLUMNS = [c for c in USAGE_COLUMNS if c.endswith("cost_usd")]
@@ -200,6 +202,9 @@ def _spend(spent: dict[str, Any], prefix: str, record: dict[str, Any], error: st
     if not prefix:
         spent["input_cost_usd"] += float(cost.get("input") or 0.0)
         spent["output_cost_usd"] += float(cost.get("output") or 0.0)
+    if record.get("batch"):
+        spent["batch_calls"] += 1
+        spent["batch_cost_usd"] += float(record.get("cost_usd") or 0.0)
 
 
 def scored_items(samples: pd.DataFrame) -> dict[tuple[str, str, str], list[ScoredItem]]:

@@ -87,6 +87,15 @@ def test_batch_mode_gives_the_online_tables_at_half_the_price(
         assert record["batch"]["job"] and twin["batch"] is None
         assert abs(record["cost_usd"] - twin["cost_usd"] / 2) < 1e-12
 
+    usage_online = result_table(runs, "online", "usage.parquet").set_index(["model", "benchmark"])
+    usage_batch = result_table(runs, "batched", "usage.parquet").set_index(["model", "benchmark"])
+    assert usage_online["batch_calls"].sum() == 0
+    assert usage_batch["batch_calls"].sum() == len(batch_records)
+    for column in ("cost_usd", "judge_cost_usd", "total_cost_usd"):
+        halved = (usage_online[column] / 2).round(6)
+        pd.testing.assert_series_equal(usage_batch[column], halved, atol=2e-6)
+    assert (usage_batch["batch_cost_usd"] - usage_batch["total_cost_usd"]).abs().max() < 2e-6
+
     entries = log_entries(log)
     since = min(e["t"] for e in entries if ".batches.create" in e["route"])
     late = [e for e in entries if e["t"] >= since]
