@@ -69,6 +69,7 @@ def answer_key(demo_dataset, tmp_path_factory) -> Path:
 # end with one of them alone on a long file.
 SLOW_FILES = (
     "test_stack.py",
+    "test_batch.py",
     "test_interrupts.py",
     "test_leaderboard.py",
     "test_control_plane.py",
@@ -79,6 +80,9 @@ SLOW_FILES = (
     "test_resume.py",
     "test_s3_end_to_end.py",
     "test_datbench_end_to_end.py",
+    "test_fleet_ratelimit.py",
+    "test_budget.py",
+    "test_node_loss.py",
 )
 
 
