@@ -27,7 +27,9 @@ SIMULATOR = {
     "latency": {"ms": 20},
     "rules": [
         {"match": "sim-0.6", "unformatted_rate": 0.5},
-        {"match": "sim-0.9", "latency": {"ms": 1500}},  # judgements stay in flight a while
+        # judgements stay in flight a while, and land spread out (not all at once: the kill
+        # must find some stored and some not)
+        {"match": "sim-0.9", "latency": {"distribution": "uniform", "ms": 2000, "jitter_ms": 1800}},
     ],
 }
 ANSWERS = 15 * 6  # demo samples x epochs

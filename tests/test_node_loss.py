@@ -24,6 +24,7 @@ from providers.simulator.process import start_simulator
 
 REPO = Path(__file__).resolve().parent.parent
 ITEMS = (4 + 11) * 6  # the demo's questions and subquestions, six epochs
+WRITE_S = 2.0
 
 
 @pytest.fixture
@@ -75,14 +76,17 @@ def test_a_run_completes_when_its_worker_node_dies(
     assert "a worker was lost (" in output and "starting a replacement" in output
     assert len(records(runs)) == ITEMS
 
-    # Each request answered once, except those in flight at the kill (at most 8).
+    # Each request answered once, except those in flight at the kill (at most 8): sent before
+    # it, and not yet checkpointed (the worker may still have been reading the answer or
+    # writing its record: up to WRITE_S after the answer left the simulator, on a loaded
+    # machine).
     entries = [json.loads(line) for line in log.read_text().splitlines()]
     answered = Counter((e["prompt_sha256"], e["seed"]) for e in entries if e["status"] == 200)
     assert len(answered) == ITEMS
     cut_off = {
         (e["prompt_sha256"], e["seed"])
         for e in entries
-        if e["t"] <= killed_at <= e["t"] + e["latency_ms"] / 1000 + 0.05
+        if e["t"] <= killed_at <= e["t"] + e["latency_ms"] / 1000 + WRITE_S
     }
     repeated = {k: n for k, n in answered.items() if n > 1}
     assert set(repeated) <= cut_off and all(n == 2 for n in repeated.values())
