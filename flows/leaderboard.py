@@ -19,7 +19,7 @@ import html
 import io
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -68,6 +68,7 @@ class Board:
     new: list[str]  # one line per model new since the last leaderboard
     runs: int  # runs with results
     files: dict[str, bytes]
+    models_before: list[str] = field(default_factory=list)  # what `new` was relative to
 
 
 def _read(store: Store, key: str) -> bytes | None:
@@ -150,7 +151,8 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def build(store: Store, previous_models: set[str] | None = None) -> Board:
+def build(store: Store, latest: dict[str, Any] | None = None) -> Board:
+    """The leaderboard of every run in a store; `latest` is the last one's latest.json."""
     rows: list[dict[str, Any]] = []
     with_results = 0
     for run_id in store.list_dirs(""):
@@ -174,7 +176,7 @@ def build(store: Store, previous_models: set[str] | None = None) -> Board:
         .rank(ascending=False, method="min")
         .astype("Int64")
     )
-    models_before = previous_models if previous_models is not None else set(frame["model"])
+    models_before = compared_with(latest, set(frame["model"]))
     frame["new"] = ~frame["model"].isin(models_before)
     order = {name: i for i, name in enumerate(registry.names())}
     frame["_b"] = frame["benchmark"].map(order)
@@ -188,7 +190,7 @@ def build(store: Store, previous_models: set[str] | None = None) -> Board:
         f"{int((headline.benchmark == row.benchmark).sum())} on {row.benchmark} ({row.scoring})"
         for row in headline[headline.new].itertuples(index=False)
     ]
-    return Board(table, new, with_results, {})
+    return Board(table, new, with_results, {}, sorted(models_before))
 
 
 def _primary_scoring(benchmark: str) -> str:
@@ -220,6 +222,7 @@ def render_files(board: Board) -> dict[str, bytes]:
             "models": sorted(set(table["model"])),
             "runs": board.runs,
             "new": board.new,
+            "models_before": board.models_before,
         },
         indent=2,
     ).encode()
@@ -305,20 +308,31 @@ def _parquet(frame: pd.DataFrame) -> bytes:
     return buffer.getvalue()
 
 
-def previous_models(store: Store) -> set[str] | None:
+def last_leaderboard(store: Store) -> dict[str, Any] | None:
     blob = _read(store, f"{PREFIX}/latest.json")
-    if blob is None:
-        return None
     try:
-        return set(json.loads(blob)["models"])
-    except (ValueError, KeyError):
+        latest = json.loads(blob) if blob is not None else None
+    except ValueError:
         return None
+    return latest if isinstance(latest, dict) and "models" in latest else None
+
+
+def compared_with(latest: dict[str, Any] | None, models_now: set[str]) -> set[str]:
+    """The models `new` is relative to: the last leaderboard's (none before it: nothing is
+    new). A rebuild that finds the same models as the last one (the same change triggered
+    twice) compares with what that one compared with, so its flags stay the same."""
+    if latest is None:
+        return models_now
+    models = set(latest["models"])
+    if models == models_now and "models_before" in latest:
+        return set(latest["models_before"])
+    return models
 
 
 def update(store_url: str, s3_endpoint_url: str | None = None) -> tuple[Board, str]:
     """Build the leaderboard of a store and write it under `leaderboard/`."""
     store = open_store(store_url, s3_endpoint_url=s3_endpoint_url)
-    board = build(store, previous_models(store))
+    board = build(store, last_leaderboard(store))
     if board.table.empty:
         raise ConfigError(
             f"no run in {store.describe()} has results yet: run `evalfleet run` (or "
@@ -389,14 +403,44 @@ def leaderboard(store: str = DEFAULT_STORE, s3_endpoint_url: str | None = None) 
     return {"where": where, "rows": len(board.table), "runs": board.runs, "new": board.new}
 
 
+DEPLOYMENT = "leaderboard/on-demand"
+
+
 def refresh(store: str, s3_endpoint_url: str | None, *, in_flow: bool = True) -> None:
-    """Bring the leaderboard up to date after an aggregation; never fails the caller."""
+    """Bring the leaderboard up to date after an aggregation; never fails the caller.
+
+    Where the stack serves the leaderboard deployment, it rebuilds it as a flow run of its
+    own: its plots take a second or more that the run need not wait for.
+    """
     from flows.logs import logger
 
     try:
+        if in_flow and _started_where_served(store, s3_endpoint_url):
+            return
         if in_flow:
             leaderboard(store, s3_endpoint_url)
         else:
             update(store, s3_endpoint_url)
     except Exception as exc:
         logger().warning("the leaderboard was not updated: %s", exc)
+
+
+def _started_where_served(store: str, s3_endpoint_url: str | None) -> bool:
+    """Start the served leaderboard deployment, if it is served (its runner polls)."""
+    from prefect.client.orchestration import get_client
+    from prefect.deployments import run_deployment
+    from prefect.exceptions import ObjectNotFound
+
+    from flows.logs import logger
+
+    try:
+        with get_client(sync_client=True) as client:
+            deployment = client.read_deployment_by_name(DEPLOYMENT)
+    except ObjectNotFound:
+        return False
+    if str(getattr(deployment.status, "value", deployment.status)).upper() != "READY":
+        return False
+    parameters = {"store": store, "s3_endpoint_url": s3_endpoint_url}
+    run = run_deployment(DEPLOYMENT, parameters=parameters, timeout=0, as_subflow=False)
+    logger().info("the leaderboard is being rebuilt by the served deployment (%s)", run.name)
+    return True

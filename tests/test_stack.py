@@ -227,8 +227,27 @@ def test_runs_through_the_api_fail_fast_or_complete_with_tables(stack, demo_data
     summary = pd.read_csv(results_dir(stack.store, "api") / "summary_zerobench.csv")
     assert set(summary["model"]) == {"openai/sim-0.7"}
     assert set(summary["n_questions"]) == {4}
-    board = pd.read_parquet(stack.store / "leaderboard" / "leaderboard.parquet")
+    # the served leaderboard deployment rebuilds it in a flow run of its own
+    board = _until(lambda: leaderboard_with(stack, "api"), 60, "leaderboard with run api")
     assert set(board.loc[board["run_id"] == "api", "model"]) == {"openai/sim-0.7"}
+    rebuilt = stack.call("/flow_runs/filter", {"flow_runs": {"name": {}}, "limit": 200})
+    assert any(
+        r["parameters"].get("store") == str(stack.store) and r["state"]["name"] == "Completed"
+        for r in rebuilt
+        if r.get("deployment_id") == stack.deployment("leaderboard/on-demand")["id"]
+    )
+
+
+def leaderboard_with(stack, run_id: str):
+    """The store's leaderboard once it has rows of `run_id` (else None)."""
+    path = stack.store / "leaderboard" / "leaderboard.parquet"
+    if not path.exists():
+        return None
+    try:
+        board = pd.read_parquet(path)
+    except Exception:  # being rewritten
+        return None
+    return board if (board["run_id"] == run_id).any() else None
 
 
 def test_evalfleet_run_attaches_to_the_running_stack(stack, demo_dataset):
@@ -497,6 +516,11 @@ def test_a_scheduled_reevaluation_evaluates_only_the_new_model(stack, demo_datas
     generated = [e for e in log if not e["route"].endswith(".models")]
     assert Counter(e["model"] for e in generated) == {"sim-0.9": 8}  # 4 questions x 2 epochs
     assert len({(e["prompt_sha256"], e["seed"]) for e in generated}) == 8  # none bought twice
+
+    def rebuilt_with_the_new_model():
+        return latest.exists() and "openai/sim-0.9" in json.loads(latest.read_text())["models"]
+
+    _until(rebuilt_with_the_new_model, 60, "the leaderboard rebuilt with openai/sim-0.9")
     board = pd.read_parquet(stack.store / "leaderboard" / "leaderboard.parquet")
     rows = board[board["benchmark"] == "zerobench"]
     newest = rows[rows["new"].astype(bool)]
