@@ -31,6 +31,7 @@ from tasks.secrets import Secret
 from tasks.work import WorkItem
 
 DRAIN_S = 8.0  # how long calls in flight may take to land after a stop
+ITEMS_PER_WORKER = 32  # a run of fewer items starts one worker actor
 
 
 @dataclass
@@ -275,7 +276,9 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
             budgets,
         )
 
-    workers = [make_worker() for _ in range(request.workers)]
+    # A small run needs no second worker: each starts a process and imports the SDKs.
+    count = min(request.workers, -(-total // ITEMS_PER_WORKER))
+    workers = [make_worker() for _ in range(count)]
     needed = {(i.key.benchmark, i.key.sample_id) for i in run_plan.todo}
     parts_refs = {
         (name, sample.id): ray.put(sample.parts)
@@ -317,7 +320,7 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
         dispatched = dispatch(
             [*jobs, *run_plan.judge_todo],
             make_worker,
-            request.workers,
+            count,
             started_workers=workers,
             max_in_flight=request.max_in_flight,
             per_model_limit={m: c.max_concurrency for m, c in prepared.configs.items()},
