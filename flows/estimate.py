@@ -151,24 +151,7 @@ def estimate_run(prepared: Any, *, retry_errors: bool = True) -> list[dict[str, 
     stages = (layout.ANSWER, layout.JUDGE) if judged else (layout.ANSWER,)
     listing = runs.list_records(store, run_id, stages)
     state = runs.reconcile(store, listing, answers, read=True)
-    stored_judgements: list[tuple[Any, list[Part]]] = []
-    for key, record_key in state.record_key.items():
-        record = state.records.get(record_key)
-        if key.benchmark not in judged or state.state[key] != "done" or record is None:
-            continue
-        if record.get("error"):
-            continue
-        made = planning.judge_item(
-            request,
-            run_id,
-            api_models,
-            data[key.benchmark],
-            key,
-            record_key,
-            record.get("response") or "",
-        )
-        if made is not None:
-            stored_judgements.append(made)
+    stored_judgements = runs.planned_judgements(request, run_id, api_models, data, state)
     judge_state = runs.reconcile(store, listing, [j for j, _ in stored_judgements], read=True)
     measured = measure(store, run_id, [state, judge_state])
 

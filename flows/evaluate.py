@@ -158,22 +158,9 @@ def plan_items(prepared: Prepared, event: str, *, retry_errors: bool = True) -> 
         state.records.update(
             {k: r for k, b in blobs.items() if (r := runs.decode_record(b or b"")) is not None}
         )
-    judge_items: list[tuple[WorkItem, list[Part]]] = []
-    for key, record_key in state.record_key.items():
-        record = state.records.get(record_key)
-        if key.benchmark not in judged or state.state[key] != "done" or record is None:
-            continue
-        made = planning.judge_item(
-            request,
-            run_id,
-            prepared.api_models,
-            prepared.data[key.benchmark],
-            key,
-            record_key,
-            record.get("response") or "",
-        )
-        if made is not None:
-            judge_items.append(made)
+    judge_items = runs.planned_judgements(
+        request, run_id, prepared.api_models, prepared.data, state
+    )
     judge_state = runs.reconcile(store, listing, [j for j, _ in judge_items], read=read)
     bad = [*state.undecodable, *judge_state.undecodable]
     runs.quarantine(store, run_id, bad)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import registry
-from core.types import ConfigError, Decoding, Sample
+from core.types import ConfigError, Decoding, Part, Sample
 from flows.plan import BenchmarkData, answer_items, judge_item
 from flows.request import EvalRequest
 from providers.registry import ModelConfig
@@ -461,7 +461,7 @@ def load_run(store: Store, run_id: str) -> StoredRun:
     stages = (layout.ANSWER, layout.JUDGE) if request.judge_model else (layout.ANSWER,)
     listing = list_records(store, run_id, stages)
     answer_state = reconcile(store, listing, answers, read=True)
-    judgements = planned_judgements(request, run_id, api_models, data, answer_state)
+    judgements = [j for j, _ in planned_judgements(request, run_id, api_models, data, answer_state)]
     judge_state = reconcile(store, listing, judgements, read=True)
     return StoredRun(
         manifest, request, data, api_models, answers, answer_state, judgements, judge_state
@@ -474,8 +474,9 @@ def planned_judgements(
     api_models: dict[str, str],
     data: dict[str, BenchmarkData],
     answer_state: Reconciled,
-) -> list[WorkItem]:
-    """The judgements the stored answers call for (read from `answer_state.records`)."""
+) -> list[tuple[WorkItem, list[Part]]]:
+    """The judgements the stored answers call for, with their grader prompts (read from
+    `answer_state.records`): one per answer done whose benchmark's judge wants it."""
     if not request.judge_model:
         return []
     out = []
@@ -493,5 +494,5 @@ def planned_judgements(
             record.get("response") or "",
         )
         if made is not None:
-            out.append(made[0])
+            out.append(made)
     return out

@@ -228,7 +228,7 @@ def test_runs_through_the_api_fail_fast_or_complete_with_tables(stack, demo_data
     assert set(summary["model"]) == {"openai/sim-0.7"}
     assert set(summary["n_questions"]) == {4}
     # the served leaderboard deployment rebuilds it in a flow run of its own
-    board = _until(lambda: leaderboard_with(stack, "api"), 60, "leaderboard with run api")
+    (board,) = _until(lambda: leaderboard_with(stack, "api"), 60, "leaderboard with run api")
     assert set(board.loc[board["run_id"] == "api", "model"]) == {"openai/sim-0.7"}
     rebuilt = stack.call("/flow_runs/filter", {"flow_runs": {"name": {}}, "limit": 200})
     assert any(
@@ -239,15 +239,15 @@ def test_runs_through_the_api_fail_fast_or_complete_with_tables(stack, demo_data
 
 
 def leaderboard_with(stack, run_id: str):
-    """The store's leaderboard once it has rows of `run_id` (else None)."""
+    """[the store's leaderboard] once it has rows of `run_id` (else [])."""
     path = stack.store / "leaderboard" / "leaderboard.parquet"
     if not path.exists():
-        return None
+        return []
     try:
         board = pd.read_parquet(path)
     except Exception:  # being rewritten
-        return None
-    return board if (board["run_id"] == run_id).any() else None
+        return []
+    return [board] if (board["run_id"] == run_id).any() else []
 
 
 def test_evalfleet_run_attaches_to_the_running_stack(stack, demo_dataset):
