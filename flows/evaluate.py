@@ -113,11 +113,23 @@ def preflight(request: EvalRequest) -> Prepared:
     configs = planning.describe_endpoints(configs, keys)
     data = planning.load_benchmarks(request)
     planning.check_modalities(request, configs, data)
+    check_batch_modes(request, configs)
     manifest = runs.build_manifest(request, run_id, configs, data)
     runs.precheck_run(store, manifest, request.extend)
     prepared = Prepared(request, run_id, store, configs, keys, data, manifest)
     _checked[_cache_key(request)] = prepared
     return prepared
+
+
+def check_batch_modes(request: EvalRequest, configs: dict[str, ModelConfig]) -> None:
+    """Every model asked in batch mode has a provider batch API (one line if not)."""
+    if not request.uses_batches():
+        return
+    from providers.batch import check_batch_support
+
+    for model_id, config in configs.items():
+        if request.batched(model_id):
+            check_batch_support(config)
 
 
 def _cache_key(request: EvalRequest) -> str:

@@ -251,19 +251,26 @@ def batch_client_class(api: str) -> type[BatchClient] | None:
     return getattr(import_module(module), name)
 
 
-def make_batch_client(config: ModelConfig, api_key: str) -> BatchClient:
-    """The batch client of a model's wire API: chat and responses -> OpenAI Files + Batches
-    (endpoint /v1/chat/completions or /v1/responses), messages -> Anthropic Message Batches,
-    generate_content -> Gemini inline batches."""
+def check_batch_support(config: ModelConfig) -> None:
+    """A one-line ConfigError if the model's provider has no batch API (checked when a run is
+    planned, before anything is sent)."""
     if config.provider == "openai-compatible":
         raise ConfigError(
             f"model {config.id}: batch mode is not available for openai-compatible servers "
             "(vLLM, SGLang, gateways have no batch API); run it without batch mode"
         )
-    cls = batch_client_class(config.api)
-    if cls is None:
+    if config.api not in BATCH_CLIENTS:
         raise ConfigError(
             f"model {config.id} has api '{config.api}', which has no batch API; run it "
             "without batch mode"
         )
+
+
+def make_batch_client(config: ModelConfig, api_key: str) -> BatchClient:
+    """The batch client of a model's wire API: chat and responses -> OpenAI Files + Batches
+    (endpoint /v1/chat/completions or /v1/responses), messages -> Anthropic Message Batches,
+    generate_content -> Gemini inline batches."""
+    check_batch_support(config)
+    cls = batch_client_class(config.api)
+    assert cls is not None  # checked above
     return cls(config, api_key)

@@ -203,3 +203,34 @@ def test_up_refuses_a_bad_reevaluation_request_before_starting_anything(capsys, 
         "or YAML file of the reevaluate flow's parameters"
     )
     assert not (state / "stack.json").exists()  # nothing was started
+
+
+def test_batch_mode_for_a_model_the_run_does_not_ask(capsys, store, demo_dataset):
+    code, err = run_cli(
+        capsys,
+        *("-m", "openai/sim-0.5", "--batch", "openai/sim-0.9", "--store", str(store)),
+        *("--simulator-url", "http://127.0.0.1:9", "--dataset-path", demo_dataset),
+    )
+    assert code == 2
+    assert err.endswith(
+        "batch mode asked for 'openai/sim-0.9', which is not a model of this request: add it "
+        "with --model, or drop it from --batch"
+    )
+    assert not store.exists()
+
+
+def test_batch_mode_on_a_server_without_a_batch_api():
+    from core.types import ConfigError
+    from providers.batch import check_batch_support
+    from providers.registry import Endpoint, resolve_model
+
+    vllm = resolve_model(
+        "openai-compatible/qwen", endpoint=Endpoint("http://127.0.0.1:9/v1", None, ("text",))
+    )
+    with pytest.raises(ConfigError) as refused:
+        check_batch_support(vllm)
+    assert str(refused.value) == (
+        "model openai-compatible/qwen: batch mode is not available for openai-compatible "
+        "servers (vLLM, SGLang, gateways have no batch API); run it without batch mode"
+    )
+    check_batch_support(resolve_model("anthropic/sim-0.5", simulator_url="http://127.0.0.1:9"))
