@@ -6,7 +6,8 @@ provider simulator injecting provider faults. The run (`evalfleet run`, one mode
 provider, each behind its own fault mix) goes through:
 
 1. repeated SIGKILLs of the driver's process group, each followed by a resume;
-2. the worker node killed mid-run (its worker's calls are sent again elsewhere);
+2. the worker node killed mid-run, with the run's workers on it (the head hosts none): their
+   calls are sent again to replacements on a node that joined meanwhile;
 3. all along: a 429 storm with Retry-After on one model (the simulator allows it fewer
    requests a minute than the run sends, and the run declares no limit), 5xx/529 bursts (on
    one model so many that some items use up their attempts and end as errors),
@@ -134,7 +135,10 @@ class Chaos:
             self.kills.append((killed, time.time()))
             print(f"driver killed at {len(self.stored())} records (t={killed:.2f})", flush=True)
         proc = self.start()
-        if self.wait_for(proc, 40):
+        if self.wait_for(proc, 20):
+            cluster.add_node(num_cpus=1)  # where the lost workers' replacements will go
+            cluster.wait_for_nodes()
+        if self.wait_for(proc, 20):
             cluster.remove_node(worker_node)
             killed = time.time()
             self.kills.append((killed, killed))
@@ -168,7 +172,8 @@ class Chaos:
         self.client = boto3.client("s3", endpoint_url=self.s3.endpoint)
         self.store = f"s3://{self.bucket}/chaos"
         fast_death = {"health_check_period_ms": 500, "health_check_failure_threshold": 4}
-        head = {"num_cpus": 1, "include_dashboard": False, "_system_config": fast_death}
+        # The head hosts no worker (no CPU): the run's workers are all on the node killed.
+        head = {"num_cpus": 0, "include_dashboard": False, "_system_config": fast_death}
         cluster = Cluster(initialize_head=True, connect=False, head_node_args=head)
         worker_node = cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()

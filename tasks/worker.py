@@ -46,7 +46,9 @@ class Outcome:
     response: str | None = None  # only when the item asked for it (an answer to judge)
 
 
-@ray.remote(num_cpus=0)
+# A hundredth of a CPU: nothing for the calls (they wait on the network), but enough that a
+# head node started with --num-cpus=0, as KubeRay advises, hosts no worker.
+@ray.remote(num_cpus=0.01)
 class CompletionWorker:
     """Hosts provider clients for many concurrent calls (an async actor)."""
 

@@ -28,19 +28,20 @@ WRITE_S = 2.0
 
 
 @pytest.fixture
-def two_nodes():
+def cluster():
+    """A head that hosts no worker (no CPU, as KubeRay advises) and one worker node."""
     from ray.cluster_utils import Cluster
 
     fast_death = {"health_check_period_ms": 500, "health_check_failure_threshold": 4}
     cluster = Cluster(
         initialize_head=True,
         connect=False,
-        head_node_args={"num_cpus": 1, "include_dashboard": False, "_system_config": fast_death},
+        head_node_args={"num_cpus": 0, "include_dashboard": False, "_system_config": fast_death},
     )
-    worker_node = cluster.add_node(num_cpus=1)
-    cluster.wait_for_nodes()  # both alive before the run spreads its workers over them
+    first = cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
     try:
-        yield cluster, worker_node
+        yield cluster, first
     finally:
         cluster.shutdown()
 
@@ -51,9 +52,9 @@ def records(runs: Path) -> list[Path]:
 
 
 def test_a_run_completes_when_its_worker_node_dies(
-    two_nodes, prefect_api_url, demo_dataset, answer_key, tmp_path
+    cluster, prefect_api_url, demo_dataset, answer_key, tmp_path
 ):
-    cluster, worker_node = two_nodes
+    cluster, first_node = cluster
     runs, log = tmp_path / "runs", tmp_path / "sim.jsonl"
     env = {**os.environ, "RAY_ADDRESS": cluster.address, "PREFECT_API_URL": prefect_api_url}
     with start_simulator(answer_key, {"latency": {"ms": 400}}, log) as sim:
@@ -64,11 +65,18 @@ def test_a_run_completes_when_its_worker_node_dies(
             command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
         deadline = time.monotonic() + 240
-        while len(records(runs)) < 20:
-            assert run.poll() is None, run.stdout.read()
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        cluster.remove_node(worker_node)
+
+        def until_records(count: int) -> None:
+            while len(records(runs)) < count:
+                assert run.poll() is None, run.stdout.read()
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+
+        until_records(10)  # both workers are on the first node: the only one with CPUs
+        cluster.add_node(num_cpus=1)  # where their replacements will go
+        cluster.wait_for_nodes()
+        until_records(20)
+        cluster.remove_node(first_node)
         killed_at = time.time()
         output, _ = run.communicate(timeout=300)
         sim.flush_log()
