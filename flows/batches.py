@@ -19,19 +19,20 @@ from typing import Any
 
 from prefect import flow
 
-from flows import evaluate
+from flows import generation
 from flows.interrupts import STOP
 from flows.logs import logger
+from flows.request import EvalRequest
 from providers.batch import BatchLine, make_batch_client
 from tasks import batch_jobs
 
 
 def run_batches(
-    prepared: evaluate.Prepared, *, wait: bool, after_online: bool, retry_errors: bool = False
+    prepared: generation.Prepared, *, wait: bool, after_online: bool, retry_errors: bool = False
 ) -> dict[str, Any]:
     """Rounds until no job is open and nothing is left to ask (or once, without `wait`).
 
-    `after_online`: the online items were just asked (`evaluate.generate`); the first round
+    `after_online`: the online items were just asked (`generation.generate`); the first round
     only submits the batch part, with `retry_errors` as the command asked. Later rounds plan
     with `retry_errors` off: a terminal error is asked once per command, as online.
     """
@@ -39,11 +40,11 @@ def run_batches(
     totals: Counter[str] = Counter()
     first = True
     while True:
-        run_plan = evaluate.plan_items(prepared, "resumed", retry_errors=retry_errors and first)
+        run_plan = generation.plan_items(prepared, "resumed", retry_errors=retry_errors and first)
         online = run_plan.online_part()
         asked = 0
         if (online.todo or online.judge_todo) and not (first and after_online):
-            outcome = evaluate.generate(online)
+            outcome = generation.generate(online)
             asked = outcome.get("submitted", 0)
             totals["online"] += asked
             if outcome.get("stopped"):
@@ -70,7 +71,7 @@ def run_batches(
     return {"batch": dict(totals), "batch_jobs_open": still_open, "stopped": STOP.requested()}
 
 
-async def _round(run_plan: evaluate.RunPlan) -> Counter[str]:
+async def _round(run_plan: generation.RunPlan) -> Counter[str]:
     prepared = run_plan.prepared
     request = prepared.request
     done: Counter[str] = Counter()
@@ -122,7 +123,7 @@ async def _round(run_plan: evaluate.RunPlan) -> Counter[str]:
     return done
 
 
-def lines_of(prepared: evaluate.Prepared, job: batch_jobs.Job) -> list[BatchLine]:
+def lines_of(prepared: generation.Prepared, job: batch_jobs.Job) -> list[BatchLine]:
     """The lines of a job that was planned but never sent, rebuilt from the run's data."""
     lines = []
     for entry in job.items:
@@ -135,7 +136,7 @@ def lines_of(prepared: evaluate.Prepared, job: batch_jobs.Job) -> list[BatchLine
     return lines
 
 
-def judge_parts(prepared: evaluate.Prepared, item) -> list:
+def judge_parts(prepared: generation.Prepared, item) -> list:
     """The grader prompt of a judgement item, from the stored answer it grades."""
     from flows import plan as planning
     from tasks.records import decode_record
@@ -180,8 +181,8 @@ def poll_store(store_url: str, s3_endpoint_url: str | None = None) -> dict[str, 
     started = time.monotonic()
     for run_id in open_job_runs(store):
         manifest = read_manifest(store, run_id) or {}
-        request = evaluate.EvalRequest(**manifest["request"])
-        prepared = evaluate.checked(request)
+        request = EvalRequest(**manifest["request"])
+        prepared = generation.checked(request)
         outcome = run_batches(prepared, wait=False, after_online=False)
         report[run_id] = outcome
         if outcome["batch_jobs_open"] == 0:

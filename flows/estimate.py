@@ -139,7 +139,7 @@ class _Row:
 
 def estimate_run(prepared: Any, *, retry_errors: bool = True) -> list[dict[str, Any]]:
     """Rows (COLUMNS) per (model, benchmark, stage) of what running `prepared` (a checked
-    request, `flows.evaluate.preflight`) would request and cost. Reads the store, writes
+    request, `flows.generation.preflight`) would request and cost. Reads the store, writes
     nothing."""
     request, store, run_id = prepared.request, prepared.store, prepared.run_id
     data, configs = prepared.data, prepared.configs
@@ -333,7 +333,7 @@ def format_estimate(run_id: str, rows: list[dict[str, Any]]) -> str:
 
 def estimate_request(request: Any, *, retry_errors: bool = True) -> int:
     """`evalfleet run --estimate`: the checks a run makes, then the table. Exit code 0."""
-    from flows.evaluate import preflight
+    from flows.generation import preflight
 
     prepared = preflight(request)
     rows = estimate_run(prepared, retry_errors=retry_errors)

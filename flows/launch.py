@@ -34,15 +34,15 @@ def run_request(request: EvalRequest, *, retry_errors: bool = True) -> dict[str,
     own_ray = not os.environ.get("RAY_ADDRESS") and not ray_was_up
     if own_ray:
         stack.use_private_ray()
-    from flows import evaluate
+    from flows import generation
 
-    evaluate.quick_checks(request)
+    generation.quick_checks(request)
     STOP.reset()
     STOP.on_force(stack.kill)
     try:
         with STOP.handling():
             stack.start(prefect=not os.environ.get("PREFECT_API_URL"), ray=own_ray)
-            prepared = evaluate.preflight(request)
+            prepared = generation.preflight(request)
             stack.wait(STOP.requested)
             if STOP.requested():
                 raise Interrupted(

@@ -248,7 +248,7 @@ class Chaos:
 
     def items(self, prompt_sha256) -> dict[tuple[str, str, int], object]:
         """(simulator model name, prompt sha256, seed) -> the run's item key."""
-        from flows.evaluate import preflight
+        from flows.generation import preflight
         from flows.plan import answer_items
         from flows.request import EvalRequest
 

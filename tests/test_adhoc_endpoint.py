@@ -25,7 +25,7 @@ from google.genai import types as genai_types
 
 from core.types import ConfigError
 from flows.cli import build_parser, main, request_from_args
-from flows.evaluate import preflight
+from flows.generation import preflight
 from providers.simulator.answering import prompt_sha256
 from providers.simulator.process import SimulatorHandle, start_simulator
 from storage import layout

@@ -19,7 +19,7 @@ from pathlib import Path
 from flows.cli import build_parser as cli_parser
 from flows.cli import request_from_args
 from flows.estimate import estimate_run
-from flows.evaluate import preflight
+from flows.generation import preflight
 from flows.heartbeat import liveness
 from providers.simulator.process import start_simulator
 

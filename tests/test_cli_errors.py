@@ -98,7 +98,7 @@ def test_unknown_benchmark_lists_the_registry(capsys, store):
 
 
 def test_incompatible_run_id_is_refused_and_manifest_kept(capsys, store, demo_dataset):
-    from flows.evaluate import plan, preflight
+    from flows.generation import plan, preflight
     from flows.request import EvalRequest
 
     base = dict(

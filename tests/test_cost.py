@@ -484,7 +484,7 @@ def write_stored_work(store_url: str, dataset: str, run_id: str) -> None:
     """
     from flows import plan as planning
     from flows.cli import build_parser, request_from_args
-    from flows.evaluate import preflight
+    from flows.generation import preflight
     from storage import layout, open_store
 
     args = build_parser().parse_args(run_args(dataset, Path(store_url), run_id))
@@ -585,7 +585,7 @@ def test_estimate_of_a_resumed_run_measures_stored_records_and_skips_them(
 def test_estimate_keeps_terminal_errors_with_no_retry_errors(tiny_zerobench, tmp_path):
     from flows.cli import build_parser, request_from_args
     from flows.estimate import estimate_run
-    from flows.evaluate import preflight
+    from flows.generation import preflight
 
     store = tmp_path / "runs"
     write_stored_work(str(store), tiny_zerobench, "est3")

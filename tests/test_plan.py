@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from flows.evaluate import plan, preflight
+from flows.generation import plan, preflight
 from flows.request import EvalRequest
 from storage import layout
 

@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 from flows import plan as planning
-from flows.evaluate import preflight
+from flows.generation import preflight
 from flows.pipeline import evaluate_and_aggregate
 from flows.request import EvalRequest
 from providers.simulator.process import start_simulator

@@ -230,12 +230,19 @@ def test_runs_through_the_api_fail_fast_or_complete_with_tables(stack, demo_data
     # the served leaderboard deployment rebuilds it in a flow run of its own
     (board,) = _until(lambda: leaderboard_with(stack, "api"), 60, "leaderboard with run api")
     assert set(board.loc[board["run_id"] == "api", "model"]) == {"openai/sim-0.7"}
-    rebuilt = stack.call("/flow_runs/filter", {"flow_runs": {"name": {}}, "limit": 200})
-    assert any(
-        r["parameters"].get("store") == str(stack.store) and r["state"]["name"] == "Completed"
-        for r in rebuilt
-        if r.get("deployment_id") == stack.deployment("leaderboard/on-demand")["id"]
-    )
+    leaderboard_id = stack.deployment("leaderboard/on-demand")["id"]
+
+    def rebuilt_by_the_deployment() -> list:
+        runs = stack.call("/flow_runs/filter", {"limit": 200})
+        return [
+            r
+            for r in runs
+            if r.get("deployment_id") == leaderboard_id
+            and r["parameters"].get("store") == str(stack.store)
+            and r["state"]["name"] == "Completed"
+        ]
+
+    _until(rebuilt_by_the_deployment, 60, "a completed leaderboard/on-demand flow run")
 
 
 def leaderboard_with(stack, run_id: str):

@@ -26,7 +26,8 @@ import pytest
 
 from flows import plan as planning
 from flows.aggregate import aggregate
-from flows.evaluate import evaluate, preflight
+from flows.evaluate import evaluate
+from flows.generation import preflight
 from flows.request import EvalRequest
 from flows.status import run_status
 from providers.simulator.process import start_simulator
