@@ -18,7 +18,7 @@ from pathlib import Path
 
 from benchmarks.zerobench import dataset as zerobench_data
 from core.types import Part
-from flows import evaluate as evaluating
+from flows import generation
 from flows.aggregate import aggregate
 from flows.cli import main
 from flows.evaluate import evaluate
@@ -105,7 +105,7 @@ def test_changed_template_makes_old_records_stale_and_requests_them_again(
 
         # The template changes (a new evalfleet version); the data and the identity do not.
         monkeypatch.setattr(zerobench_data, "to_sample", new_template(zerobench_data.to_sample))
-        plan = evaluating.plan(evaluating.preflight(request))
+        plan = generation.plan(generation.preflight(request))
         assert plan.event == "resumed"
         assert dict(plan.states) == {"done": N_MAIN, "stale": N_SUB}
         assert len(plan.todo) == N_SUB and {i.key.benchmark for i in plan.todo} == {SUB}
