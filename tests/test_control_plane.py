@@ -55,7 +55,8 @@ def test_killing_the_prefect_server_leaves_throughput_alone(demo_dataset, answer
             start_new_session=True,
         )
         deadline = time.monotonic() + 240
-        while len(list((runs / "lost").rglob("*.json"))) < KILL_AT:
+        # records only: the run's manifest is a JSON file too
+        while len(list((runs / "lost" / "completions").rglob("*.json"))) < KILL_AT:
             assert process.poll() is None, log.read_text()
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.05)
