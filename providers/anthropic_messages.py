@@ -119,9 +119,6 @@ def from_message(message: Any, request_id: str | None) -> ProviderResponse:
     )
 
 
-_response = from_message  # its earlier name
-
-
 def response_from_body(body: dict[str, Any], request_id: str | None) -> ProviderResponse:
     """A Message body (a batch result's `message`) -> ProviderResponse, read leniently as the
     SDK reads an online answer."""

@@ -20,10 +20,6 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import httpx2
-from google import genai
-from google.genai import types
-
 from providers.batch import (
     BatchClient,
     BatchInputError,
@@ -38,7 +34,12 @@ from providers.batch import (
     tag_token,
 )
 from providers.google_errors import map_google_error, map_rpc_error
-from providers.google_genai import API_VERSION, from_generate_response, request_body, request_params
+from providers.google_genai import (
+    from_generate_response,
+    genai_client,
+    request_body,
+    request_params,
+)
 from providers.registry import ModelConfig
 from providers.types import ErrorKind, ProviderError
 
@@ -69,14 +70,7 @@ class GoogleBatchClient(BatchClient):
 
     def __init__(self, config: ModelConfig, api_key: str) -> None:
         super().__init__(config, api_key)
-        options = types.HttpOptions(
-            base_url=config.base_url,
-            api_version=API_VERSION,
-            timeout=round(config.timeout_s * 1000),
-            async_client_args={"transport": httpx2.AsyncHTTPTransport()},
-        )
-        # Keep the client: its __del__ closes the HTTP client that `.aio` uses.
-        self._genai = genai.Client(api_key=api_key, vertexai=False, http_options=options)
+        self._genai = genai_client(config, api_key)
 
     def _body(self, lines: Sequence[BatchLine], tag: str) -> dict[str, Any]:
         tag_token(tag)  # not empty

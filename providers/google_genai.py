@@ -113,19 +113,24 @@ def request_body(api_client: Any, params: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in body.items() if not k.startswith("_")}
 
 
+def genai_client(config: ModelConfig, api_key: str) -> genai.Client:
+    """The SDK client for a model, online or batch. Keep it while its `.aio` is used: its
+    __del__ closes the HTTP client `.aio` sends with."""
+    options = types.HttpOptions(
+        base_url=config.base_url,
+        api_version=API_VERSION,
+        timeout=round(config.timeout_s * 1000),
+        # An httpx2 transport keeps the SDK off its aiohttp path, which silently retries
+        # once on connection errors; no retry_options: one attempt per call.
+        async_client_args={"transport": httpx2.AsyncHTTPTransport()},
+    )
+    return genai.Client(api_key=api_key, vertexai=False, http_options=options)
+
+
 class GoogleGenAIClient(ProviderClient):
     def __init__(self, config: ModelConfig, api_key: str) -> None:
         super().__init__(config, api_key)
-        options = types.HttpOptions(
-            base_url=config.base_url,
-            api_version=API_VERSION,
-            timeout=round(config.timeout_s * 1000),
-            # An httpx2 transport keeps the SDK off its aiohttp path, which silently retries
-            # once on connection errors; no retry_options: one attempt per call.
-            async_client_args={"transport": httpx2.AsyncHTTPTransport()},
-        )
-        # Keep the client: its __del__ closes the HTTP client that `.aio` uses.
-        self._genai = genai.Client(api_key=api_key, vertexai=False, http_options=options)
+        self._genai = genai_client(config, api_key)
 
     def request_params(self, parts: Sequence[Part], decoding: Decoding) -> dict[str, Any]:
         return request_params(self.config, parts, decoding)
@@ -185,9 +190,6 @@ def from_generate_response(response: types.GenerateContentResponse) -> ProviderR
         reasoning_text="\n\n".join(thoughts) if thoughts else None,
         extra={"finish_reason": finish},
     )
-
-
-_response = from_generate_response  # its earlier name
 
 
 def response_from_body(body: dict[str, Any], request_id: str | None = None) -> ProviderResponse:

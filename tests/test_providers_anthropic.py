@@ -12,7 +12,7 @@ import anthropic
 import pytest
 
 from core.types import Decoding, Part
-from providers.anthropic_messages import _response, messages_arguments, messages_content
+from providers.anthropic_messages import from_message, messages_arguments, messages_content
 from providers.clients import make_client
 from providers.registry import ModelConfig, resolve_model
 from providers.retry import RetryPolicy, call_with_retries
@@ -285,7 +285,7 @@ def test_refusal_is_content_filtered_and_odd_images_are_refused(sim: SimulatorHa
         }
     )
     with pytest.raises(ProviderError) as info:
-        _response(message, "req_9")
+        from_message(message, "req_9")
     assert (info.value.kind, info.value.status, info.value.request_id) == (
         ErrorKind.CONTENT_FILTERED,
         200,

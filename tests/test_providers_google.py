@@ -15,7 +15,7 @@ from google.genai import types
 from core.types import Decoding, Part
 from providers.clients import make_client
 from providers.google_errors import retry_delay_seconds
-from providers.google_genai import _response, generation_config
+from providers.google_genai import from_generate_response, generation_config
 from providers.registry import ModelConfig, resolve_model
 from providers.retry import RetryPolicy, call_with_retries
 from providers.simulator import draw_correct, prompt_sha256, start_simulator_in_thread
@@ -197,13 +197,13 @@ def test_blocked_prompt_and_safety_stop_are_content_filtered() -> None:
         response_id="r1",
     )
     with pytest.raises(ProviderError) as info:
-        _response(blocked)
+        from_generate_response(blocked)
     assert (info.value.kind, info.value.request_id) == (ErrorKind.CONTENT_FILTERED, "r1")
     unsafe = types.GenerateContentResponse(
         candidates=[types.Candidate(finish_reason=types.FinishReason.SAFETY)], response_id="r2"
     )
     with pytest.raises(ProviderError) as info:
-        _response(unsafe)
+        from_generate_response(unsafe)
     assert (info.value.kind, info.value.message) == (
         ErrorKind.CONTENT_FILTERED,
         "blocked: answer (SAFETY)",
