@@ -42,11 +42,8 @@ class Budget:
         self.spent_usd = spent_usd
         self._cost_of = cost_of
         self._in_flight: dict[Any, float] = {}
+        self.in_flight_usd = 0.0  # the sum of `_in_flight`, kept as calls come and go
         self._seen: dict[str, tuple[float, int]] = {}  # caller -> (USD, calls) this run
-
-    @property
-    def in_flight_usd(self) -> float:
-        return sum(self._in_flight.values())
 
     def expected(self, item: WorkItem) -> float:
         """The mean cost of this caller's calls so far (once there are a few), else the
@@ -63,9 +60,10 @@ class Budget:
 
     def track(self, ref: Any, cost: float) -> None:
         self._in_flight[ref] = cost
+        self.in_flight_usd += cost
 
     def settle(self, ref: Any, outcome: Outcome | None) -> None:
-        self._in_flight.pop(ref, None)
+        self.in_flight_usd -= self._in_flight.pop(ref, 0.0)
         if outcome is None:  # lost with its worker: sent again, paid when it lands
             return
         self.spent_usd += outcome.cost_usd
