@@ -235,4 +235,4 @@ class Benchmark(ABC):
 
     @abstractmethod
     def answer_key(self, sample: Sample, options: BenchmarkOptions) -> list[dict]:
-        """Simulator answer-key entries for this sample (`providers.simulator.answering`)."""
+        """Simulator answer-key entries for this sample (`simulator.answering`)."""

@@ -609,7 +609,7 @@ def _datbench_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from providers.simulator import cli as simulator_cli
+    from simulator import cli as simulator_cli
 
     return simulator_cli.run(args)
 
@@ -840,7 +840,7 @@ def build_parser() -> argparse.ArgumentParser:
     down.set_defaults(func=cmd_down)
 
     sim = sub.add_parser("simulate", help="serve the provider simulator on 127.0.0.1")
-    from providers.simulator import cli as simulator_cli
+    from simulator import cli as simulator_cli
 
     simulator_cli.add_arguments(sim)
     sim.set_defaults(func=cmd_simulate)

@@ -80,7 +80,7 @@ def run_demo(
     import datasets
 
     from flows.launch import run_request
-    from providers.simulator.process import start_simulator
+    from simulator.process import start_simulator
 
     datasets.disable_progress_bars()
     work = Path(workdir).resolve()

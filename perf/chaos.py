@@ -155,7 +155,7 @@ class Chaos:
 
         from flows.demo import write_answer_key
         from perf.throughput import write_dataset
-        from providers.simulator.process import start_simulator
+        from simulator.process import start_simulator
         from tests.s3_server import FAKE_AWS_ENV, Chaos, MotoS3Server
 
         os.environ.update(FAKE_AWS_ENV)
@@ -212,7 +212,7 @@ class Chaos:
     # --- the figures ----------------------------------------------------------------------
 
     def report(self, logs: list[Path], prefect_texts: list[str], cluster) -> None:
-        from providers.simulator.answering import prompt_sha256
+        from simulator.answering import prompt_sha256
         from storage import layout
 
         entries = [json.loads(x) for path in logs for x in path.read_text().splitlines()]

@@ -46,7 +46,7 @@ def main() -> None:
     options = parser.parse_args()
 
     from flows.demo import write_answer_key
-    from providers.simulator.process import start_simulator
+    from simulator.process import start_simulator
 
     work = Path(tempfile.mkdtemp(prefix="evalfleet-first-result-"))
     dataset = write_dataset(work / "zerobench", 10)

@@ -112,7 +112,7 @@ def main() -> None:
 
     from flows.demo import write_answer_key
     from perf.throughput import write_dataset
-    from providers.simulator.process import start_simulator
+    from simulator.process import start_simulator
 
     work = Path(tempfile.mkdtemp(prefix="evalfleet-ratelimit-"))
     dataset = write_dataset(work / "zerobench", args.questions)

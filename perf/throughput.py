@@ -334,7 +334,7 @@ def main() -> None:
 
     from flows.demo import write_answer_key
     from providers.registry import resolve_model
-    from providers.simulator.process import start_simulator
+    from simulator.process import start_simulator
 
     work = Path(tempfile.mkdtemp(prefix="evalfleet-perf-"))
     dataset = write_dataset(work / "zerobench", args.questions)

@@ -12,8 +12,8 @@ import pytest
 from core.types import Decoding, Part
 from providers.clients import make_client
 from providers.registry import ModelConfig
-from providers.simulator.process import SimulatorHandle
 from providers.types import ProviderError, ProviderResponse
+from simulator.process import SimulatorHandle
 
 # A per-provider placeholder key (the simulator only checks that one is present).
 TEST_KEYS = {"openai": "sk-test", "anthropic": "sk-ant-test", "google": "gemini-test-key"}

@@ -26,8 +26,8 @@ from google.genai import types as genai_types
 from core.types import ConfigError
 from flows.cli import build_parser, main, request_from_args
 from flows.generation import preflight
-from providers.simulator.answering import prompt_sha256
-from providers.simulator.process import SimulatorHandle, start_simulator
+from simulator.answering import prompt_sha256
+from simulator.process import SimulatorHandle, start_simulator
 from storage import layout
 from tests.helpers import result_table, zerobench_samples
 

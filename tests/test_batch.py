@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from providers.simulator.process import start_simulator
+from simulator.process import start_simulator
 from tests.helpers import result_table
 
 REPO = Path(__file__).resolve().parent.parent

@@ -41,11 +41,11 @@ from providers.batch_google import GoogleBatchClient
 from providers.batch_openai import OpenAIBatchClient
 from providers.clients import make_client
 from providers.registry import ModelConfig, resolve_model
-from providers.simulator import prompt_sha256, start_simulator_in_thread
-from providers.simulator.faults import batch_line_draw
-from providers.simulator.process import SimulatorHandle
-from providers.simulator.samples import tiny_png, write_answer_key
 from providers.types import ErrorKind, ProviderError, ProviderResponse
+from simulator import prompt_sha256, start_simulator_in_thread
+from simulator.faults import batch_line_draw
+from simulator.process import SimulatorHandle
+from simulator.samples import tiny_png, write_answer_key
 
 PROMPTS = [f"Batch client item {i}: how many dots? Answer in braces." for i in range(30)]
 MODELS = {

@@ -19,7 +19,7 @@ from benchmarks.omnibench.parsing import parse_answer_evalscope
 from core.types import Part, Sample, Score
 from flows.cli import main
 from flows.demo import write_answer_key
-from providers.simulator.process import start_simulator
+from simulator.process import start_simulator
 from tests.helpers import result_table
 
 
@@ -66,7 +66,7 @@ class ToyArithmetic(Benchmark):
             {
                 "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest(),
                 "target": sample.target,
-                "format": "final_answer",
+                "template": "Final Answer: {answer}",
             }
         ]
 

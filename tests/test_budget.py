@@ -21,7 +21,7 @@ from flows.cli import request_from_args
 from flows.estimate import estimate_run
 from flows.generation import preflight
 from flows.heartbeat import liveness
-from providers.simulator.process import start_simulator
+from simulator.process import start_simulator
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = "openai/sim-0.5"

@@ -14,7 +14,7 @@ import uuid
 from datetime import datetime
 from pathlib import Path
 
-from providers.simulator.process import start_simulator
+from simulator.process import start_simulator
 from tests.helpers import result_table, tagged_processes, wait_for_no_processes
 
 REPO = Path(__file__).resolve().parent.parent

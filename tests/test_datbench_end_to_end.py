@@ -17,7 +17,7 @@ from benchmarks.datbench.demo import write_datbench_demo
 from flows.cli import main
 from flows.datbench_tools import vision_delta
 from flows.demo import write_answer_key
-from providers.simulator.process import start_simulator
+from simulator.process import start_simulator
 from tests.helpers import result_table
 
 MODELS = ["openai/sim-0.6", "anthropic/sim-0.8"]

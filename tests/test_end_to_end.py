@@ -16,7 +16,7 @@ import pytest
 
 from flows.pipeline import evaluate_and_aggregate
 from flows.request import EvalRequest
-from providers.simulator.process import start_simulator
+from simulator.process import start_simulator
 from tests.helpers import SPLITS, result_table, results_dir, zerobench_samples
 
 MODELS = ["openai/sim-0.3", "openai/sim-0.8"]

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from providers.simulator.process import start_simulator
+from simulator.process import start_simulator
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = "openai/sim-0.5-fleet"

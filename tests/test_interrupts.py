@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from providers.simulator.process import start_simulator
+from simulator.process import start_simulator
 from tests.helpers import tagged_processes, wait_for_no_processes
 
 REPO = Path(__file__).resolve().parent.parent

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from benchmarks.zerobench import ZEROBENCH
 from flows.status import run_status
-from providers.simulator.answering import prompt_sha256
-from providers.simulator.process import start_simulator
+from simulator.answering import prompt_sha256
+from simulator.process import start_simulator
 from tests.helpers import SPLITS, result_table, zerobench_samples
 
 REPO = Path(__file__).resolve().parent.parent

@@ -37,7 +37,7 @@ from flows.cli import main
 from flows.leaderboard import update
 from flows.pipeline import evaluate_and_aggregate, run_without_prefect
 from flows.request import EvalRequest
-from providers.simulator.process import start_simulator
+from simulator.process import start_simulator
 from tests.helpers import results_dir, zerobench_samples
 
 REPO = Path(__file__).resolve().parent.parent

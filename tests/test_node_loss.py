@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from providers.simulator.process import start_simulator
+from simulator.process import start_simulator
 
 REPO = Path(__file__).resolve().parent.parent
 ITEMS = (4 + 11) * 6  # the demo's questions and subquestions, six epochs

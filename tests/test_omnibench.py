@@ -377,7 +377,7 @@ def test_answer_key_entry(saved: Path) -> None:
         {
             "prompt_sha256": hashlib.sha256(PROMPT_10.encode("utf-8")).hexdigest(),
             "target": "A",
-            "format": "answer_letter",
+            "template": "The best matching option is {answer}.\nANSWER: {answer}",
             "choices": ["A", "B", "C", "D"],
         }
     ]

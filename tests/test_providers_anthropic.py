@@ -16,11 +16,11 @@ from providers.anthropic_messages import from_message, messages_arguments, messa
 from providers.clients import make_client
 from providers.registry import ModelConfig, resolve_model
 from providers.retry import RetryPolicy, call_with_retries
-from providers.simulator import draw_correct, prompt_sha256, start_simulator_in_thread
-from providers.simulator.answering import reasoning_for
-from providers.simulator.process import SimulatorHandle
-from providers.simulator.samples import tiny_jpeg, tiny_png, tiny_wav, write_answer_key
 from providers.types import ErrorKind, ProviderError
+from simulator import draw_correct, prompt_sha256, start_simulator_in_thread
+from simulator.answering import reasoning_for
+from simulator.process import SimulatorHandle
+from simulator.samples import tiny_jpeg, tiny_png, tiny_wav, write_answer_key
 from tests.provider_harness import (
     UNKNOWN,
     complete,

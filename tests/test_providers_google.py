@@ -18,11 +18,11 @@ from providers.google_errors import retry_delay_seconds
 from providers.google_genai import from_generate_response, generation_config
 from providers.registry import ModelConfig, resolve_model
 from providers.retry import RetryPolicy, call_with_retries
-from providers.simulator import draw_correct, prompt_sha256, start_simulator_in_thread
-from providers.simulator.answering import reasoning_for
-from providers.simulator.process import SimulatorHandle
-from providers.simulator.samples import tiny_jpeg, tiny_png, tiny_wav, write_answer_key
 from providers.types import ErrorKind, ProviderError
+from simulator import draw_correct, prompt_sha256, start_simulator_in_thread
+from simulator.answering import reasoning_for
+from simulator.process import SimulatorHandle
+from simulator.samples import tiny_jpeg, tiny_png, tiny_wav, write_answer_key
 from tests.provider_harness import (
     UNKNOWN,
     complete,

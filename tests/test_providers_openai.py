@@ -24,11 +24,11 @@ from providers.openai_responses import (
 )
 from providers.registry import ModelConfig, resolve_api_key, resolve_model
 from providers.retry import RetryPolicy, call_with_retries
-from providers.simulator import prompt_sha256, start_simulator_in_thread
-from providers.simulator.answering import reasoning_for
-from providers.simulator.process import SimulatorHandle
-from providers.simulator.samples import tiny_jpeg, tiny_png, tiny_wav
 from providers.types import ErrorKind, ProviderError
+from simulator import prompt_sha256, start_simulator_in_thread
+from simulator.answering import reasoning_for
+from simulator.process import SimulatorHandle
+from simulator.samples import tiny_jpeg, tiny_png, tiny_wav
 from tests.provider_harness import (
     UNKNOWN,
     complete,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from flows.reevaluate import STATE_KEY, ReevaluateRequest, reevaluate
-from providers.simulator.process import start_simulator
+from simulator.process import start_simulator
 from storage import open_store
 
 

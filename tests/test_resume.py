@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from providers.simulator.process import start_simulator
+from simulator.process import start_simulator
 from tests.helpers import parse, prompt_hashes
 
 REPO = Path(__file__).resolve().parent.parent

@@ -15,7 +15,7 @@ from benchmarks.rome.judge import parse_robust
 from benchmarks.rome.scoring import score_annotation
 from flows.cli import main
 from flows.demo import write_answer_key
-from providers.simulator.process import start_simulator
+from simulator.process import start_simulator
 from tests.helpers import result_table, results_dir
 
 MODELS = ["openai/sim-0.6", "anthropic/sim-0.7"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from flows.cli import main
 from flows.reevaluate import ReevaluateRequest, reevaluate
-from providers.simulator.process import start_simulator
+from simulator.process import start_simulator
 
 STORM = {
     "latency": {"ms": 1},

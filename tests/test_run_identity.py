@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from flows.cli import main
-from providers.simulator.process import start_simulator
+from simulator.process import start_simulator
 from tests.helpers import result_table
 
 MODEL = "openai/sim-0.5"

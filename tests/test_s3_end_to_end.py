@@ -25,7 +25,7 @@ from flows import plan as planning
 from flows.generation import preflight
 from flows.pipeline import evaluate_and_aggregate
 from flows.request import EvalRequest
-from providers.simulator.process import start_simulator
+from simulator.process import start_simulator
 from storage import LocalStore, layout, open_store
 from tests.helpers import SPLITS, store_table
 from tests.s3_server import FAKE_AWS_ENV, MotoS3Server, apply_fake_aws_env

@@ -20,7 +20,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from providers.simulator.process import start_simulator
+from simulator.process import start_simulator
 from storage import layout
 from tests.helpers import SPLITS, prompt_hashes
 from tests.s3_server import FAKE_AWS_ENV, MotoS3Server, apply_fake_aws_env

@@ -14,9 +14,9 @@ from typing import Any
 import openai
 import pytest
 
-from providers.simulator import draw_correct, prompt_sha256, start_simulator_in_thread
-from providers.simulator.process import SimulatorHandle
-from providers.simulator.samples import tiny_jpeg, tiny_png, tiny_wav, write_answer_key
+from simulator import draw_correct, prompt_sha256, start_simulator_in_thread
+from simulator.process import SimulatorHandle
+from simulator.samples import tiny_jpeg, tiny_png, tiny_wav, write_answer_key
 
 PROMPTS = [f"Problem {i}: count the dots and give the number in braces." for i in range(120)]
 LETTER_PROMPT = "Which colour is the sky? A) green B) blue C) red. Reply with ANSWER: <letter>."
@@ -28,7 +28,7 @@ MODELS = ["sim-0.3", "sim-0.5-think", "sim-0.9"]
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatorHandle]:
     root = tmp_path_factory.mktemp("sim-openai")
     items: list = [(p, str(i * 3)) for i, p in enumerate(PROMPTS)]
-    items.append((LETTER_PROMPT, "B", "answer_letter", ["green", "blue", "red"]))
+    items.append((LETTER_PROMPT, "B", "ANSWER: {answer}", ["A", "B", "C"]))
     key = write_answer_key(root / "key.jsonl", items)
     config = {"models": MODELS, "reasoning_tokens": 100, "latency": {"ms": 1}}
     with start_simulator_in_thread(key, config, log_path=root / "log.jsonl") as handle:

@@ -12,9 +12,9 @@ from pathlib import Path
 import openai
 import pytest
 
-from providers.simulator import SimulatorStartError, draw_correct, prompt_sha256, start_simulator
-from providers.simulator.cli import add_arguments, build_config, main
-from providers.simulator.samples import write_answer_key
+from simulator import SimulatorStartError, draw_correct, prompt_sha256, start_simulator
+from simulator.cli import add_arguments, build_config, main
+from simulator.samples import write_answer_key
 
 PROMPT = "How many legs does a spider have? Answer in braces."
 SECRET = "sk-process-secret-987"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from providers.simulator.answering import (
+from simulator.answering import (
     UNKNOWN_ANSWER,
     AnswerKey,
     AnswerKeyError,
@@ -18,17 +18,19 @@ from providers.simulator.answering import (
     prompt_sha256,
     wrong_value,
 )
-from providers.simulator.config import (
+from simulator.config import (
     ConfigError,
     Latency,
     SimulatorConfig,
     load_config,
     resolve_profile,
 )
-from providers.simulator.faults import AttemptCounter, LatencySampler, fault_draw, pick_fault
-from providers.simulator.openai_routes import go_duration
-from providers.simulator.ratelimit import RateLimiter
-from providers.simulator.samples import answer_key_line, write_answer_key
+from simulator.faults import AttemptCounter, LatencySampler, fault_draw, pick_fault
+from simulator.openai_routes import go_duration
+from simulator.ratelimit import RateLimiter
+from simulator.samples import BRACES, answer_key_line, write_answer_key
+
+LETTER = "The best matching option is {answer}.\nANSWER: {answer}"
 
 
 @pytest.mark.parametrize(
@@ -71,7 +73,7 @@ def test_answer_is_deterministic_and_matches_draw(tmp_path: Path) -> None:
 
 
 def test_seed_none_is_deterministic() -> None:
-    key = AnswerKey({prompt_sha256("q"): KeyEntry("12", "braces")})
+    key = AnswerKey({prompt_sha256("q"): KeyEntry("12", BRACES)})
     texts = {answer(key, "sim-0.5", prompt_sha256("q"), None, accuracy=0.5).text for _ in range(5)}
     assert len(texts) == 1
 
@@ -90,35 +92,33 @@ def test_unknown_prompt_and_thinking() -> None:
 @pytest.mark.parametrize(
     "entry",
     [
-        KeyEntry("42", "braces"),
-        KeyEntry("0", "braces"),
-        KeyEntry("3.75", "braces"),
-        KeyEntry("(3, 4)", "braces"),
-        KeyEntry("circle", "braces"),
-        KeyEntry("Blue", "braces"),
-        KeyEntry("C", "answer_letter", ("cat", "dog", "cow", "eel")),
-        KeyEntry("A", "answer_letter", ("yes", "no")),
-        KeyEntry("B", "answer_letter"),
-        KeyEntry("dog", "braces", ("cat", "dog")),
+        KeyEntry("42", BRACES),
+        KeyEntry("0", BRACES),
+        KeyEntry("3.75", BRACES),
+        KeyEntry("(3, 4)", BRACES),
+        KeyEntry("circle", BRACES),
+        KeyEntry("Blue", BRACES),
+        KeyEntry("C", LETTER, ("A", "B", "C", "D")),
+        KeyEntry("A", LETTER, ("A", "B")),
+        KeyEntry("dog", BRACES, ("cat", "dog")),
     ],
 )
 def test_wrong_values_are_never_the_target(entry: KeyEntry) -> None:
     for pick in range(64):
         value = wrong_value(entry, pick)
         assert value.strip().lower() != entry.target.strip().lower()
-        if entry.format == "answer_letter":
-            count = len(entry.choices) if entry.choices else 4
-            assert value in "ABCDEFGH"[:count]
+        if entry.choices:
+            assert value in entry.choices
         if entry.target == "0":
             assert int(value) > 0
-    assert wrong_value(KeyEntry("dog", "braces", ("cat", "dog")), 3) == "cat"
+    assert wrong_value(KeyEntry("dog", BRACES, ("cat", "dog")), 3) == "cat"
 
 
 def test_render_formats() -> None:
     key = AnswerKey(
         {
-            prompt_sha256("p1"): KeyEntry("7", "braces"),
-            prompt_sha256("p2"): KeyEntry("B", "answer_letter", ("x", "y", "z")),
+            prompt_sha256("p1"): KeyEntry("7", BRACES),
+            prompt_sha256("p2"): KeyEntry("B", LETTER, ("A", "B", "C")),
         }
     )
     braces = answer(key, "sim-1", prompt_sha256("p1"), 0, accuracy=1.0)

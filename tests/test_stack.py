@@ -26,7 +26,7 @@ import pandas as pd
 import pytest
 
 from flows.services import free_port
-from providers.simulator.process import start_simulator
+from simulator.process import start_simulator
 from tests.helpers import parse, results_dir, tagged_processes, wait_for_no_processes
 
 REPO = Path(__file__).resolve().parent.parent

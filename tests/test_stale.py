@@ -24,8 +24,8 @@ from flows.cli import main
 from flows.evaluate import evaluate
 from flows.request import EvalRequest
 from flows.status import run_status
-from providers.simulator.process import start_simulator
-from providers.simulator.samples import answer_key_line
+from simulator.process import start_simulator
+from simulator.samples import answer_key_line
 from storage import LocalStore, layout
 from tests.helpers import result_table, zerobench_samples
 

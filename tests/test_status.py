@@ -16,7 +16,7 @@ from flows.cli import main
 from flows.evaluate import evaluate
 from flows.request import EvalRequest
 from flows.runs import read_manifest
-from providers.simulator.process import start_simulator
+from simulator.process import start_simulator
 from storage import LocalStore, layout
 
 RUN_ID = "status-run"

@@ -16,7 +16,7 @@ import pytest
 from flows.cli import main
 from flows.pipeline import evaluate_and_aggregate
 from flows.request import EvalRequest
-from providers.simulator.process import start_simulator
+from simulator.process import start_simulator
 from tests.helpers import SPLITS, result_table
 
 MODELS = ["openai/sim-0.4", "anthropic/sim-0.6", "google/sim-0.5"]

@@ -30,7 +30,7 @@ from flows.evaluate import evaluate
 from flows.generation import preflight
 from flows.request import EvalRequest
 from flows.status import run_status
-from providers.simulator.process import start_simulator
+from simulator.process import start_simulator
 from storage import LocalStore, layout
 from storage.s3 import _CONFLICT_ATTEMPTS
 from tests.helpers import prompt_hashes, store_table

@@ -267,7 +267,7 @@ def test_answer_key_entry(saved: Path) -> None:
         {
             "prompt_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
             "target": "3",
-            "format": "braces",
+            "template": "So the final answer is {{answer}}",
         }
     ]
 

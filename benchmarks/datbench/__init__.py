@@ -136,7 +136,7 @@ class DatBench(Benchmark):
         entry = {
             "prompt_sha256": hashlib.sha256(sample.first_text().encode("utf-8")).hexdigest(),
             "target": sample.target,
-            "format": "final_answer",
+            "template": "Final Answer: {answer}",
             "images": 1,  # answered blind, a simulated model is right less often
         }
         choices = meta.get("all_choices")

@@ -92,7 +92,7 @@ class OmniBench(Benchmark):
             {
                 "prompt_sha256": hashlib.sha256(sample.first_text().encode()).hexdigest(),
                 "target": sample.target,
-                "format": "answer_letter",
+                "template": "The best matching option is {answer}.\nANSWER: {answer}",
                 "choices": list(LETTERS[: len(sample.choices or LETTERS)]),
             }
         ]

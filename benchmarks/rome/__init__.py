@@ -193,7 +193,7 @@ class Rome(Benchmark):
         entry = {
             "prompt_sha256": hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
             "target": correct_answer(annotation),
-            "format": "final_answer",
+            "template": "Final Answer: {answer}",
         }
         if annotation["evaluator"] == "choices_matching":
             entry["choices"] = sorted({*"ABCDE", correct_answer(annotation)})

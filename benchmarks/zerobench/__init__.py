@@ -61,7 +61,7 @@ class ZeroBench(Benchmark):
             {
                 "prompt_sha256": hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
                 "target": sample.target,
-                "format": "braces",
+                "template": "So the final answer is {{answer}}",
             }
         ]
 

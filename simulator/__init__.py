@@ -5,9 +5,9 @@ APIs (OpenAI Files + Batches, Anthropic Message Batches, Gemini batchGenerateCon
 lines the same engine answers (``batches``, ``openai_batch``, ``anthropic_batch``,
 ``gemini_batch``)."""
 
-from providers.simulator.answering import AnswerKey, AnswerKeyError, draw_correct, prompt_sha256
-from providers.simulator.config import ConfigError, SimulatorConfig, load_config
-from providers.simulator.process import (
+from simulator.answering import AnswerKey, AnswerKeyError, draw_correct, prompt_sha256
+from simulator.config import ConfigError, SimulatorConfig, load_config
+from simulator.process import (
     SimulatorHandle,
     SimulatorStartError,
     start_simulator,

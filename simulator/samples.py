@@ -10,16 +10,18 @@ import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
-from providers.simulator.answering import prompt_sha256
+from simulator.answering import prompt_sha256
+
+BRACES = "So the final answer is {{answer}}"
 
 
 def answer_key_line(
-    prompt: str, target: str, fmt: str = "braces", choices: list[str] | None = None
+    prompt: str, target: str, template: str = BRACES, choices: list[str] | None = None
 ) -> str:
     record: dict[str, object] = {
         "prompt_sha256": prompt_sha256(prompt),
         "target": target,
-        "format": fmt,
+        "template": template,
     }
     if choices is not None:
         record["choices"] = choices
@@ -29,7 +31,7 @@ def answer_key_line(
 def write_answer_key(
     path: str | Path, items: Iterable[tuple[str, str] | tuple[str, str, str, list[str] | None]]
 ) -> Path:
-    """Write (prompt, target[, format, choices]) items as an answer-key JSONL file."""
+    """Write (prompt, target[, template, choices]) items as an answer-key JSONL file."""
     path = Path(path)
     lines = [answer_key_line(*item) for item in items]  # type: ignore[arg-type]
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from providers.simulator.anthropic_routes import Messages
-from providers.simulator.batches import (
+from simulator.anthropic_routes import Messages
+from simulator.batches import (
     Batch,
     BatchKind,
     Line,
@@ -43,11 +43,11 @@ from providers.simulator.batches import (
     read_json,
     shuffled,
 )
-from providers.simulator.engine import json_response
-from providers.simulator.protocol import BadRequest, ErrorKind, Protocol
+from simulator.engine import json_response
+from simulator.protocol import BadRequest, ErrorKind, Protocol
 
 if TYPE_CHECKING:
-    from providers.simulator.engine import Simulator
+    from simulator.engine import Simulator
 
 MAX_REQUESTS = 100_000
 _CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from providers.simulator.batches import (
+from simulator.batches import (
     Batch,
     BatchKind,
     BatchStore,
@@ -48,12 +48,12 @@ from providers.simulator.batches import (
     read_json,
     shuffled,
 )
-from providers.simulator.engine import json_response
-from providers.simulator.openai_routes import ChatCompletions, Responses
-from providers.simulator.protocol import BadRequest, Protocol
+from simulator.engine import json_response
+from simulator.openai_routes import ChatCompletions, Responses
+from simulator.protocol import BadRequest, Protocol
 
 if TYPE_CHECKING:
-    from providers.simulator.engine import Simulator
+    from simulator.engine import Simulator
 
 ENDPOINTS: dict[str, Protocol] = {
     "/v1/chat/completions": ChatCompletions(),

@@ -41,14 +41,14 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from providers.simulator.answering import prompt_sha256
-from providers.simulator.config import BatchConfig, ConfigError
-from providers.simulator.faults import batch_line_draw
-from providers.simulator.protocol import BadRequest, ParsedRequest, Protocol
-from providers.simulator.reqlog import blank_entry
+from simulator.answering import prompt_sha256
+from simulator.config import BatchConfig, ConfigError
+from simulator.faults import batch_line_draw
+from simulator.protocol import BadRequest, ParsedRequest, Protocol
+from simulator.reqlog import blank_entry
 
 if TYPE_CHECKING:
-    from providers.simulator.engine import Simulator
+    from simulator.engine import Simulator
 
 STATE_VERSION = 1
 FATES = ("succeeded", "errored", "cancelled", "expired")

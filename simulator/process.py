@@ -19,9 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from providers.simulator.answering import AnswerKey
-from providers.simulator.config import SimulatorConfig, config_from_dict, load_config
-from providers.simulator.server import SimulatorServer
+from simulator.answering import AnswerKey
+from simulator.config import SimulatorConfig, config_from_dict, load_config
+from simulator.server import SimulatorServer
 
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _LISTENING = re.compile(r"listening on (http://\S+)")
@@ -154,7 +154,7 @@ def start_simulator(
     host: str = "127.0.0.1",
     startup_timeout_s: float = 30.0,
 ) -> SimulatorHandle:
-    """Start ``python -m providers.simulator.cli serve`` in a child process.
+    """Start ``python -m simulator.cli serve`` in a child process.
 
     ``config`` may be a SimulatorConfig, a dict or a config file path; ``port=0`` picks a free
     port. Returns once ``GET /health`` answers. Stop it with ``.stop()`` or a ``with`` block.
@@ -163,7 +163,7 @@ def start_simulator(
     workdir = tempfile.mkdtemp(prefix="evalfleet-sim-")
     config_file = Path(workdir) / "config.json"
     config_file.write_text(cfg.model_dump_json(), encoding="utf-8")
-    cmd = [sys.executable, "-m", "providers.simulator.cli", "serve", "--config", str(config_file)]
+    cmd = [sys.executable, "-m", "simulator.cli", "serve", "--config", str(config_file)]
     if answer_key_path is not None:
         cmd += ["--answers", str(answer_key_path)]
     if log_path is not None:

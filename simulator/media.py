@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import binascii
 
-from providers.simulator.protocol import BadRequest
+from simulator.protocol import BadRequest
 
 _MAGIC = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),

@@ -6,8 +6,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from providers.simulator.media import check_data_url, decode_base64
-from providers.simulator.protocol import (
+from simulator.media import check_data_url, decode_base64
+from simulator.protocol import (
     BadRequest,
     Completion,
     ErrorKind,

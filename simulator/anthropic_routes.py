@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from providers.simulator.media import decode_base64, sniff_image_type
-from providers.simulator.protocol import (
+from simulator.media import decode_base64, sniff_image_type
+from simulator.protocol import (
     BadRequest,
     Completion,
     ErrorKind,

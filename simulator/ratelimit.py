@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from providers.simulator.protocol import LimitState
+from simulator.protocol import LimitState
 
 
 class _Window:

@@ -14,12 +14,12 @@ from typing import Any
 
 from aiohttp import web
 
-from providers.simulator import answering
-from providers.simulator.answering import AnswerKey, estimate_tokens, prompt_sha256
-from providers.simulator.batches import BatchStore
-from providers.simulator.config import Faults, ModelProfile, ProfileCache, SimulatorConfig
-from providers.simulator.faults import AttemptCounter, LatencySampler, fault_draw, pick_fault
-from providers.simulator.protocol import (
+from simulator import answering
+from simulator.answering import AnswerKey, estimate_tokens, prompt_sha256
+from simulator.batches import BatchStore
+from simulator.config import Faults, ModelProfile, ProfileCache, SimulatorConfig
+from simulator.faults import AttemptCounter, LatencySampler, fault_draw, pick_fault
+from simulator.protocol import (
     BadRequest,
     Completion,
     ErrorKind,
@@ -28,8 +28,8 @@ from providers.simulator.protocol import (
     Protocol,
     retry_after_headers,
 )
-from providers.simulator.ratelimit import RateLimiter
-from providers.simulator.reqlog import RequestLog, blank_entry
+from simulator.ratelimit import RateLimiter
+from simulator.reqlog import RequestLog, blank_entry
 
 _FAULT_ERRORS: dict[str, tuple[ErrorKind, str]] = {
     "http_500": ("server_error", "The server had an error while processing your request."),

@@ -32,14 +32,14 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from providers.simulator.anthropic_batch import rfc3339
-from providers.simulator.batches import Batch, BatchKind, Line, bounded_int, managed, read_json
-from providers.simulator.engine import json_response
-from providers.simulator.gemini_routes import GenerateContent, not_found
-from providers.simulator.protocol import BadRequest, Protocol
+from simulator.anthropic_batch import rfc3339
+from simulator.batches import Batch, BatchKind, Line, bounded_int, managed, read_json
+from simulator.engine import json_response
+from simulator.gemini_routes import GenerateContent, not_found
+from simulator.protocol import BadRequest, Protocol
 
 if TYPE_CHECKING:
-    from providers.simulator.engine import Simulator
+    from simulator.engine import Simulator
 
 _GEMINI = GenerateContent()
 _TYPE = "type.googleapis.com/google.ai.generativelanguage.v1beta."

@@ -1,4 +1,4 @@
-"""Command line: ``python -m providers.simulator.cli serve --answers FILE ...``.
+"""Command line: ``python -m simulator.cli serve --answers FILE ...``.
 
 ``add_arguments`` and ``run`` let the main ``evalfleet`` command mount the same options as
 ``evalfleet simulate``. Command-line flags override the config file.
@@ -14,15 +14,15 @@ from typing import Any
 
 import uvloop
 
-from providers.simulator.answering import AnswerKey, AnswerKeyError
-from providers.simulator.config import (
+from simulator.answering import AnswerKey, AnswerKeyError
+from simulator.config import (
     FAULT_KINDS,
     ConfigError,
     SimulatorConfig,
     config_from_dict,
     load_config,
 )
-from providers.simulator.server import SimulatorServer
+from simulator.server import SimulatorServer
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m providers.simulator.cli",
+        prog="python -m simulator.cli",
         description="Provider simulator: OpenAI, Anthropic and Gemini protocols on one port.",
     )
     commands = parser.add_subparsers(dest="command", required=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import random
 
-from providers.simulator.config import FAULT_KINDS, Faults, Latency
+from simulator.config import FAULT_KINDS, Faults, Latency
 
 
 class AttemptCounter:

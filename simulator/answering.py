@@ -8,11 +8,13 @@ and a different seed (or model suffix) gives an independent draw. Tests and benc
 The answer key (JSONL) holds two kinds of lines, both written by the benchmarks themselves
 (`Benchmark.answer_key`, `JudgeSpec.answer_key`), so the simulator knows no benchmark:
 
-- candidate entries: ``{"prompt_sha256", "target", "format", "choices"?, "images"?}``; the
-  answer is rendered in the format the benchmark asks for (``braces``: ``{x}``,
-  ``answer_letter``: ``ANSWER: X``, ``final_answer``: ``Final Answer: x``). With ``images``,
-  a request carrying fewer images than that (a blind baseline) is answered right with the
-  model's accuracy times ``blind_factor``: the same draw, so a blind hit is also a sighted one;
+- candidate entries: ``{"prompt_sha256", "target", "template", "choices"?, "images"?}``; the
+  answer is a few lines of reasoning, then ``template`` with every ``{answer}`` replaced by the
+  value: the format the benchmark asks for (``So the final answer is {{answer}}``,
+  ``ANSWER: {answer}``, ...), which the benchmark writes into its entries. A wrong answer is
+  another of ``choices`` when given, else a near miss of the target. With ``images``, a request
+  carrying fewer images than that (a blind baseline) is answered right with the model's
+  accuracy times ``blind_factor``: the same draw, so a blind hit is also a sighted one;
 - judge entries: ``{"kind": "judge", "marker", "mode", ...}`` for grader prompts, recognised by
   a marker substring. In ``verdict`` mode the judge finds the graded response and the reference
   with two regexes, decides whether the response's final answer matches the reference, and
@@ -31,10 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-AnswerFormat = Literal["braces", "answer_letter", "final_answer"]
-FORMATS = ("braces", "answer_letter", "final_answer")
+PLACEHOLDER = "{answer}"
+PROSE_ANSWER = "So the final answer is {answer}."  # an answer given without the asked format
 UNKNOWN_ANSWER = "I do not know. {unknown}"
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 _ACCURACY_RE = re.compile(r"sim-(\d+(?:\.\d*)?|\.\d+)")
 _NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?")
@@ -90,7 +91,7 @@ def estimate_tokens(chars: int) -> int:
 @dataclass(frozen=True)
 class KeyEntry:
     target: str
-    format: AnswerFormat
+    template: str  # the asked-for format: PLACEHOLDER stands for the value
     choices: tuple[str, ...] | None = None
     images: int | None = None  # images the question comes with; fewer means answering blind
 
@@ -117,6 +118,17 @@ class AnswerKey:
     ) -> None:
         self.entries: dict[str, KeyEntry] = dict(entries or {})
         self.judges: list[JudgeEntry] = list(judges or [])
+        templates = dict.fromkeys(e.template for e in self.entries.values())
+        self.answer_patterns = [_template_pattern(t) for t in [*templates, PROSE_ANSWER]]
+
+    def final_answer_of(self, response: str) -> str | None:
+        """The final answer of a response in one of the key's formats (or in prose)."""
+        for pattern in self.answer_patterns:
+            found = pattern.findall(response)
+            if found:
+                last = found[-1]
+                return (last[-1] if isinstance(last, tuple) else last).strip()
+        return None
 
     def __len__(self) -> int:
         return len(self.entries) + len(self.judges)
@@ -189,9 +201,9 @@ def _parse_line(record: dict) -> tuple[str, KeyEntry]:
     sha = record["prompt_sha256"]
     if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha):
         raise ValueError("prompt_sha256 must be 64 lowercase hex digits")
-    fmt = record.get("format", "braces")
-    if fmt not in FORMATS:
-        raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    template = record.get("template")
+    if not isinstance(template, str) or PLACEHOLDER not in template:
+        raise ValueError(f"template must be a string with {PLACEHOLDER} where the answer goes")
     choices = record.get("choices")
     if choices is not None:
         if not isinstance(choices, list):
@@ -200,7 +212,7 @@ def _parse_line(record: dict) -> tuple[str, KeyEntry]:
     images = record.get("images")
     if images is not None and (not isinstance(images, int) or images < 0):
         raise ValueError("images must be a non-negative integer")
-    entry = KeyEntry(target=str(record["target"]), format=fmt, choices=choices, images=images)
+    entry = KeyEntry(str(record["target"]), template, choices=choices, images=images)
     return sha, entry
 
 
@@ -228,10 +240,6 @@ def draw_correct(model: str, sha: str | None, seed: int | None, accuracy: float)
 def wrong_value(entry: KeyEntry, pick: int) -> str:
     """A deterministic plausible wrong answer, never equal to the target."""
     target = entry.target
-    if entry.format == "answer_letter":
-        count = max(len(entry.choices or ()), 2) if entry.choices else 4
-        letters = [c for c in LETTERS[:count] if c != target.strip().upper()]
-        return letters[pick % len(letters)]
     if entry.choices:
         others = [c for c in entry.choices if c.strip().lower() != target.strip().lower()]
         if others:
@@ -264,29 +272,14 @@ def render(entry: KeyEntry, value: str, template: int, *, formatted: bool = True
     """The answer text; unformatted answers state the value in prose only (the format
     failures that fallback parsers and judges exist for)."""
     steps = _STEPS[template % len(_STEPS)]
-    if not formatted:
-        return f"{steps}So the final answer is {value}."
-    if entry.format == "answer_letter":
-        return f"{steps}The best matching option is {value}.\nANSWER: {value}"
-    if entry.format == "final_answer":
-        return f"{steps}Final Answer: {value}"
-    return f"{steps}So the final answer is {{{value}}}"
+    form = entry.template if formatted else PROSE_ANSWER
+    return steps + form.replace(PLACEHOLDER, value)
 
 
-_FINAL_ANSWER_PATTERNS = (
-    re.compile(r"ANSWER:\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE),
-    re.compile(r"\{([^{}]*)\}"),
-    re.compile(r"answer is\s+(.+?)\.?\s*$", re.IGNORECASE | re.MULTILINE),
-)
-
-
-def final_answer_of(response: str) -> str | None:
-    """The final answer of a response in one of the simulator's own formats."""
-    for pattern in _FINAL_ANSWER_PATTERNS:
-        found = pattern.findall(response)
-        if found:
-            return found[-1].strip()
-    return None
+def _template_pattern(template: str) -> re.Pattern[str]:
+    """A regex finding answers written in `template` (one group per placeholder)."""
+    pieces = [re.escape(piece) for piece in template.split(PLACEHOLDER)]
+    return re.compile(r"(.+?)".join(pieces) + r"\s*$", re.MULTILINE)
 
 
 def _same(a: str, b: str) -> bool:
@@ -296,11 +289,11 @@ def _same(a: str, b: str) -> bool:
     return norm(a) == norm(b)
 
 
-def judge(entry: JudgeEntry, prompt: str, truthful: bool) -> str:
+def judge(key: AnswerKey, entry: JudgeEntry, prompt: str, truthful: bool) -> str:
     """The judge's reply to a grader prompt: the right one if `truthful`, else the wrong one."""
     found = entry.response_pattern.search(prompt)
     response = found.group(1) if found else ""
-    answer_value = final_answer_of(response)
+    answer_value = key.final_answer_of(response)
     if entry.mode == "extract":
         if truthful and answer_value:
             return entry.reply_template.replace("{answer}", answer_value)
@@ -344,7 +337,7 @@ def answer(
         judge_entry = key.judge_for(prompt)
         if judge_entry is None or prompt is None:
             return Answer(UNKNOWN_ANSWER, None, reasoning, n_reasoning)
-        return Answer(judge(judge_entry, prompt, correct), correct, reasoning, n_reasoning)
+        return Answer(judge(key, judge_entry, prompt, correct), correct, reasoning, n_reasoning)
     pick = int.from_bytes(digest[8:12], "big")
     value = entry.target if correct else wrong_value(entry, pick)
     formatted = _unit(digest, 16) >= unformatted_rate

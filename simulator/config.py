@@ -32,7 +32,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from providers.simulator.answering import is_thinking_model, parse_accuracy
+from simulator.answering import is_thinking_model, parse_accuracy
 
 FAULT_KINDS = (
     "http_500",

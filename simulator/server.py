@@ -20,7 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
-from providers.simulator import (
+from simulator import (
     anthropic_batch,
     anthropic_routes,
     gemini_batch,
@@ -28,10 +28,10 @@ from providers.simulator import (
     openai_batch,
     openai_routes,
 )
-from providers.simulator.answering import AnswerKey
-from providers.simulator.config import SimulatorConfig
-from providers.simulator.engine import Simulator, json_response, new_entry
-from providers.simulator.protocol import Protocol
+from simulator.answering import AnswerKey
+from simulator.config import SimulatorConfig
+from simulator.engine import Simulator, json_response, new_entry
+from simulator.protocol import Protocol
 
 SIM_KEY: web.AppKey[Simulator] = web.AppKey("simulator", Simulator)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

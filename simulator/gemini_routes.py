@@ -9,8 +9,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from providers.simulator.media import decode_base64
-from providers.simulator.protocol import (
+from simulator.media import decode_base64
+from simulator.protocol import (
     BadRequest,
     Completion,
     ErrorKind,
