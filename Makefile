@@ -13,7 +13,7 @@ export UV_PYTHON_DOWNLOADS := never
 # about 9 s compiling some 6,000 modules from source.
 install: $(UV)
 	$(UV) sync --frozen --compile-bytecode
-	.venv/bin/python -m compileall -q -j 0 core flows tasks providers simulator benchmarks storage metrics deployments >/dev/null
+	.venv/bin/python -m compileall -q -j 0 cli flows stack reports engine tasks providers simulator benchmarks storage metrics core deployments >/dev/null
 
 .bootstrap/bin/uv:
 	$(PYTHON) -m venv .bootstrap

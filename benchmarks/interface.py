@@ -23,7 +23,13 @@ metric set                `metrics(scored, samples, protocol)`: `MetricRow`s for
                           table; `summary(long)`: the benchmark's own wide table;
                           `extra_files(answered, ...)`: any files of its own (optional)
 simulator                 `answer_key(sample, options)`: what the provider simulator needs to
-                          answer this prompt (correctly with the model's accuracy)
+                          answer this prompt (correctly with the model's accuracy), the
+                          answer's format (a template) included
+demo                      `demo()`: what `evalfleet demo -b NAME` runs: a small dataset this
+                          package writes in the upstream format, models, a judge (optional)
+commands                  `commands()`: subcommands of its own (`evalfleet score rome`,
+                          `evalfleet datbench select`), given a `CommandContext` (optional)
+default                   `default`: run when a request names no benchmark
 ========================  =================================================================
 
 Scoring never sees media: at aggregation the samples are read back from the run's plan
@@ -33,14 +39,17 @@ task, evaluator arguments), as plain JSON values.
 
 A new benchmark is one package implementing this class plus one line in
 `benchmarks.registry.BUILTIN` (or a `register()` call, which is how the tests add a toy one).
+Nothing outside `benchmarks/` names a benchmark.
 """
 
 from __future__ import annotations
 
+import argparse
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -130,6 +139,64 @@ class Answered:
     judgement: Judgement | None = None
 
 
+@dataclass(frozen=True)
+class Demo:
+    """What `evalfleet demo -b NAME` runs against the simulator: `write` puts a small dataset
+    in the upstream format under a folder and returns its path; the run evaluates `models` on
+    `benchmarks` (this one and its variants), graded by `judge_model` where there is one."""
+
+    write: Callable[[Path], Path]
+    benchmarks: tuple[str, ...]
+    models: tuple[str, ...]
+    judge_model: str | None = None
+
+
+class StoredResults(Protocol):
+    """A store's runs as a benchmark's own commands read them (the command line gives it).
+    Each method raises a one-line ConfigError naming the fix when the run or its results
+    are not there."""
+
+    def describe(self) -> str:
+        """Where the runs are, for messages."""
+
+    def samples(self, run_id: str) -> pd.DataFrame:
+        """The run's latest samples table (`samples.parquet`)."""
+
+    def plan(self, run_id: str, benchmark: str) -> list[Sample]:
+        """The samples one benchmark of the run asked, without media, in dataset order."""
+
+
+class CommandContext(Protocol):
+    """What the command line lends a benchmark's command."""
+
+    #: The store given by --store (else $EVALFLEET_STORE, else ./runs), for commands that
+    #: read runs (`Command.reads_runs`); None otherwise.
+    results: StoredResults | None
+
+    def ask_judge(
+        self, model_id: str, prompts: list[str], decoding: Decoding, simulator_url: str | None
+    ) -> list[str | None]:
+        """A model's reply to each prompt, in order (None where the call failed for good),
+        asked directly from this process with the usual client, retries and key lookup."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand a benchmark adds to `evalfleet`: `path` names it, e.g. ("datbench",
+    "select") is `evalfleet datbench select`. `arguments` adds its arguments; `run` does the
+    work and returns the exit code. `group_help` describes the first word when this command
+    creates it. A command that reads runs gets --store and --s3-endpoint-url and
+    `context.results`."""
+
+    path: tuple[str, ...]
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace, CommandContext], int]
+    description: str | None = None
+    group_help: str | None = None
+    reads_runs: bool = False
+
+
 class JudgeSpec(ABC):
     """How a benchmark asks an LLM to grade an answer, and scores from its reply.
 
@@ -191,6 +258,8 @@ class Benchmark(ABC):
     #: A variant of another benchmark (same options model) takes that one's command-line
     #: option flags instead of its own, so both always ask the same questions.
     option_flags_from: ClassVar[str | None] = None
+    #: Run when a request names no benchmark.
+    default: ClassVar[bool] = False
 
     def options(self, raw: dict[str, Any] | BenchmarkOptions | None = None) -> BenchmarkOptions:
         """Validated options, defaults filled in."""
@@ -235,4 +304,13 @@ class Benchmark(ABC):
 
     @abstractmethod
     def answer_key(self, sample: Sample, options: BenchmarkOptions) -> list[dict]:
-        """Simulator answer-key entries for this sample (`simulator.answering`)."""
+        """Simulator answer-key entries for this sample (`simulator.answering`): its prompt's
+        hash, the target, and the answer's `template` (the format the prompt asks for)."""
+
+    def demo(self) -> Demo | None:
+        """What `evalfleet demo -b NAME` runs, or None (not a choice of `demo`)."""
+        return None
+
+    def commands(self) -> list[Command]:
+        """Subcommands of this benchmark's own (none by default)."""
+        return []

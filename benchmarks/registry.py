@@ -1,5 +1,5 @@
-"""The benchmarks a request can name. Flows, the CLI and the simulator's answer keys ask
-this registry and nothing else; adding a benchmark is one line in BUILTIN (or a
+"""The benchmarks a request can name. The engine, the command line and the simulator's answer
+keys ask this registry and nothing else; adding a benchmark is one line in BUILTIN (or a
 `register()` call)."""
 
 from __future__ import annotations
@@ -42,6 +42,15 @@ def unregister(name: str) -> None:
 
 def names() -> list[str]:
     return list(_registry)
+
+
+def default_names() -> list[str]:
+    """The benchmarks a request runs when it names none."""
+    return [name for name, bench in _registry.items() if bench.default]
+
+
+def all_benchmarks() -> list[Benchmark]:
+    return list(_registry.values())
 
 
 def get(name: str) -> Benchmark:

@@ -44,11 +44,12 @@ def reevaluate_request(model):
 def build_deployments() -> list:
     from prefect.client.schemas.objects import ConcurrencyLimitConfig
 
+    from engine.reevaluate import ReevaluateRequest
     from flows.aggregate import aggregate
-    from flows.batches import poll_batches
     from flows.leaderboard import leaderboard
     from flows.pipeline import evaluate_and_aggregate
-    from flows.reevaluate import ReevaluateRequest, reevaluate
+    from flows.poll_batches import poll_batches
+    from flows.reevaluate import reevaluate
 
     return [
         evaluate_and_aggregate.to_deployment(

@@ -1,62 +1,19 @@
-"""Aggregating: read a run's records, score them, compute each benchmark's metrics, write
-versioned tables. `aggregate_run` is the work; the `aggregate` flow wraps it."""
+"""The `aggregate` flow: score a run and write its tables (`engine.aggregate`), publish them
+as artifacts, and bring the leaderboard up to date."""
 
 from __future__ import annotations
 
-from collections import Counter
+import logging
 from typing import Any
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from flows import runs
-from flows.logs import logger
-from flows.request import default_store
-from storage import open_store
+from engine.aggregate import aggregate_run
+from flows.control_plane import attached
+from storage import Store, open_store
 
-
-def aggregate_run(
-    run_id: str, store: str = "./runs", s3_endpoint_url: str | None = None
-) -> dict[str, Any]:
-    """Score every stored record of a run and write its tables under a new results version."""
-    from flows.scoring import score_run
-    from flows.tables import markdown, summaries, write_results
-
-    log = logger()
-    target = open_store(store, s3_endpoint_url=s3_endpoint_url)
-    run = runs.load_run(target, run_id)
-    states = Counter(run.answer_state.state.values())
-    unreadable = len(run.answer_state.undecodable) + len(run.judge_state.undecodable)
-    log.info(
-        "run %s: %d answers done, %d failed, %d stale, %d missing, %d unreadable",
-        run_id,
-        states["done"],
-        states["failed"],
-        states["stale"],
-        states["missing"],
-        unreadable,
-    )
-    scored = score_run(run)
-    tables = summaries(scored, {name: d.benchmark for name, d in run.data.items()})
-    version, written = write_results(target, run_id, scored, tables)
-    judge_states = Counter(run.judge_state.state.values())
-    return {
-        "run_id": run_id,
-        "store": store,
-        "version": version,
-        "summaries": {name: _records(t) for name, t in tables.items()},
-        "usage": _records(scored.usage),
-        "markdown": "\n\n".join(f"### {n}\n\n{markdown(t)}" for n, t in tables.items()),
-        "written": written,
-        "missing": states["missing"],
-        "stale": states["stale"],
-        "unreadable": unreadable,
-        "judgements": dict(judge_states),
-    }
-
-
-def _records(frame) -> list[dict[str, Any]]:
-    return frame.astype(object).where(frame.notna(), None).to_dict("records")
+log = logging.getLogger("evalfleet")
 
 
 def publish_artifacts(result: dict[str, Any]) -> None:
@@ -75,30 +32,30 @@ def publish_artifacts(result: dict[str, Any]) -> None:
             description=f"evalfleet run {run_id}",
         )
     except Exception as exc:
-        logger().warning("could not publish artifacts: %s", exc)
-
-
-DEFAULT_STORE = default_store()
+        log.warning("could not publish artifacts: %s", exc)
 
 
 @task(name="score-and-write-tables", cache_policy=NO_CACHE, persist_result=False)
-def aggregate_task(run_id: str, store: str, s3_endpoint_url: str | None) -> dict[str, Any]:
-    result = aggregate_run(run_id, store, s3_endpoint_url)
+def aggregate_task(store: Store, run_id: str) -> dict[str, Any]:
+    result = aggregate_run(store, run_id)
     publish_artifacts(result)
     return result
 
 
 @flow(name="aggregate", log_prints=True)
-def aggregate(run_id: str, store: str = DEFAULT_STORE, s3_endpoint_url: str | None = None) -> dict:
+def aggregate(run_id: str, store: str | None = None, s3_endpoint_url: str | None = None) -> dict:
     """Score every stored record of a run and write its result tables under results/.
 
     Args:
         run_id: the run to score (`evalfleet runs` lists them)
-        store: where the run is: an absolute directory, or s3://bucket/prefix
+        store: where the run is: a directory, or s3://bucket/prefix (empty: the store the
+            deployments were served with, $EVALFLEET_STORE, else ./runs)
         s3_endpoint_url: for MinIO, R2, Ceph, ... (empty: AWS)
     """
     from flows.leaderboard import refresh
 
-    result = aggregate_task(run_id, store, s3_endpoint_url)
-    refresh(store, s3_endpoint_url)
-    return result
+    with attached():
+        opened = open_store(store, s3_endpoint_url=s3_endpoint_url)
+        result = aggregate_task(opened, run_id)
+        refresh(opened)
+        return result

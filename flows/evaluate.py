@@ -1,7 +1,5 @@
-"""The `evaluate` flow: plan the run, ask what the store lacks (online on Ray, and in batch
-jobs for models in batch mode), checkpoint every record on arrival. The work itself is in
-`flows.generation` and `flows.batches`; here it is wrapped in coarse Prefect tasks.
-"""
+"""The `evaluate` flow: the engine's evaluation steps (`engine.evaluate`) as coarse Prefect
+tasks: plan the run, ask what the store lacks, then the batch rounds."""
 
 from __future__ import annotations
 
@@ -10,34 +8,12 @@ from typing import Any
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from flows import heartbeat
-from flows.batches import run_batches
-from flows.generation import Prepared, RunPlan, checked, generate, plan, report_plan
-from flows.interrupts import STOP
-from flows.request import EvalRequest
-
-
-def evaluate_run(request: EvalRequest, *, retry_errors: bool = True) -> dict[str, Any]:
-    """The whole evaluation without Prefect (the flow below runs the same steps as tasks)."""
-    run_plan = plan(checked(request), retry_errors=retry_errors)
-    report_plan(run_plan)
-    result = {"run_id": run_plan.prepared.run_id, **generate(run_plan)}
-    if result.get("budget_reached"):
-        heartbeat.finish_all("budget reached")
-    elif request.uses_batches() and not result.get("stopped"):
-        result.update(batches(run_plan.prepared, retry_errors))
-    return result
-
-
-def batches(prepared: Prepared, retry_errors: bool) -> dict[str, Any]:
-    """The batch-mode items of the run, after the online ones (see flows/batches.py)."""
-    request = prepared.request
-    return run_batches(
-        prepared, wait=request.batch_wait, after_online=True, retry_errors=retry_errors
-    )
-
-
-# --- Prefect ---------------------------------------------------------------------------------
+from engine import heartbeat
+from engine.evaluate import batch_step, generate_step, needs_batches, plan_step
+from engine.interrupts import STOP
+from engine.plan import RunPlan
+from engine.request import EvalRequest
+from flows.control_plane import attached, finished_state
 
 
 def transient(task, task_run, state) -> bool:
@@ -58,9 +34,7 @@ def transient(task, task_run, state) -> bool:
 
 @task(name="plan-run", cache_policy=NO_CACHE, persist_result=False)
 def plan_task(request: EvalRequest, retry_errors: bool = True) -> RunPlan:
-    run_plan = plan(checked(request), retry_errors=retry_errors)
-    report_plan(run_plan)
-    return run_plan
+    return plan_step(request, retry_errors)
 
 
 @task(
@@ -72,25 +46,24 @@ def plan_task(request: EvalRequest, retry_errors: bool = True) -> RunPlan:
     retry_condition_fn=transient,
 )
 def generate_task(run_plan: RunPlan) -> dict[str, Any]:
-    return {"run_id": run_plan.prepared.run_id, **generate(run_plan)}
+    return generate_step(run_plan)
 
 
 @task(name="batch-rounds", cache_policy=NO_CACHE, persist_result=False)
-def batch_task(prepared: Prepared, retry_errors: bool = True) -> dict[str, Any]:
-    return batches(prepared, retry_errors)
+def batch_task(run_plan: RunPlan, retry_errors: bool = True) -> dict[str, Any]:
+    return batch_step(run_plan, retry_errors)
 
 
 def evaluate_steps(request: EvalRequest, retry_errors: bool = True) -> dict[str, Any]:
-    """The flow body shared by `evaluate` and `evaluate-and-aggregate`."""
+    """The flow body shared by `evaluate` and `evaluate-and-aggregate` (the same steps as
+    `engine.evaluate.evaluate_run`, each a task)."""
     with STOP.handling():
         run_plan = plan_task(request, retry_errors)
         if STOP.requested():
-            return {"run_id": run_plan.prepared.run_id, "submitted": 0, "stopped": True}
+            return {"run_id": run_plan.run.run_id, "submitted": 0, "stopped": True}
         result = generate_task(run_plan)
-        if result.get("budget_reached"):
-            heartbeat.finish_all("budget reached")
-        elif request.uses_batches() and not result.get("stopped"):
-            result = {**result, **batch_task(run_plan.prepared, retry_errors)}
+        if needs_batches(request, result):
+            result = {**result, **batch_task(run_plan, retry_errors)}
         return result
 
 
@@ -104,7 +77,5 @@ def evaluate(request: EvalRequest, retry_errors: bool = True):
         request: what to evaluate, how, and where to keep it
         retry_errors: on a resume, request again the items that ended in an error
     """
-    from flows.outcome import finished_state
-
-    with heartbeat.beating(final="evaluated"):
-        return finished_state(evaluate_steps(request, retry_errors), request)
+    with attached(), heartbeat.beating(final="evaluated"):
+        return finished_state(evaluate_steps(request, retry_errors))

@@ -1,4 +1,5 @@
-"""`evaluate-and-aggregate`: the whole job as one Prefect flow, and how the CLI runs it."""
+"""`evaluate-and-aggregate`: the whole job as one Prefect flow, what a deployment, the UI and
+`evalfleet run` start."""
 
 from __future__ import annotations
 
@@ -6,13 +7,13 @@ from typing import Any
 
 from prefect import flow
 
-from flows import heartbeat
-from flows.aggregate import aggregate_run, aggregate_task
-from flows.evaluate import evaluate_run, evaluate_steps
-from flows.interrupts import STOP
+from engine import heartbeat
+from engine.request import EvalRequest
+from flows.aggregate import aggregate_task
+from flows.control_plane import attached, finished_state
+from flows.evaluate import evaluate_steps
 from flows.leaderboard import refresh
-from flows.outcome import Interrupted, finished_state, interrupted_message
-from flows.request import EvalRequest
+from storage import open_store
 
 
 @flow(name="evaluate-and-aggregate", log_prints=True)
@@ -24,28 +25,15 @@ def evaluate_and_aggregate(request: EvalRequest, retry_errors: bool = True):
         request: what to evaluate, how, and where to keep it
         retry_errors: on a resume, request again the items that ended in an error
     """
-    with heartbeat.beating(final="finished"):
+    with attached(), heartbeat.beating(final="finished"):
         evaluated = evaluate_steps(request, retry_errors)
         if evaluated.get("stopped"):
-            return finished_state(evaluated, request)
+            return finished_state(evaluated)
         if evaluated.get("batch_jobs_open"):
             return batches_left(evaluated)
-        result = aggregate_task(evaluated["run_id"], request.store, request.s3_endpoint_url)
-        refresh(request.store, request.s3_endpoint_url)
-        return with_budget(result, evaluated)
-
-
-def run_without_prefect(request: EvalRequest, *, retry_errors: bool = True) -> dict[str, Any]:
-    """The same steps with no Prefect server: what the CLI falls back to when it is lost."""
-    with heartbeat.beating(final="finished"):
-        with STOP.handling():
-            evaluated = evaluate_run(request, retry_errors=retry_errors)
-        if evaluated.get("stopped"):
-            raise Interrupted(interrupted_message(evaluated))
-        if evaluated.get("batch_jobs_open"):
-            return batches_left(evaluated)
-        result = aggregate_run(evaluated["run_id"], request.store, request.s3_endpoint_url)
-        refresh(request.store, request.s3_endpoint_url, in_flow=False)
+        store = open_store(request.store, s3_endpoint_url=request.s3_endpoint_url)
+        result = aggregate_task(store, evaluated["run_id"])
+        refresh(store)
         return with_budget(result, evaluated)
 
 

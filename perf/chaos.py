@@ -84,7 +84,7 @@ class Chaos:
         args += ["--dataset-path", self.dataset, "--run-id", "chaos", "--store", self.store]
         args += ["--s3-endpoint-url", self.s3.endpoint, "--simulator-url", self.sim_url]
         args += ["--timeout-s", "4", "--max-in-flight", "32", "--workers", "2"]
-        return [sys.executable, "-m", "flows.cli", *args, *extra]
+        return [sys.executable, "-m", "cli.main", *args, *extra]
 
     def start(self, *extra: str) -> subprocess.Popen:
         out = self.work / f"run-{len(self.outputs)}.log"
@@ -153,7 +153,7 @@ class Chaos:
         from prefect.testing.utilities import prefect_test_harness
         from ray.cluster_utils import Cluster
 
-        from flows.demo import write_answer_key
+        from benchmarks.answer_key import write_answer_key
         from perf.throughput import write_dataset
         from simulator.process import start_simulator
         from tests.s3_server import FAKE_AWS_ENV, Chaos, MotoS3Server
@@ -248,9 +248,9 @@ class Chaos:
 
     def items(self, prompt_sha256) -> dict[tuple[str, str, int], object]:
         """(simulator model name, prompt sha256, seed) -> the run's item key."""
-        from flows.generation import preflight
-        from flows.plan import answer_items
-        from flows.request import EvalRequest
+        from engine.items import answer_items
+        from engine.request import EvalRequest
+        from engine.resolve import resolve
 
         os.environ["EVALFLEET_SIMULATOR_API_KEY"] = CANARY
         request = EvalRequest(
@@ -261,13 +261,13 @@ class Chaos:
             store=str(self.work / "plan-store"),
             simulator_url=self.sim_url,
         )
-        prepared = preflight(request)
+        prepared = resolve(request)
         prompts = {
             s.id: prompt_sha256(next(p.text for p in s.parts if p.kind == "text"))
             for s in prepared.data["zerobench"].samples
         }
         out = {}
-        for item in answer_items(request, "chaos", prepared.api_models, prepared.data):
+        for item in answer_items(prepared):
             name = prepared.configs[item.key.model].api_model
             out[(name, prompts[item.key.sample_id], item.decoding.seed)] = item.key
         return out

@@ -45,7 +45,7 @@ def main() -> None:
     parser.add_argument("--warm-runs", type=int, default=3)
     options = parser.parse_args()
 
-    from flows.demo import write_answer_key
+    from benchmarks.answer_key import write_answer_key
     from simulator.process import start_simulator
 
     work = Path(tempfile.mkdtemp(prefix="evalfleet-first-result-"))

@@ -39,8 +39,8 @@ RPM_MODEL, TPM_MODEL = "sim-0.5-rpm", "sim-0.5-tpm"
 
 def child(args: argparse.Namespace) -> None:
     """One run: a driver joined to the cluster (RAY_ADDRESS), no Prefect."""
-    from flows.evaluate import evaluate_run
-    from flows.request import EvalRequest
+    from engine.evaluate import evaluate_run
+    from engine.request import EvalRequest
 
     kind, value = args.limit.split("=")
     limits = {kind: {args.model: int(value)}}
@@ -110,7 +110,7 @@ def main() -> None:
 
     import ray
 
-    from flows.demo import write_answer_key
+    from benchmarks.answer_key import write_answer_key
     from perf.throughput import write_dataset
     from simulator.process import start_simulator
 

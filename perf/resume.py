@@ -1,11 +1,11 @@
 """How long planning a resume takes when a run already holds 100,000 completions.
 
-Builds the work items of a synthetic run with the real planner (`flows.plan.build_items`:
+Builds the work items of a synthetic run with the real planner (`engine.items.answer_items`:
 real keys and request hashes; default 2 models x 1 benchmark x 10,000 samples x 5 epochs =
 100,000 items), stores one small record per item in a local store and on a moto S3 server on
 127.0.0.1, then times:
 
-  plan_s_local    flows.plan.reconcile(local store, all items) + todo (what remains)
+  plan_s_local    engine.state.reconcile(local store, all items) + todo (what remains)
   plan_s_s3       the same against the S3 store, over HTTP with boto3
   list_floor_s3   one bare paginated list_objects_v2 of the run's completions prefix with a
                   plain boto3 client, same server, same process (no parsing, no sorting)
@@ -53,10 +53,14 @@ def say(message: str) -> None:
 
 
 def synthetic_items(samples: int, models: int, epochs: int):
+    from types import SimpleNamespace
+
     from benchmarks import registry
+    from benchmarks.protocols import Sampling, decodings
     from core.types import Part, Sample
-    from flows import plan as planning
-    from flows.request import EvalRequest
+    from engine.items import BenchmarkData, answer_items
+    from engine.request import EvalRequest
+    from engine.resolve import resolve_models
 
     request = EvalRequest(
         models=[f"openai/sim-0.{3 + i % 6}-m{i}" for i in range(models)],
@@ -66,9 +70,9 @@ def synthetic_items(samples: int, models: int, epochs: int):
         run_id=RUN_ID,
         simulator_url="http://127.0.0.1:9",  # never contacted: nothing is requested
     )
-    configs = planning.resolve_models(request)
+    configs = resolve_models(request)
     bench = registry.get("zerobench")
-    data = planning.BenchmarkData(
+    data = BenchmarkData(
         benchmark=bench,
         options=bench.options(),
         samples=[
@@ -83,10 +87,17 @@ def synthetic_items(samples: int, models: int, epochs: int):
         revision="synthetic:perf-resume",
         source="synthetic",
         protocol="sampled-k",
-        decodings=request.decodings_for("zerobench"),
+        decodings=decodings("sampled-k", epochs, Sampling(0.7, 0.95, 16000, 42)),
     )
     api_models = {m: c.api_model for m, c in configs.items()}
-    return planning.answer_items(request, RUN_ID, api_models, {"zerobench": data})
+    run = SimpleNamespace(
+        run_id=RUN_ID,
+        models=request.models,
+        judge_model=None,
+        api_models=api_models,
+        data={"zerobench": data},
+    )
+    return answer_items(run)
 
 
 def record_bytes(item) -> bytes:
@@ -111,12 +122,12 @@ def record_bytes(item) -> bytes:
 def plan(store, items) -> tuple[float, Counter, int]:
     """What a resume does before its first request: list, classify (reading every record
     on a local store, to catch undecodable ones), find the rest."""
-    from flows import runs
+    from engine.state import list_records, reconcile
     from storage import layout
 
     started = time.perf_counter()
-    listing = runs.list_records(store, RUN_ID, (layout.ANSWER,))
-    reconciled = runs.reconcile(store, listing, items, read=store.writes_are_local)
+    listing = list_records(store, RUN_ID, (layout.ANSWER,))
+    reconciled = reconcile(store, listing, items, read=store.writes_are_local)
     todo = reconciled.todo(items)
     elapsed = time.perf_counter() - started
     return elapsed, Counter(reconciled.state.values()), len(todo)

@@ -244,8 +244,8 @@ class DispatchProbe:
 
 
 def run_pipeline(args, dataset: str, work: Path, sim, models: list[str]) -> dict[str, Any]:
+    from engine.request import EvalRequest
     from flows.evaluate import evaluate
-    from flows.request import EvalRequest
 
     probe = DispatchProbe(sim.pid)
     probe.install()
@@ -291,12 +291,15 @@ def check_same_bodies(dataset: str, api_model: str, config) -> None:
     """The bare client's bodies are what the pipeline hands the openai SDK (which sends them
     as given: checked with a capturing server when this benchmark was written)."""
     from benchmarks.zerobench.dataset import load_samples
-    from flows.request import EvalRequest
+    from engine.request import EvalRequest
+    from engine.resolve import load_benchmarks
     from providers.openai_chat import chat_content, decoding_arguments
 
     sample = load_samples("zerobench", dataset, limit=1)[0][0]
-    request = EvalRequest(models=["openai/sim-0.5"], benchmarks=["zerobench"])
-    for decoding in request.decodings_for("zerobench"):
+    request = EvalRequest(
+        models=["openai/sim-0.5"], benchmarks=["zerobench"], dataset_path=dataset, limit=1
+    )
+    for decoding in load_benchmarks(request)["zerobench"].decodings:
         mine = chat_body(api_model, sample.parts, decoding)
         theirs = {
             "messages": [{"role": "user", "content": chat_content(sample.parts)}],
@@ -332,7 +335,7 @@ def main() -> None:
         for name, value in SCALE.items():
             setattr(args, name, value)
 
-    from flows.demo import write_answer_key
+    from benchmarks.answer_key import write_answer_key
     from providers.registry import resolve_model
     from simulator.process import start_simulator
 

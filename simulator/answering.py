@@ -170,8 +170,8 @@ class AnswerKey:
                 raise AnswerKeyError(f"answer key {path} line {number}: {err}") from None
         if not entries and not judges:
             raise AnswerKeyError(
-                f"answer key {path} has no entries: write it from your dataset (the demo and "
-                "tests use flows.demo.write_answer_key), or every simulated answer is wrong"
+                f"answer key {path} has no entries: write it from your dataset "
+                "(benchmarks.answer_key.write_answer_key), or every simulated answer is wrong"
             )
         return cls(entries, judges)
 

@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING, Any
 from storage.base import Store, StoreError
 from storage.keys import join_key, safe_segment, unsafe_segment
 from storage.local import LocalStore
-from storage.open import DEFAULT_STORE_URL, open_store
+from storage.open import DEFAULT_STORE_URL, STORE_ENV, open_store, store_url
 
 if TYPE_CHECKING:
     from storage.s3 import S3Store
 
 __all__ = [
     "DEFAULT_STORE_URL",
+    "STORE_ENV",
     "LocalStore",
     "S3Store",
     "Store",
@@ -25,6 +26,7 @@ __all__ = [
     "join_key",
     "open_store",
     "safe_segment",
+    "store_url",
     "unsafe_segment",
 ]
 

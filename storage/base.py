@@ -22,11 +22,13 @@ class Store(ABC):
     never returns keys under ``run10/``. Listed keys are relative to the store root
     and sorted by code point (which equals S3's UTF-8 byte order).
 
-    Stores are cheap to rebuild from ``url`` (plus the S3 endpoint), which is what a
-    Ray worker should receive instead of the object.
+    A process opens a store once (`storage.open_store`) and passes the object down; another
+    process (a Ray worker, a flow run elsewhere) gets ``url`` and ``endpoint_url`` and opens
+    its own.
     """
 
     url: str
+    endpoint_url: str | None = None  # S3's endpoint, when not botocore's own
     #: True when a write is a local file operation cheap enough to run on an event loop.
     writes_are_local: bool = False
 

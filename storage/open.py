@@ -1,8 +1,11 @@
-"""Turn a store URL (a Request field, a CLI flag) into a Store."""
+"""Which store, and the Store object for it: `store_url` resolves the store every command,
+flow and deployment uses; `open_store` opens it once per process."""
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
@@ -13,19 +16,46 @@ if TYPE_CHECKING:
     from storage.s3 import S3Store
 
 DEFAULT_STORE_URL = "./runs"
+STORE_ENV = "EVALFLEET_STORE"  # set by `evalfleet up --store` for the deployments it serves
 _FORMS = "use a directory path, file:///absolute/path or s3://bucket/prefix"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 
 
-def open_store(url: str = DEFAULT_STORE_URL, *, s3_endpoint_url: str | None = None) -> Store:
-    """``s3://bucket/prefix`` -> S3Store; a path or ``file:///abs/path`` -> LocalStore.
+def store_url(given: str | None = None) -> str:
+    """The store to use: `given` (``--store``, a flow parameter), else ``$EVALFLEET_STORE``,
+    else ``./runs``. A local path is made absolute: another process (a flow run, a Ray
+    worker) started elsewhere must find the same directory."""
+    url = (given or "").strip() or os.environ.get(STORE_ENV, "").strip() or DEFAULT_STORE_URL
+    if _SCHEME.match(url) or re.match(r"^(s3|file):", url, re.IGNORECASE):
+        return url
+    return os.path.abspath(os.path.expanduser(url))
 
+
+_opened: dict[tuple[str, str | None], Store] = {}
+_opening = threading.Lock()
+
+
+def open_store(url: str | None = None, *, s3_endpoint_url: str | None = None) -> Store:
+    """The Store at `url` (None: `store_url()`), opened once per process.
+
+    ``s3://bucket/prefix`` -> S3Store; a path or ``file:///abs/path`` -> LocalStore.
     ``s3_endpoint_url`` (e.g. ``http://127.0.0.1:9000`` for MinIO) applies to S3 URLs
     only; None or '' means botocore's own resolution (``AWS_ENDPOINT_URL_S3``, ...).
-    A relative path is resolved against the current directory now, so hand
-    ``store.url`` (absolute) to other processes, not the original string.
     """
+    if url is None:
+        url = store_url()
+    elif isinstance(url, str) and url.strip() and not _SCHEME.match(url.strip()):
+        url = store_url(url)  # a local path: the same directory whatever the spelling
+    endpoint = (s3_endpoint_url or "").strip() or None
+    with _opening:
+        store = _opened.get((url, endpoint))
+        if store is None:
+            store = _opened[(url, endpoint)] = _open(url, endpoint)
+    return store
+
+
+def _open(url: str, s3_endpoint_url: str | None) -> Store:
     text = url.strip() if isinstance(url, str) else ""
     if not text:
         raise StoreError(f"empty store URL: {_FORMS}")

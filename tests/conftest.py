@@ -59,7 +59,9 @@ def demo_dataset(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="session")
 def answer_key(demo_dataset, tmp_path_factory) -> Path:
-    from flows.demo import DEMO_BENCHMARKS, write_answer_key
+    from benchmarks.answer_key import write_answer_key
+
+    DEMO_BENCHMARKS = ["zerobench", "zerobench_subquestions"]
 
     path = tmp_path_factory.mktemp("answers") / "answers.jsonl"
     return write_answer_key(demo_dataset, DEMO_BENCHMARKS, path)

@@ -23,9 +23,10 @@ import pytest
 from google import genai
 from google.genai import types as genai_types
 
+from cli.main import build_parser, main
+from cli.run import request_from_args
 from core.types import ConfigError
-from flows.cli import build_parser, main, request_from_args
-from flows.generation import preflight
+from engine.resolve import resolve
 from simulator.answering import prompt_sha256
 from simulator.process import SimulatorHandle, start_simulator
 from storage import layout
@@ -267,7 +268,7 @@ def prepared_config(sim: SimulatorHandle, demo_dataset: str, store: Path, *flags
     """What the preflight makes of one ad-hoc model given these flags (in this process)."""
     argv = ["run", *flags, "--base-url", sim.url + "/v1", *zerobench_args(demo_dataset, store)]
     request = request_from_args(build_parser().parse_args(argv))
-    prepared = preflight(request)
+    prepared = resolve(request)
     assert not store.exists()  # a preflight writes nothing
     (config,) = prepared.configs.values()
     return config

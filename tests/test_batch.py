@@ -36,7 +36,7 @@ SIMULATOR = {
 
 
 def cli(env, *args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "flows.cli", *args]
+    command = [sys.executable, "-m", "cli.main", *args]
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
 
 
@@ -119,7 +119,7 @@ def test_a_killed_driver_resumes_its_jobs_without_submitting_them_again(
         args = ["run", "-m", "openai/sim-0.5", "-m", "anthropic/sim-0.6", "--batch"]
         args += ["--dataset-path", demo_dataset, "--store", str(runs), "--run-id", "killed"]
         args += ["--simulator-url", sim.url, "--batch-poll-s", "0.2"]
-        command = [sys.executable, "-m", "flows.cli", *args]
+        command = [sys.executable, "-m", "cli.main", *args]
 
         def creates() -> list[dict]:
             sim.flush_log()

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from benchmarks import registry
+from benchmarks.answer_key import write_answer_key
 from benchmarks.interface import Benchmark, LoadedData, MetricRow
 from benchmarks.omnibench.demo import write_omnibench_demo
 from benchmarks.omnibench.parsing import parse_answer_evalscope
+from cli.main import main
 from core.types import Part, Sample, Score
-from flows.cli import main
-from flows.demo import write_answer_key
 from simulator.process import start_simulator
 from tests.helpers import result_table
 

@@ -16,11 +16,11 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from flows.cli import build_parser as cli_parser
-from flows.cli import request_from_args
-from flows.estimate import estimate_run
-from flows.generation import preflight
-from flows.heartbeat import liveness
+from cli.main import build_parser as cli_parser
+from cli.run import request_from_args
+from engine.estimate import estimate_run
+from engine.heartbeat import liveness
+from engine.resolve import resolve
 from simulator.process import start_simulator
 
 REPO = Path(__file__).resolve().parent.parent
@@ -44,14 +44,14 @@ def test_a_capped_run_stops_near_the_cap_and_resumes_with_a_higher_one(
         base += ["--simulator-url", sim.url, "--max-in-flight", str(IN_FLIGHT)]
 
         def run(*extra: str) -> subprocess.CompletedProcess:
-            command = [sys.executable, "-m", "flows.cli", *base, *extra]
+            command = [sys.executable, "-m", "cli.main", *base, *extra]
             return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
 
         # other seeds: none of its requests is one the capped run makes
         seed = run("--run-id", "seed", "-b", "zerobench", "--limit", "2", "--seed", "1000")
         assert seed.returncode == 0, seed.stderr
         capped = [*base, "--run-id", "capped"]
-        rows = estimate_run(preflight(request_from_args(cli_parser().parse_args(capped))))
+        rows = estimate_run(resolve(request_from_args(cli_parser().parse_args(capped))))
         assert {r["output_source"] for r in rows} == {"measured"}
         estimate = sum(r["cost_usd"] for r in rows)
         cap = estimate / 2

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from flows.cli import main
+from cli.main import main
 from storage import layout
 
 
@@ -98,8 +98,9 @@ def test_unknown_benchmark_lists_the_registry(capsys, store):
 
 
 def test_incompatible_run_id_is_refused_and_manifest_kept(capsys, store, demo_dataset):
-    from flows.generation import plan, preflight
-    from flows.request import EvalRequest
+    from engine.plan import plan
+    from engine.request import EvalRequest
+    from engine.resolve import resolve
 
     base = dict(
         models=["openai/sim-0.5"],
@@ -108,7 +109,7 @@ def test_incompatible_run_id_is_refused_and_manifest_kept(capsys, store, demo_da
         store=str(store),
         simulator_url="http://127.0.0.1:9",
     )
-    plan(preflight(EvalRequest(**base)))
+    plan(resolve(EvalRequest(**base)))
     before = (store / layout.manifest_key("r1")).read_bytes()
 
     code, err = run_cli(
@@ -138,7 +139,8 @@ def test_incompatible_run_id_is_refused_and_manifest_kept(capsys, store, demo_da
 
 
 def test_datbench_flags_apply_to_the_blind_variant_too(tmp_path):
-    from flows.cli import build_parser, request_from_args
+    from cli.main import build_parser
+    from cli.run import request_from_args
 
     subset = tmp_path / "subset.json"
     args = build_parser().parse_args(

@@ -47,7 +47,7 @@ def test_killing_the_prefect_server_leaves_throughput_alone(demo_dataset, answer
         args += ["--store", str(runs), "--simulator-url", sim.url, "--max-in-flight", "16"]
         args += [arg for model in MODELS for arg in ("-m", model)]
         process = subprocess.Popen(
-            [sys.executable, "-m", "flows.cli", *args],
+            [sys.executable, "-m", "cli.main", *args],
             cwd=REPO,
             env=env,
             stdout=log.open("w"),

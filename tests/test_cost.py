@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
+from cli.main import main
 from core.types import Decoding, Part
-from flows.cli import main
 from providers import token_rules as rules
 from providers.pricing import expected_item_cost_usd, expected_output_tokens, max_item_cost_usd
 from providers.registry import ModelConfig, resolve_model
@@ -251,8 +251,8 @@ def test_record_stores_the_breakdown_beside_cost_usd():
 
 
 def test_usage_table_has_cost_apart_by_kind_and_stage():
-    from flows.scoring import USAGE_COLUMNS, _spend
-    from flows.tables import USAGE_IN_SUMMARY
+    from engine.results import USAGE_IN_SUMMARY
+    from engine.scoring import USAGE_COLUMNS, _spend
 
     spent = dict.fromkeys(USAGE_COLUMNS[2:], 0)
     answer = {
@@ -482,32 +482,22 @@ def write_stored_work(store_url: str, dataset: str, run_id: str) -> None:
     - run "old" (aggregated) holds google/sim-0.5's answers: 4, 1 of them failed, 900 output
       tokens with 300 reasoning; and 2 judgements by openai/sim-0.9 of 60 output tokens.
     """
-    from flows import plan as planning
-    from flows.cli import build_parser, request_from_args
-    from flows.generation import preflight
+    from cli.main import build_parser
+    from cli.run import request_from_args
+    from engine.items import answer_items, judge_item
+    from engine.resolve import resolve
     from storage import layout, open_store
 
     args = build_parser().parse_args(run_args(dataset, Path(store_url), run_id))
-    prepared = preflight(request_from_args(args))
+    prepared = resolve(request_from_args(args))
     store = open_store(store_url)
-    items = {
-        (i.key.model, i.key.sample_id, i.key.epoch): i
-        for i in planning.answer_items(prepared.request, run_id, prepared.api_models, prepared.data)
-    }
+    items = {(i.key.model, i.key.sample_id, i.key.epoch): i for i in answer_items(prepared)}
     unformatted = "the answer is 7"
     for epoch in (0, 1):
         item = items[("openai/sim-0.5", "1", epoch)]
         store.put(item.store_key, record(item, unformatted, 200, 50))
     first = items[("openai/sim-0.5", "1", 0)]
-    judgement, _ = planning.judge_item(
-        prepared.request,
-        run_id,
-        prepared.api_models,
-        prepared.data["zerobench"],
-        first.key,
-        first.store_key,
-        unformatted,
-    )
+    judgement, _ = judge_item(prepared, first.key, first.store_key, unformatted)
     store.put(judgement.store_key, record(judgement, "{7}", 40, 0))
     item = items[("anthropic/sim-0.5", "1", 0)]
     store.put(item.store_key, record(item, "so {7}", 120, 0))
@@ -583,14 +573,15 @@ def test_estimate_of_a_resumed_run_measures_stored_records_and_skips_them(
 
 
 def test_estimate_keeps_terminal_errors_with_no_retry_errors(tiny_zerobench, tmp_path):
-    from flows.cli import build_parser, request_from_args
-    from flows.estimate import estimate_run
-    from flows.generation import preflight
+    from cli.main import build_parser
+    from cli.run import request_from_args
+    from engine.estimate import estimate_run
+    from engine.resolve import resolve
 
     store = tmp_path / "runs"
     write_stored_work(str(store), tiny_zerobench, "est3")
     args = build_parser().parse_args(run_args(tiny_zerobench, store, "est3"))
-    rows = estimate_run(preflight(request_from_args(args)), retry_errors=False)
+    rows = estimate_run(resolve(request_from_args(args)), retry_errors=False)
     google = next(r for r in rows if r["model"] == "google/sim-0.5")
     # the failed Q2 epoch 1 is kept: Q1 twice and Q2 once: 2 x 1066 + 1842 = 3974 in, 900 out
     assert google == {

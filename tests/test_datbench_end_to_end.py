@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.answer_key import write_answer_key
 from benchmarks.datbench import DATBENCH, dataset, judge_prompt, scoring
+from benchmarks.datbench.curation import vision_delta
 from benchmarks.datbench.demo import write_datbench_demo
-from flows.cli import main
-from flows.datbench_tools import vision_delta
-from flows.demo import write_answer_key
+from cli.main import main
+from reports.stored_results import StoreResults
 from simulator.process import start_simulator
+from storage import open_store
 from tests.helpers import result_table
 
 MODELS = ["openai/sim-0.6", "anthropic/sim-0.8"]
@@ -160,7 +162,7 @@ def test_judge_rows_go_through_the_judge_stage(run):
 def test_vision_delta_by_hand(run):
     scores = rule_scores(run)
     rows = samples(run["data"])
-    table = vision_delta("db", str(run["runs"]), scoring="default")
+    table = vision_delta(StoreResults(open_store(str(run["runs"]))), "db", scoring="default")
     assert set(table.model) == set(MODELS)
     for model in MODELS:
         seen = units(scores, model, "datbench", rows)

@@ -14,8 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from engine.request import EvalRequest
 from flows.pipeline import evaluate_and_aggregate
-from flows.request import EvalRequest
 from simulator.process import start_simulator
 from tests.helpers import SPLITS, result_table, results_dir, zerobench_samples
 

@@ -30,7 +30,7 @@ def run_command(sim_url: str, dataset: str, runs: Path, run_id: str, rpm: int, *
     args += ["--store", str(runs), "--simulator-url", sim_url, "--rpm", f"{MODEL}={rpm}"]
     for name in benchmarks:
         args += ["-b", name]
-    return [sys.executable, "-m", "flows.cli", *args]
+    return [sys.executable, "-m", "cli.main", *args]
 
 
 def stored(runs: Path, run_id: str) -> int:

@@ -53,7 +53,7 @@ def run_args(runs: Path, run_id: str, sim_url: str, dataset: str) -> list[str]:
 
 def start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "flows.cli", *args],
+        [sys.executable, "-m", "cli.main", *args],
         cwd=REPO,
         env=env,
         stdout=log.open("w"),
@@ -136,7 +136,7 @@ def test_a_signal_stops_the_run_cleanly_and_a_resume_finishes_it(
             "PREFECT_API_URL": prefect_api_url,
         }
         second = subprocess.run(
-            [sys.executable, "-m", "flows.cli", *args],
+            [sys.executable, "-m", "cli.main", *args],
             cwd=REPO,
             env=resume_env,
             capture_output=True,

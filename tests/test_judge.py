@@ -16,9 +16,10 @@ from collections import Counter
 from pathlib import Path
 
 from benchmarks.zerobench import ZEROBENCH
-from flows.status import run_status
+from reports.status import run_status
 from simulator.answering import prompt_sha256
 from simulator.process import start_simulator
+from storage import open_store
 from tests.helpers import SPLITS, result_table, zerobench_samples
 
 REPO = Path(__file__).resolve().parent.parent
@@ -65,7 +66,7 @@ def test_judge_stage_survives_a_kill_and_scores_the_format_failures(
     with start_simulator(answer_key, SIMULATOR, sim_log) as sim:
         args = ["run", "-m", CANDIDATE, "--judge-model", JUDGE, "--dataset-path", demo_dataset]
         args += ["--run-id", "judged", "--store", str(runs), "--simulator-url", sim.url]
-        command = [sys.executable, "-m", "flows.cli", *args]
+        command = [sys.executable, "-m", "cli.main", *args]
         first = subprocess.Popen(
             command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -173,6 +174,6 @@ def test_judge_stage_survives_a_kill_and_scores_the_format_failures(
     for split in SPLITS:
         judged_rows = metrics[(metrics.scoring == "judge") & (metrics.benchmark == split)]
         assert set(judged_rows.judged) == {sum(1 for k in unformatted if k[0] == split)}
-    table, bad = run_status("judged", str(runs))
+    table, bad = run_status(open_store(str(runs)), "judged")
     judge_status = table[table.stage == "judge"]
     assert judge_status.done.sum() == len(unformatted) and judge_status.missing.sum() == 0

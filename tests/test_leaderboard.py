@@ -32,12 +32,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from flows.aggregate import aggregate_run
-from flows.cli import main
-from flows.leaderboard import update
-from flows.pipeline import evaluate_and_aggregate, run_without_prefect
-from flows.request import EvalRequest
+from cli.launch import run_without_prefect
+from cli.main import main
+from engine.aggregate import aggregate_run
+from engine.request import EvalRequest
+from flows.pipeline import evaluate_and_aggregate
+from reports.leaderboard import update
 from simulator.process import start_simulator
+from storage import open_store
 from tests.helpers import results_dir, zerobench_samples
 
 REPO = Path(__file__).resolve().parent.parent
@@ -132,8 +134,8 @@ def board(ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path_facto
         seen["after_partial_run"] = _latest_json(store)
         first = zerobench_samples("zerobench", demo_dataset)[0].id
         seen["cut"] = _cut_answers(store / "c-partial", "zerobench", first)
-        aggregate_run("c-partial", str(store))
-        before, _ = update(str(store))
+        aggregate_run(open_store(str(store)), "c-partial")
+        before, _ = update(open_store(str(store)))
         seen["before_added"] = before
         _after(store, "c-partial")
         evaluate_and_aggregate(request("d-added"))  # its leaderboard refresh is a Prefect flow
@@ -342,7 +344,7 @@ def test_new_flags_only_the_model_absent_from_the_previous_board(board, expected
     # new means new since the last board with other models: building it again keeps the flags
     again = tmp_path / "again"
     shutil.copytree(store, again)
-    rebuilt, _ = update(str(again))
+    rebuilt, _ = update(open_store(str(again)))
     assert rebuilt.new == latest["new"] and set(rebuilt.table[rebuilt.table.new].model) == {ADDED}
 
 
@@ -457,7 +459,7 @@ def test_cli_prints_the_board_and_opens_the_page(board, expected, tmp_path):
     recorder.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {opened}\n')
     recorder.chmod(0o755)
     done = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "leaderboard", "--store", str(copy), "--open"],
+        [sys.executable, "-m", "cli.main", "leaderboard", "--store", str(copy), "--open"],
         cwd=REPO,
         env={**os.environ, "BROWSER": str(recorder)},
         capture_output=True,

@@ -58,7 +58,7 @@ def test_a_run_completes_when_its_worker_node_dies(
     runs, log = tmp_path / "runs", tmp_path / "sim.jsonl"
     env = {**os.environ, "RAY_ADDRESS": cluster.address, "PREFECT_API_URL": prefect_api_url}
     with start_simulator(answer_key, {"latency": {"ms": 400}}, log) as sim:
-        command = [sys.executable, "-m", "flows.cli", "run", "-m", "openai/sim-0.5"]
+        command = [sys.executable, "-m", "cli.main", "run", "-m", "openai/sim-0.5"]
         command += ["--dataset-path", demo_dataset, "--run-id", "lost", "--store", str(runs)]
         command += ["--simulator-url", sim.url, "--workers", "2", "--max-in-flight", "8"]
         run = subprocess.Popen(

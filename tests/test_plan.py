@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 import shutil
 
-from flows.generation import plan, preflight
-from flows.request import EvalRequest
+from engine.plan import plan
+from engine.request import EvalRequest
+from engine.resolve import resolve
 from storage import layout
 
 
@@ -21,14 +22,14 @@ def test_resume_with_a_moved_dataset_updates_the_manifest(tmp_path, demo_dataset
         store=str(tmp_path / "runs"),
         simulator_url="http://127.0.0.1:9",
     )
-    first = plan(preflight(EvalRequest(**base, dataset_path=demo_dataset)))
+    first = plan(resolve(EvalRequest(**base, dataset_path=demo_dataset)))
     assert first.event == "new" and len(first.answers) == 4 * 6
     manifest_path = tmp_path / "runs" / layout.manifest_key("r1")
     before = json.loads(manifest_path.read_text())
     assert [e["event"] for e in before["history"]] == ["created"]
     assert (tmp_path / "runs" / layout.plan_key("r1", "zerobench")).is_file()
 
-    second = plan(preflight(EvalRequest(**base, dataset_path=str(moved))))
+    second = plan(resolve(EvalRequest(**base, dataset_path=str(moved))))
     after = json.loads(manifest_path.read_text())
     assert second.event == "resumed"
     assert after["request"]["dataset_path"] == str(moved)

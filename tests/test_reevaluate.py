@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from flows.reevaluate import STATE_KEY, ReevaluateRequest, reevaluate
+from engine.reevaluate import STATE_KEY, ReevaluateRequest
+from flows.reevaluate import reevaluate
 from simulator.process import start_simulator
 from storage import open_store
 

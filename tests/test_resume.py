@@ -25,7 +25,7 @@ def completion_files(runs: Path, run_id: str) -> list[Path]:
 
 def cli(args: list[str], env: dict[str, str], **kwargs) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "flows.cli", *args],
+        [sys.executable, "-m", "cli.main", *args],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,

@@ -17,8 +17,8 @@ from benchmarks.rome import dataset as rome_data
 from benchmarks.rome.judge import PROMPT, PROMPT_SHA256, grader_prompt, parse_robust, parse_upstream
 from benchmarks.rome.offline import read_predictions
 from benchmarks.rome.scoring import score_annotation
+from cli.main import main
 from core.types import DatasetError
-from flows.cli import main
 
 EXAMPLE = Path(__file__).resolve().parent / "data" / "rome_example"  # see its SOURCE.md
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.answer_key import write_answer_key
 from benchmarks.rome.demo import demo_items, write_rome_demo
 from benchmarks.rome.judge import parse_robust
 from benchmarks.rome.scoring import score_annotation
-from flows.cli import main
-from flows.demo import write_answer_key
+from cli.main import main
 from simulator.process import start_simulator
 from tests.helpers import result_table, results_dir
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from flows.cli import main
-from flows.reevaluate import ReevaluateRequest, reevaluate
+from cli.main import main
+from engine.reevaluate import ReevaluateRequest
+from flows.reevaluate import reevaluate
 from simulator.process import start_simulator
 
 STORM = {
@@ -48,8 +49,8 @@ def test_simulator_refuses_an_empty_answer_key(tmp_path: Path, capsys):
     empty.write_text("\n")
     assert main(["simulate", "--answers", str(empty), "--port", "0"]) == 2
     assert capsys.readouterr().err.strip() == (
-        f"error: answer key {empty} has no entries: write it from your dataset (the demo and "
-        "tests use flows.demo.write_answer_key), or every simulated answer is wrong"
+        f"error: answer key {empty} has no entries: write it from your dataset "
+        "(benchmarks.answer_key.write_answer_key), or every simulated answer is wrong"
     )
 
 

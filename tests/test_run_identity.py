@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.cli import main
+from cli.main import main
 from simulator.process import start_simulator
 from tests.helpers import result_table
 

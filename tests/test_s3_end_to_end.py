@@ -21,10 +21,10 @@ import boto3
 import pandas as pd
 import pytest
 
-from flows import plan as planning
-from flows.generation import preflight
+from engine.items import answer_items
+from engine.request import EvalRequest
+from engine.resolve import resolve
 from flows.pipeline import evaluate_and_aggregate
-from flows.request import EvalRequest
 from simulator.process import start_simulator
 from storage import LocalStore, layout, open_store
 from tests.helpers import SPLITS, store_table
@@ -49,7 +49,7 @@ RESULTS = sorted(
 DRIVER = """
 import json, sys
 from flows.pipeline import evaluate_and_aggregate
-from flows.request import EvalRequest
+from engine.request import EvalRequest
 result = evaluate_and_aggregate(EvalRequest.model_validate_json(sys.argv[1]))
 print("RESULT " + json.dumps(result))
 """
@@ -124,8 +124,8 @@ def both_runs(
 
 
 def expected_completion_keys(request: EvalRequest) -> list[str]:
-    prepared = preflight(request)
-    items = planning.answer_items(request, RUN_ID, prepared.api_models, prepared.data)
+    prepared = resolve(request)
+    items = answer_items(prepared)
     return sorted(item.store_key for item in items)
 
 

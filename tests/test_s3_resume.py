@@ -59,7 +59,7 @@ def cli_env(ray_address: str, prefect_api_url: str) -> dict[str, str]:
 
 def cli(args: list[str], env: dict[str, str]) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "flows.cli", *args],
+        [sys.executable, "-m", "cli.main", *args],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,

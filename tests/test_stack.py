@@ -25,8 +25,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from flows.services import free_port
 from simulator.process import start_simulator
+from stack.services import free_port
 from tests.helpers import parse, results_dir, tagged_processes, wait_for_no_processes
 
 REPO = Path(__file__).resolve().parent.parent
@@ -130,8 +130,8 @@ def stack(tmp_path_factory, answer_key):
 def test_an_up_that_fails_part_way_leaves_nothing_behind(tmp_path, monkeypatch):
     """The deployments cannot start (their reevaluation request file is gone by the time
     they read it): the Prefect server this `up` started is stopped again, and said so."""
-    from flows.services import ServiceError
-    from flows.stack import up
+    from stack.services import ServiceError
+    from stack.up import up
 
     tag = f"failed-up-{os.getpid()}-{time.monotonic_ns()}"
     monkeypatch.setenv("EVALFLEET_TEST_TAG", tag)

@@ -17,16 +17,17 @@ from collections import Counter
 from pathlib import Path
 
 from benchmarks.zerobench import dataset as zerobench_data
+from cli.main import main
 from core.types import Part
-from flows import generation
+from engine.plan import plan as plan_run
+from engine.request import EvalRequest
+from engine.resolve import resolve
 from flows.aggregate import aggregate
-from flows.cli import main
 from flows.evaluate import evaluate
-from flows.request import EvalRequest
-from flows.status import run_status
+from reports.status import run_status
 from simulator.process import start_simulator
 from simulator.samples import answer_key_line
-from storage import LocalStore, layout
+from storage import LocalStore, layout, open_store
 from tests.helpers import result_table, zerobench_samples
 
 RUN_ID = "stale"
@@ -105,7 +106,7 @@ def test_changed_template_makes_old_records_stale_and_requests_them_again(
 
         # The template changes (a new evalfleet version); the data and the identity do not.
         monkeypatch.setattr(zerobench_data, "to_sample", new_template(zerobench_data.to_sample))
-        plan = generation.plan(generation.preflight(request))
+        plan = plan_run(resolve(request))
         assert plan.event == "resumed"
         assert dict(plan.states) == {"done": N_MAIN, "stale": N_SUB}
         assert len(plan.todo) == N_SUB and {i.key.benchmark for i in plan.todo} == {SUB}
@@ -141,7 +142,7 @@ def test_changed_template_makes_old_records_stale_and_requests_them_again(
     assert new_keys == sorted(item.store_key for item in plan.todo)
     new_records = [json.loads(files[k]) for k in new_keys]
 
-    table, bad = run_status(RUN_ID, str(runs))
+    table, bad = run_status(open_store(str(runs)), RUN_ID)
     assert bad == []
     assert table.to_dict("records") == [
         {"stage": "answer", "model": MODEL, "benchmark": MAIN, "done": N_MAIN, "failed": 0,

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from flows.cli import main
+from cli.main import main
+from engine.manifest import read_manifest
+from engine.request import EvalRequest
 from flows.evaluate import evaluate
-from flows.request import EvalRequest
-from flows.runs import read_manifest
 from simulator.process import start_simulator
 from storage import LocalStore, layout
 

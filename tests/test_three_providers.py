@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from flows.cli import main
+from cli.main import main
+from engine.request import EvalRequest
 from flows.pipeline import evaluate_and_aggregate
-from flows.request import EvalRequest
 from simulator.process import start_simulator
 from tests.helpers import SPLITS, result_table
 

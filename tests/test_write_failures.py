@@ -24,14 +24,14 @@ import boto3
 import pandas as pd
 import pytest
 
-from flows import plan as planning
+from engine.items import answer_items
+from engine.request import EvalRequest
+from engine.resolve import resolve
 from flows.aggregate import aggregate
 from flows.evaluate import evaluate
-from flows.generation import preflight
-from flows.request import EvalRequest
-from flows.status import run_status
+from reports.status import run_status
 from simulator.process import start_simulator
-from storage import LocalStore, layout
+from storage import LocalStore, layout, open_store
 from storage.s3 import _CONFLICT_ATTEMPTS
 from tests.helpers import prompt_hashes, store_table
 from tests.s3_server import FAKE_AWS_ENV, MotoS3Server, apply_fake_aws_env
@@ -48,8 +48,8 @@ DRIVER = """
 import json, sys
 from flows.aggregate import aggregate
 from flows.evaluate import evaluate
-from flows.request import EvalRequest
-from flows.tables import print_result
+from engine.request import EvalRequest
+from reports.tables import print_result
 request = EvalRequest.model_validate_json(sys.argv[1])
 evaluated = evaluate(request)
 aggregated = aggregate(request.run_id, store=request.store, s3_endpoint_url=request.s3_endpoint_url)
@@ -101,8 +101,8 @@ def drive(request: EvalRequest, env: dict[str, str]) -> tuple[dict, str]:
 
 def work_items(request: EvalRequest):
     """The run's answer items, planned without writing anything."""
-    prepared = preflight(request)
-    return planning.answer_items(request, request.run_id, prepared.api_models, prepared.data)
+    prepared = resolve(request)
+    return answer_items(prepared)
 
 
 def pick(items, benchmark: str, sample_id: str, epoch: int):
@@ -119,8 +119,10 @@ def requested_since(log_path: Path, since: float) -> list[tuple[str, int]]:
     return sorted((line["prompt_sha256"], line["seed"]) for line in lines if line["t"] >= since)
 
 
-def status_rows(run_id: str, store: str, **kwargs) -> tuple[list[list], list[str]]:
-    table, bad = run_status(run_id, store, **kwargs)
+def status_rows(
+    run_id: str, store: str, s3_endpoint_url: str | None = None
+) -> tuple[list[list], list[str]]:
+    table, bad = run_status(open_store(store, s3_endpoint_url=s3_endpoint_url), run_id)
     assert list(table.columns) == COLUMNS
     return table.values.tolist(), sorted(bad)
 

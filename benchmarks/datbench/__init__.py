@@ -23,7 +23,15 @@ from pydantic import Field
 
 from benchmarks.datbench import dataset, scoring
 from benchmarks.datbench.judge import DatBenchJudge
-from benchmarks.interface import Benchmark, BenchmarkOptions, LoadedData, MetricRow, ScoredItem
+from benchmarks.interface import (
+    Benchmark,
+    BenchmarkOptions,
+    Command,
+    Demo,
+    LoadedData,
+    MetricRow,
+    ScoredItem,
+)
 from benchmarks.tables import breakdown_summary
 from core.types import DatasetError, Sample, Score
 from metrics import accuracy, all_samples_mean_stderr
@@ -131,6 +139,18 @@ class DatBench(Benchmark):
         keys = ["model", "benchmark", "scoring", "breakdown", "group"]
         return grouped.merge(rows, on=keys, how="left")
 
+    def demo(self) -> Demo | None:
+        from benchmarks.datbench.demo import write_datbench_demo
+
+        models = ("openai/sim-0.6", "anthropic/sim-0.8")
+        benchmarks = ("datbench", "datbench_blind")
+        return Demo(write_datbench_demo, benchmarks, models, judge_model="openai/sim-0.9")
+
+    def commands(self) -> list[Command]:
+        from benchmarks.datbench.commands import COMMANDS
+
+        return COMMANDS
+
     def answer_key(self, sample: Sample, options: BenchmarkOptions) -> list[dict]:
         meta = sample.metadata.get("row_metadata") or {}
         entry = {
@@ -150,6 +170,12 @@ class DatBenchBlind(DatBench):
     description = "DatBench without the images (blind baseline for the vision delta)"
     blind = True
     option_flags_from = "datbench"
+
+    def demo(self) -> None:
+        return None  # the datbench demo runs both
+
+    def commands(self) -> list[Command]:
+        return []  # datbench's commands read both
 
 
 def unit_values(

@@ -16,6 +16,7 @@ from benchmarks.hub import revision_of
 from benchmarks.interface import (
     Benchmark,
     BenchmarkOptions,
+    Demo,
     LoadedData,
     MetricRow,
     ScoredItem,
@@ -96,6 +97,11 @@ class OmniBench(Benchmark):
                 "choices": list(LETTERS[: len(sample.choices or LETTERS)]),
             }
         ]
+
+    def demo(self) -> Demo:
+        from benchmarks.omnibench.demo import write_omnibench_demo
+
+        return Demo(write_omnibench_demo, ("omnibench",), ("openai/sim-0.3", "google/sim-0.7"))
 
 
 OMNIBENCH = OmniBench()

@@ -22,6 +22,8 @@ from benchmarks.interface import (
     Answered,
     Benchmark,
     BenchmarkOptions,
+    Command,
+    Demo,
     LoadedData,
     MetricRow,
     ScoredItem,
@@ -186,6 +188,17 @@ class Rome(Benchmark):
             files[f"{folder}/scores.json"] = dumps(scores_json(buckets))
             files[f"{folder}/updated_predictions.json"] = dumps(updated)
         return files
+
+    def demo(self) -> Demo:
+        from benchmarks.rome.demo import write_rome_demo
+
+        models = ("openai/sim-0.3", "openai/sim-0.7")
+        return Demo(write_rome_demo, ("rome",), models, judge_model="anthropic/sim-0.9")
+
+    def commands(self) -> list[Command]:
+        from benchmarks.rome.commands import COMMANDS
+
+        return COMMANDS
 
     def answer_key(self, sample: Sample, options: BenchmarkOptions) -> list[dict]:
         prompt = sample.first_text()

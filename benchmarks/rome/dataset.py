@@ -185,7 +185,11 @@ def prompt_text(item: dict[str, Any]) -> str:
 def read_json_file(path: Path) -> Any:
     """A JSON document, or JSON lines (one object per line). JSON is tried first, so a
     pretty-printed object is never mistaken for JSON lines (upstream's sniffing quirk)."""
-    text = path.read_text(encoding="utf-8").strip()
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or type(exc).__name__
+        raise DatasetError(f"cannot read {path} ({reason}): give a readable JSON file") from None
     if not text:
         return []
     try:

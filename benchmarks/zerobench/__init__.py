@@ -16,6 +16,7 @@ from benchmarks.hub import revision_of
 from benchmarks.interface import (
     Benchmark,
     BenchmarkOptions,
+    Demo,
     LoadedData,
     MetricRow,
     ScoredItem,
@@ -36,6 +37,7 @@ class ZeroBench(Benchmark):
     epochs = 5
     scorings = tuple(SCORERS)
     judge = FallbackParser()
+    default = True
     grouped: ClassVar[bool] = False
 
     def load(self, path: str | None, options: BenchmarkOptions, limit: int | None) -> LoadedData:
@@ -69,6 +71,12 @@ class ZeroBench(Benchmark):
 class ZeroBenchMain(ZeroBench):
     name = "zerobench"
     description = "ZeroBench main questions (pass@1, pass@5, 5/5, num_correct)"
+
+    def demo(self) -> Demo:
+        from benchmarks.zerobench.demo import write_demo_dataset
+
+        models = ("openai/sim-0.3", "openai/sim-0.7")
+        return Demo(write_demo_dataset, ("zerobench", "zerobench_subquestions"), models)
 
 
 class ZeroBenchSubquestions(ZeroBench):

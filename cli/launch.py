@@ -18,14 +18,16 @@ import shlex
 import sys
 from typing import Any
 
-from flows.interrupts import STOP
-from flows.outcome import Interrupted
-from flows.request import EvalRequest
+from engine import heartbeat
+from engine.interrupts import STOP
+from engine.outcome import Interrupted, interrupted_message
+from engine.request import EvalRequest
 
 
 def run_request(request: EvalRequest, *, retry_errors: bool = True) -> dict[str, Any]:
     """Run one request end to end from the command line; raise Interrupted on a signal."""
-    from flows.services import LocalStack
+    from engine.resolve import quick_checks, resolve
+    from stack.services import LocalStack
 
     stack = LocalStack()
     ray_was_up = _ray_initialized()
@@ -34,21 +36,17 @@ def run_request(request: EvalRequest, *, retry_errors: bool = True) -> dict[str,
     own_ray = not os.environ.get("RAY_ADDRESS") and not ray_was_up
     if own_ray:
         stack.use_private_ray()
-    from flows import generation
-
-    generation.quick_checks(request)
+    quick_checks(request)
     STOP.reset()
     STOP.on_force(stack.kill)
     try:
         with STOP.handling():
             stack.start(prefect=not os.environ.get("PREFECT_API_URL"), ray=own_ray)
-            prepared = generation.preflight(request)
+            run = resolve(request)
             stack.wait(STOP.requested)
             if STOP.requested():
-                raise Interrupted(
-                    f"run {prepared.run_id} interrupted by {STOP.name} before any request"
-                )
-            return _run_flow(prepared.request, retry_errors, stack.prefect_url)
+                raise Interrupted(f"run {run.run_id} interrupted by {STOP.name} before any request")
+            return _run(run.request, retry_errors, stack.prefect_url)
     finally:
         if not ray_was_up:
             _disconnect_ray()
@@ -58,7 +56,7 @@ def run_request(request: EvalRequest, *, retry_errors: bool = True) -> dict[str,
 def _attach_to_running_stack() -> None:
     """Use the Prefect server (and Ray head) `evalfleet up` keeps running, unless the
     environment names others."""
-    from flows.stack import attach, ray_client_env
+    from stack.up import attach, ray_client_env
 
     if os.environ.get("PREFECT_API_URL"):
         return
@@ -77,68 +75,40 @@ def _attach_to_running_stack() -> None:
     print(f"using the running evalfleet stack ({where})", file=sys.stderr, flush=True)
 
 
-def _run_flow(request: EvalRequest, retry_errors: bool, prefect_url: str | None):
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+def _run(request: EvalRequest, retry_errors: bool, prefect_url: str | None) -> dict[str, Any]:
+    """The flow in this process; the same steps without Prefect if its server is lost."""
+    from flows.in_process import PrefectLost, run_flow_here, say_lost
 
-    from flows.pipeline import evaluate_and_aggregate, run_without_prefect
-
-    settings = temporary_settings({PREFECT_API_URL: prefect_url}) if prefect_url else None
-    with settings or contextlib.nullcontext():
-        try:
-            state = evaluate_and_aggregate(request, retry_errors, return_state=True)
-        except Exception as exc:
-            if not prefect_lost(exc):
-                raise
-            state = None
-            lost = exc
-        else:
-            lost = _lost_in_state(state)
-        finally:
-            _drain_prefect()
-    if lost is not None:
-        print(
-            f"the Prefect flow run could not be finished ({type(lost).__name__}): completing "
-            "the run and its tables without Prefect",
-            file=sys.stderr,
-        )
+    try:
+        return run_flow_here(request, retry_errors, prefect_url)
+    except PrefectLost as lost:
+        say_lost(str(lost))
         return run_without_prefect(request, retry_errors=retry_errors)
-    if state.is_cancelled():
-        raise Interrupted(state.message or "interrupted")
-    return state.result()  # re-raises the flow's exception (a ConfigError is one line)
 
 
-def _drain_prefect() -> None:
-    """Send the logs and events Prefect still holds while its server is up (best effort)."""
-    from prefect.events.worker import EventsWorker
-    from prefect.logging.handlers import APILogHandler
+def run_without_prefect(request: EvalRequest, *, retry_errors: bool = True) -> dict[str, Any]:
+    """`evaluate-and-aggregate` without a Prefect server: the same engine steps."""
+    from engine.aggregate import aggregate_run
+    from engine.evaluate import evaluate_run
+    from reports.leaderboard import update
+    from storage import open_store
 
-    with contextlib.suppress(Exception):
-        APILogHandler.flush()
-    with contextlib.suppress(Exception):
-        EventsWorker.drain_all(timeout=5)
-
-
-def _lost_in_state(state) -> BaseException | None:
-    if state.is_failed() or state.is_crashed():
+    with heartbeat.beating(final="finished"):
+        evaluated = evaluate_run(request, retry_errors=retry_errors)
+        if evaluated.get("stopped"):
+            raise Interrupted(interrupted_message(evaluated))
+        if evaluated.get("batch_jobs_open"):
+            heartbeat.finish_all("batches open")
+            return {**evaluated, "store": None}
+        store = open_store(request.store, s3_endpoint_url=request.s3_endpoint_url)
+        result = aggregate_run(store, evaluated["run_id"])
         try:
-            state.result()
-        except Exception as exc:
-            return exc if prefect_lost(exc) else None
-    return None
-
-
-def prefect_lost(exc: BaseException) -> bool:
-    """Whether an exception says the Prefect API cannot be reached."""
-    import httpx
-
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, httpx.TransportError):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
+            update(store)
+        except Exception as exc:  # the tables are written; the leaderboard can wait
+            print(f"the leaderboard was not updated: {exc}", file=sys.stderr)
+        if evaluated.get("budget_reached"):
+            result["budget_reached"] = evaluated["budget_reached"]
+        return result
 
 
 def _ray_initialized() -> bool:

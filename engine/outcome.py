@@ -1,11 +1,10 @@
-"""How a flow ends: Completed with its result, or Cancelled when a signal stopped the run."""
+"""How a run that a signal stopped says so: what was kept, and how to resume."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from flows.interrupts import STOP
-from flows.request import EvalRequest
+from engine.interrupts import STOP
 
 
 class Interrupted(Exception):
@@ -21,12 +20,3 @@ def interrupted_message(result: dict[str, Any]) -> str:
         f"{left} items not asked; everything stored is kept and a rerun with run id "
         f"{result['run_id']} asks only the rest"
     )
-
-
-def finished_state(result: dict[str, Any], request: EvalRequest):
-    """The flow's return value: a Cancelled state if a stop was requested, else the result."""
-    if result.get("stopped"):
-        from prefect.states import Cancelled
-
-        return Cancelled(message=interrupted_message(result))
-    return result

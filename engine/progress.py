@@ -1,8 +1,9 @@
-"""Progress you can see: a terminal bar, and a Prefect progress artifact kept off the data path.
+"""Progress you can see: a terminal bar, and the control plane's progress (a Prefect progress
+artifact when a flow runs the work) kept off the data path.
 
-The dispatch loop only updates numbers. A background thread pushes the artifact at most once
-a second, with a short timeout; if Prefect is slow or gone the loop never waits for it, and a
-lost server is reported once.
+The dispatch loop only updates numbers. A background thread pushes the percentage at most
+once a second; if the orchestrator is slow or gone the loop never waits for it, and a lost
+server is reported once.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections import Counter
 
 from tqdm import tqdm
 
+from engine import control
 from tasks.worker import Outcome
 
 log = logging.getLogger("evalfleet.progress")
@@ -43,9 +45,8 @@ class Progress:
             name="progress-artifact",
             daemon=True,
         )
-        # Outside a flow run there is no artifact to keep, and asking Prefect for one would
-        # start a temporary Prefect server just to be refused.
-        if _in_flow_run():
+        self._sink = control.current().progress
+        if self._sink is not None:  # outside a flow there is nowhere to push it
             self._publisher.start()
 
     @property
@@ -73,29 +74,23 @@ class Progress:
         self._bar.close()
 
     def _publish(self, description: str) -> None:
-        """Create the artifact, then push the percentage until closed (best effort)."""
-        from prefect.artifacts import create_progress_artifact, update_progress_artifact
-
-        artifact = None
+        """Push the percentage until closed (best effort)."""
+        sink = None
         lost = False
         pushed = -1.0
         while True:
             closing = self._stop.wait(PUSH_EVERY_S if not lost else RETRY_LOST_EVERY_S)
             percent = self.percent
-            if percent != pushed or artifact is None:
+            if percent != pushed or sink is None:
                 try:
-                    if artifact is None:
-                        artifact = create_progress_artifact(
-                            progress=percent, key="evaluate-progress", description=description
-                        )
-                    else:
-                        update_progress_artifact(artifact, percent)
+                    sink = sink or self._sink(description)
+                    sink.push(percent)
                     pushed = percent
                     if lost:
                         log.warning("Prefect server reachable again: progress artifact resumed")
                     lost = False
-                except Exception as exc:  # no flow run context, or the server is gone
-                    if not lost and not self._stop.is_set() and _in_flow_run():
+                except Exception as exc:  # the server is gone
+                    if not lost and not self._stop.is_set():
                         log.warning(
                             "Prefect server unreachable (%s): the run goes on; progress is "
                             "shown in this terminal only",
@@ -104,9 +99,3 @@ class Progress:
                     lost = True
             if closing:
                 return
-
-
-def _in_flow_run() -> bool:
-    from prefect.context import FlowRunContext
-
-    return FlowRunContext.get() is not None

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from flows import heartbeat, runs
-from storage import layout, open_store
+from engine import heartbeat
+from engine.identity import RunError
+from engine.manifest import read_manifest
+from engine.state import STATES, list_records, quarantine
+from engine.stored import load_run
+from storage import layout
 from storage.base import Store
 
 
@@ -21,8 +25,8 @@ def expected_answers(manifest: dict) -> int:
 
 def run_progress(store: Store, run_id: str) -> dict[str, object] | None:
     try:
-        manifest = runs.read_manifest(store, run_id)
-    except runs.RunError as exc:
+        manifest = read_manifest(store, run_id)
+    except RunError as exc:
         problem = "older evalfleet" if "older evalfleet" in str(exc) else "unreadable manifest"
         return {
             "run_id": run_id,
@@ -36,7 +40,7 @@ def run_progress(store: Store, run_id: str) -> dict[str, object] | None:
     if manifest is None:
         return None
     expected = expected_answers(manifest)
-    listing = runs.list_records(store, run_id, (layout.ANSWER,))
+    listing = list_records(store, run_id, (layout.ANSWER,))
     done = {k for k, hashes in listing.ok.items() if hashes}
     failed = {k for k, hashes in listing.failed.items() if hashes} - done
     return {
@@ -52,10 +56,9 @@ def run_progress(store: Store, run_id: str) -> dict[str, object] | None:
     }
 
 
-def list_runs(store_url: str, *, s3_endpoint_url: str | None = None) -> str:
+def list_runs(store: Store) -> str:
     """A table of the store's runs (from listings: a stale record counts as done here;
     `status` tells them apart)."""
-    store = open_store(store_url, s3_endpoint_url=s3_endpoint_url)
     rows = []
     for run_dir in store.list_dirs(""):
         progress = run_progress(store, run_dir.strip("/"))
@@ -67,20 +70,15 @@ def list_runs(store_url: str, *, s3_endpoint_url: str | None = None) -> str:
 
 
 def run_status(
-    run_id: str,
-    store_url: str,
-    *,
-    s3_endpoint_url: str | None = None,
-    quarantine: bool = False,
+    store: Store, run_id: str, *, move_aside: bool = False
 ) -> tuple[pd.DataFrame, list[str]]:
     """Per (stage, model, benchmark): done / failed / stale / missing, plus undecodable
     records (every record is read; an undecodable one counts as missing). With
-    `quarantine`, undecodable records are moved to {run}/quarantine/ now."""
-    store = open_store(store_url, s3_endpoint_url=s3_endpoint_url)
-    run = runs.load_run(store, run_id)
+    `move_aside`, undecodable records are moved to {run}/quarantine/ now."""
+    run = load_run(store, run_id)
     bad = [*run.answer_state.undecodable, *run.judge_state.undecodable]
-    if quarantine:
-        runs.quarantine(store, run_id, bad)
+    if move_aside:
+        quarantine(store, run_id, bad)
     bad_by_shard: dict[tuple[str, str, str], int] = {}
     for key in bad:
         name = layout.parse_record_key(run_id, key)
@@ -95,20 +93,17 @@ def run_status(
                     "stage": stage,
                     "model": model,
                     "benchmark": benchmark,
-                    **{name: counts.get(name, 0) for name in runs.STATES},
+                    **{name: counts.get(name, 0) for name in STATES},
                     "unreadable": bad_by_shard.get((stage, model, benchmark), 0),
                 }
             )
     return pd.DataFrame(rows), bad
 
 
-def batch_status(
-    run_id: str, store_url: str, *, s3_endpoint_url: str | None = None
-) -> pd.DataFrame:
+def batch_status(store: Store, run_id: str) -> pd.DataFrame:
     """The run's batch jobs: state, the provider's word and counts, what was written."""
     from tasks.batch_jobs import read_jobs
 
-    store = open_store(store_url, s3_endpoint_url=s3_endpoint_url)
     rows = [
         {
             "job": job.job_id,

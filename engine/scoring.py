@@ -5,14 +5,14 @@ it asks each one through the interface."""
 from __future__ import annotations
 
 import hashlib
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from benchmarks.interface import Answered, Judgement, ScoredItem
-from flows.runs import StoredRun
+from benchmarks.interface import Answered, Judgement
+from benchmarks.tables import scored_items
+from engine.stored import StoredRun
 from storage.layout import ItemKey
 
 SAMPLE_COLUMNS = [
@@ -205,27 +205,6 @@ def _spend(spent: dict[str, Any], prefix: str, record: dict[str, Any], error: st
     if record.get("batch"):
         spent["batch_calls"] += 1
         spent["batch_cost_usd"] += float(record.get("cost_usd") or 0.0)
-
-
-def scored_items(samples: pd.DataFrame) -> dict[tuple[str, str, str], list[ScoredItem]]:
-    """The samples table's rows as ScoredItems, by (model, benchmark, scoring)."""
-    grouped: dict[tuple[str, str, str], list[ScoredItem]] = defaultdict(list)
-    for row in samples.itertuples(index=False):
-        grouped[(row.model, row.benchmark, row.scoring)].append(
-            ScoredItem(
-                sample_id=row.sample_id,
-                group_id=row.group_id,
-                epoch=row.epoch,
-                value=row.value,
-                correct=row.correct,
-                errored=row.error is not None,
-                judged=row.judged,
-                score_error=row.score_error,
-                output_tokens=row.output_tokens,
-                reasoning_tokens=row.reasoning_tokens,
-            )
-        )
-    return grouped
 
 
 def metric_table(run: StoredRun, samples: pd.DataFrame) -> pd.DataFrame:

@@ -1,4 +1,6 @@
-"""The evaluation request: the flow's parameters, so the Prefect UI renders it as a form.
+"""The evaluation request: one pydantic model that is the flows' parameters (so the Prefect
+UI renders it as a form) and the command line's run options (`cli.options` generates them
+from the fields). Each default, range, choice list and description is written here once.
 
 Benchmark names and each benchmark's options come from the registry when the schema is
 generated and when a request is validated, so a newly registered benchmark is a choice in
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -25,12 +28,24 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
 from benchmarks import registry
-from benchmarks.interface import BenchmarkOptions
-from benchmarks.protocols import PROTOCOLS, ProtocolName, Sampling, decodings
-from core.types import Decoding
+from benchmarks.protocols import PROTOCOLS, ProtocolName
+from storage import store_url
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-DEFAULT_BENCHMARKS = ["zerobench", "zerobench_subquestions"]
+
+
+@dataclass(frozen=True)
+class Flag:
+    """How a field is given on the command line when not as `--field-name VALUE`.
+
+    `names`: the flags (first the long one); `metavar`: the value's placeholder; `composite`:
+    the field is set together with others by a flag of `cli.options` (e.g. `--dataset-path
+    [BENCHMARK=]PATH` sets `dataset_path` and `dataset_paths`), not by a flag of its own.
+    """
+
+    names: tuple[str, ...] = ()
+    metavar: str | None = None
+    composite: bool = False
 
 
 def _known_benchmark(name: str) -> str:
@@ -131,19 +146,12 @@ class _ModelChoices:
 ModelName = Annotated[str, _ModelChoices]
 
 
-def absolute_store(value: str) -> str:
-    """A local store path made absolute (a relative one would resolve against whatever
-    directory the flow's process started in); URLs unchanged."""
-    return value if "://" in value else os.path.abspath(os.path.expanduser(value))
-
-
-def default_store() -> str:
-    """$EVALFLEET_STORE (`evalfleet up --store`), else ./runs of the current directory."""
-    return absolute_store(os.environ.get("EVALFLEET_STORE") or "./runs")
-
-
 def _store_schema(schema: dict[str, Any]) -> None:
-    schema["default"] = default_store()  # shown in the UI form, resolved when it is served
+    schema["default"] = store_url()  # shown in the UI form, resolved where it is served
+
+
+def _simulator_url() -> str | None:
+    return os.environ.get("EVALFLEET_SIMULATOR_URL") or None
 
 
 class EndpointSpec(BaseModel):
@@ -173,28 +181,33 @@ class EvalRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    models: list[ModelName] = Field(
+    models: Annotated[list[ModelName], Flag(("--model", "-m"), "PROVIDER/MODEL")] = Field(
         min_length=1,
         description="models to evaluate as provider/model (deployments/models.yaml), e.g. "
         "openai/gpt-4o-2024-11-20, or provider/sim-<accuracy> against the simulator",
     )
-    benchmarks: list[BenchmarkName] = Field(
-        default_factory=lambda: list(DEFAULT_BENCHMARKS),
-        json_schema_extra={"default": DEFAULT_BENCHMARKS},
+    benchmarks: Annotated[list[BenchmarkName], Flag(("--benchmark", "-b"), "NAME")] = Field(
+        default_factory=registry.default_names,
+        json_schema_extra=lambda schema: schema.update(default=registry.default_names()),
         min_length=1,
         description="benchmarks to run",
     )
-    benchmark_options: Annotated[dict[str, dict[str, Any]], _RegistryOptions] = Field(
+    benchmark_options: Annotated[
+        dict[str, dict[str, Any]], _RegistryOptions, Flag(composite=True)
+    ] = Field(
         default_factory=dict,
         description="per benchmark, its options (part of the run identity)",
     )
-    limit: int | None = Field(default=None, ge=1, description="first N samples of each benchmark")
-    dataset_path: str | None = Field(
-        default=None,
-        description="local copy (save_to_disk or Parquet) instead of the Hugging Face Hub",
+    limit: Annotated[int | None, Flag(metavar="N")] = Field(
+        default=None, ge=1, description="first N samples of each benchmark, in dataset order"
     )
-    dataset_paths: dict[str, str] = Field(
-        default_factory=dict, description="per-benchmark local copies (override dataset_path)"
+    dataset_path: Annotated[str | None, Flag(composite=True)] = Field(
+        default=None,
+        description="a local copy (save_to_disk output, a Parquet file or a directory of them, "
+        "in the upstream schema) instead of the Hugging Face Hub at the pinned revision",
+    )
+    dataset_paths: Annotated[dict[str, str], Flag(composite=True)] = Field(
+        default_factory=dict, description="per benchmark, a local copy (overrides dataset_path)"
     )
     protocol: ProtocolName | None = Field(
         default=None,
@@ -202,34 +215,38 @@ class EvalRequest(BaseModel):
         + "; ".join(f"{k}: {v}" for k, v in PROTOCOLS.items())
         + ")",
     )
-    epochs: int | None = Field(
+    epochs: Annotated[int | None, Flag(metavar="K")] = Field(
         default=None,
         ge=1,
         le=100,
-        description="epochs (sampled epochs after the greedy one for zerobench-paper); "
+        description="epochs (for zerobench-paper the sampled ones after the greedy one); "
         "empty: each benchmark's own",
     )
     temperature: float = Field(default=0.7, ge=0, le=2, description="of sampled epochs")
     top_p: float = Field(default=0.95, gt=0, le=1, description="of sampled epochs")
-    base_seed: int = Field(default=42, description="epoch e is sent seed base_seed + e")
-    max_tokens: int = Field(default=16000, ge=1, description="output tokens, reasoning included")
-    max_image_side: int | None = Field(
+    base_seed: Annotated[int, Flag(("--seed",), "N")] = Field(
+        default=42, description="epoch e is sent seed base_seed + e"
+    )
+    max_tokens: Annotated[int, Flag(metavar="N")] = Field(
+        default=16000, ge=1, description="output tokens, reasoning included"
+    )
+    max_image_side: Annotated[int | None, Flag(metavar="PIXELS")] = Field(
         default=None,
         ge=16,
         description="downscale images whose longer side exceeds this (1024 reproduces "
         "ZeroBench upstream); empty: send the original bytes",
     )
-    endpoints: dict[str, EndpointSpec] = Field(
+    endpoints: Annotated[dict[str, EndpointSpec], Flag(composite=True)] = Field(
         default_factory=dict,
         description="openai-compatible/NAME models served at a URL of your own, by model id "
         "(no registry entry needed)",
     )
-    judge_model: str | None = Field(
+    judge_model: Annotated[str | None, Flag(metavar="PROVIDER/MODEL")] = Field(
         default=None,
         description="provider/model that grades answers for benchmarks with an LLM judge "
         "(ZeroBench's fallback parser, ROME, DatBench judge rows)",
     )
-    run_id: str | None = Field(
+    run_id: Annotated[str | None, Flag(metavar="ID")] = Field(
         default=None,
         json_schema_extra={"pattern": RUN_ID.pattern},  # the form checks it as you type
         description="reuse to resume; empty: a new timestamped id (letters, digits, . _ -)",
@@ -238,68 +255,78 @@ class EvalRequest(BaseModel):
         default=False,
         description="allow this run id to grow: more models or more epochs than it had",
     )
-    store: str = Field(
-        default_factory=default_store,
+    store: Annotated[str, Flag(metavar="URL")] = Field(
+        default_factory=store_url,
         json_schema_extra=_store_schema,
-        description="where records and tables go: an absolute directory, or s3://bucket/prefix",
+        description="where records and tables go: a directory, or s3://bucket/prefix "
+        "(empty: $EVALFLEET_STORE, else ./runs)",
     )
-    s3_endpoint_url: str | None = Field(default=None, description="for MinIO, R2, Ceph, ...")
-    simulator_url: str | None = Field(
-        default=None, description="where `evalfleet simulate` listens, for */sim-* models"
+    s3_endpoint_url: Annotated[str | None, Flag(metavar="URL")] = Field(
+        default=None,
+        description="S3 endpoint for MinIO, R2, Ceph, ... (empty: AWS_ENDPOINT_URL_S3, else AWS)",
     )
-    max_in_flight: int = Field(default=256, ge=1, description="calls in flight in all")
-    workers: int = Field(default=2, ge=1, le=64, description="Ray worker actors")
-    max_attempts: int = Field(
+    simulator_url: Annotated[str | None, Flag(metavar="URL")] = Field(
+        default_factory=_simulator_url,
+        description="where `evalfleet simulate` listens, for */sim-* models "
+        "(empty: $EVALFLEET_SIMULATOR_URL)",
+    )
+    max_in_flight: Annotated[int, Flag(metavar="N")] = Field(
+        default=256, ge=1, description="calls in flight in all"
+    )
+    workers: Annotated[int, Flag(metavar="N")] = Field(
+        default=2, ge=1, le=64, description="Ray worker actors"
+    )
+    max_attempts: Annotated[int, Flag(metavar="N")] = Field(
         default=6, ge=1, le=50, description="attempts per item, rate-limit answers apart"
     )
-    max_retry_seconds: float = Field(
+    max_retry_seconds: Annotated[float, Flag(metavar="S")] = Field(
         default=600.0, gt=0, description="time one item may spend retrying failures"
     )
-    max_rate_limited_seconds: float = Field(
+    max_rate_limited_seconds: Annotated[float, Flag(metavar="S")] = Field(
         default=1800.0, gt=0, description="time one item may spend waiting out rate limits"
     )
-    rpm: dict[str, int] = Field(default_factory=dict, description="requests/min per model id")
-    tpm: dict[str, int] = Field(default_factory=dict, description="tokens/min per model id")
-    batch: bool = Field(
-        default=False,
-        description=(
-            "ask every model (and the judge) through its provider's batch API: half price, "
-            "answers within a day"
-        ),
+    rpm: Annotated[dict[str, int], Flag(metavar="MODEL=N")] = Field(
+        default_factory=dict, description="requests/min limit per model id"
     )
-    batch_models: list[str] = Field(
+    tpm: Annotated[dict[str, int], Flag(metavar="MODEL=N")] = Field(
+        default_factory=dict, description="tokens/min limit per model id"
+    )
+    batch: Annotated[bool, Flag(composite=True)] = Field(
+        default=False,
+        description="ask every model (and the judge) through its provider's batch API: half "
+        "price, answers within a day",
+    )
+    batch_models: Annotated[list[str], Flag(composite=True)] = Field(
         default_factory=list, description="ask only these models through the batch API"
     )
     batch_retry: Literal["batch", "online"] = Field(
         default="batch",
         description="where a failed or expired batch line is asked again",
     )
-    batch_wait: bool = Field(
+    batch_wait: Annotated[bool, Flag(("--no-wait",))] = Field(
         default=True,
-        description=(
-            "wait for the batch jobs and write the tables; off: submit and return (the "
-            "poll-batches flow collects them)"
-        ),
+        description="wait for the batch jobs and write the tables; off: submit and return "
+        "(`evalfleet batches poll` or the poll-batches flow collects them)",
     )
-    batch_poll_s: float = Field(default=30.0, gt=0, description="seconds between batch polls")
-    timeout_s: float | None = Field(
+    batch_poll_s: Annotated[float, Flag(metavar="S")] = Field(
+        default=30.0, gt=0, description="seconds between batch polls"
+    )
+    timeout_s: Annotated[float | None, Flag(metavar="S")] = Field(
         default=None,
         gt=0,
-        description="per-attempt timeout of every call (default: the registry's)",
+        description="per-attempt timeout of every call (empty: the registry's)",
     )
-    max_cost_usd: float | None = Field(
+    max_cost_usd: Annotated[float | None, Flag(metavar="USD")] = Field(
         default=None,
         gt=0,
-        description=(
-            "stop sending once the run's spend (stored records included) plus what is in "
-            "flight could pass this many USD; rerun with a higher cap to finish"
-        ),
+        description="stop sending once the run's spend (stored records included) plus what is "
+        "in flight could pass this many USD; rerun with a higher cap to finish",
     )
 
     @field_validator("store")
     @classmethod
     def _store(cls, value: str) -> str:
-        return absolute_store(value)
+        return store_url(value)
 
     @field_validator("run_id")
     @classmethod
@@ -361,20 +388,8 @@ class EvalRequest(BaseModel):
         modalities = tuple(spec.modalities) if spec.modalities else None
         return Endpoint(spec.base_url, spec.api_key_env, modalities)
 
-    def options_for(self, benchmark: str) -> BenchmarkOptions:
-        return registry.get(benchmark).options(self.benchmark_options.get(benchmark))
-
     def dataset_path_for(self, benchmark: str) -> str | None:
         return self.dataset_paths.get(benchmark, self.dataset_path)
 
     def resolved_run_id(self) -> str:
         return self.run_id or datetime.now(UTC).strftime("run-%Y%m%d-%H%M%S")
-
-    def protocol_for(self, benchmark: str) -> str:
-        return self.protocol or registry.get(benchmark).protocol
-
-    def decodings_for(self, benchmark: str) -> list[Decoding]:
-        """The decoding settings of every epoch of one benchmark (the seed differs per epoch)."""
-        bench = registry.get(benchmark)
-        sampling = Sampling(self.temperature, self.top_p, self.max_tokens, self.base_seed)
-        return decodings(self.protocol_for(benchmark), self.epochs or bench.epochs, sampling)

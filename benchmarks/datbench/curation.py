@@ -1,4 +1,4 @@
-"""`evalfleet datbench`: DatBench's curation steps rebuilt from a stored run's scores.
+"""DatBench's curation steps rebuilt from a stored run's scores (`evalfleet datbench ...`).
 
 Every command reads the run's latest results (`samples.parquet`) and plan (the rows' metadata),
 and works on units: a row, or a circular group counted as one (`benchmarks.datbench.unit_of`).
@@ -23,12 +23,9 @@ from typing import Any
 import pandas as pd
 
 from benchmarks.datbench import blind, selection, unit_of, unit_values
+from benchmarks.interface import StoredResults
+from benchmarks.tables import scored_items
 from core.types import ConfigError, Sample
-from flows.runs import read_plan
-from flows.scoring import scored_items
-from flows.tables import read_result
-from storage import open_store
-from storage.base import Store
 
 
 @dataclass
@@ -50,14 +47,8 @@ class Units:
         return [u for u in self.rows if all(u in self.values[m] for m in self.models)]
 
 
-def load_units(store: Store, run_id: str, benchmark: str, scoring: str | None) -> Units:
-    try:
-        frame = read_result(store, run_id, "samples.parquet")
-    except FileNotFoundError:
-        raise ConfigError(
-            f"run {run_id} has no results in {store.describe()}: run `evalfleet aggregate "
-            f"{run_id}` (or finish the run) first"
-        ) from None
+def load_units(results: StoredResults, run_id: str, benchmark: str, scoring: str | None) -> Units:
+    frame = results.samples(run_id)
     frame = frame[frame["benchmark"] == benchmark]
     if frame.empty:
         raise ConfigError(
@@ -70,7 +61,7 @@ def load_units(store: Store, run_id: str, benchmark: str, scoring: str | None) -
             f"run {run_id} has no {chosen!r} scores for {benchmark}: use one of "
             f"{', '.join(scorings)}"
         )
-    samples, _ = read_plan(store, run_id, benchmark)
+    samples = results.plan(run_id, benchmark)
     by_id = {s.id: s for s in samples}
     rows: dict[str, list[str]] = defaultdict(list)
     first: dict[str, Sample] = {}
@@ -91,15 +82,14 @@ def load_units(store: Store, run_id: str, benchmark: str, scoring: str | None) -
 
 
 def select_subset(
+    results: StoredResults,
     run_id: str,
-    store_url: str,
     *,
     k: int,
     frontier_share: float,
     leave_one_out: bool,
     scoring: str | None,
     output: str | None,
-    s3_endpoint_url: str | None = None,
     seed: int = 0,
     draws: int = 1000,
 ) -> dict[str, Any]:
@@ -107,8 +97,7 @@ def select_subset(
         raise ConfigError(f"--k must be at least 1 (got {k})")
     if not 0.0 <= frontier_share <= 1.0:
         raise ConfigError(f"--frontier-share must be within [0, 1] (got {frontier_share})")
-    store = open_store(store_url, s3_endpoint_url=s3_endpoint_url)
-    units = load_units(store, run_id, "datbench", scoring)
+    units = load_units(results, run_id, "datbench", scoring)
     if len(units.models) < 2:
         raise ConfigError(
             f"run {run_id} has {len(units.models)} model: discrimination needs at least two "
@@ -190,16 +179,14 @@ def _round(value: float) -> float | None:
 
 
 def vision_delta(
+    results: StoredResults,
     run_id: str,
-    store_url: str,
     *,
     blind_run_id: str | None = None,
     scoring: str | None = None,
-    s3_endpoint_url: str | None = None,
 ) -> pd.DataFrame:
-    store = open_store(store_url, s3_endpoint_url=s3_endpoint_url)
-    seen = load_units(store, run_id, "datbench", scoring)
-    unseen = load_units(store, blind_run_id or run_id, "datbench_blind", seen.scoring)
+    seen = load_units(results, run_id, "datbench", scoring)
+    unseen = load_units(results, blind_run_id or run_id, "datbench_blind", seen.scoring)
     capability = {u: s.metadata["capability"] for u, s in {**unseen.first, **seen.first}.items()}
     rows = []
     for model in seen.models:
@@ -219,18 +206,16 @@ def vision_delta(
 
 
 def blind_solvable(
+    results: StoredResults,
     run_id: str,
-    store_url: str,
     *,
     comparator: blind.Comparator = "gt",
     default_tau: int | None = None,
     scoring: str | None = None,
     output: str | None = None,
-    s3_endpoint_url: str | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """(per-dataset summary, the filter file) from the run's `datbench_blind` scores."""
-    store = open_store(store_url, s3_endpoint_url=s3_endpoint_url)
-    units = load_units(store, run_id, "datbench_blind", scoring)
+    units = load_units(results, run_id, "datbench_blind", scoring)
     complete = units.complete_units()
     verdicts = blind.blind_filter(
         {u: [units.solved(m, u) for m in units.models] for u in complete},

@@ -36,7 +36,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flows.services import ServiceError, free_port, ray_head_command, state_dir
+from stack.services import ServiceError, free_port, ray_head_command, state_dir
+from storage import store_url
 
 REPO = Path(__file__).resolve().parent.parent
 READY_TIMEOUT_S = 180.0
@@ -416,11 +417,7 @@ def _bring_up(
     elif stack.ray and stack.ray.alive():
         notes["ray"] = "already running"
     # What the deployments are served with: what was given now, else what was recorded.
-    if not (store or stack.store):
-        from flows.request import default_store
-
-        store = default_store()
-    store = store or stack.store
+    store = store_url(store or stack.store or None)
     settings = serve_settings or stack.extras.get("serve_settings") or {}
     unchanged = store == stack.store and settings == stack.extras.get("serve_settings", {})
     serving = stack.serve and stack.serve.alive() and stack.serve.address == stack.api_url

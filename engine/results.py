@@ -1,4 +1,5 @@
-"""Result tables: written under their own version, shown in a terminal 120 columns wide.
+"""A run's results versions: the tables of one aggregation, written under a version of their
+own, and a terminal-width Markdown rendering of them.
 
 Each aggregation writes `{run}/results/{version}/` and then points `{run}/results/latest.json`
 at it. The version is derived from the set of records scored, so aggregating the same set
@@ -15,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from flows.scoring import Scored
+from engine.scoring import Scored
 from storage import layout
 from storage.base import Store
 
@@ -130,28 +131,3 @@ def _parquet(frame: pd.DataFrame) -> bytes:
     buffer = io.BytesIO()
     frame.to_parquet(buffer, index=False)
     return buffer.getvalue()
-
-
-def print_result(result: dict[str, Any]) -> None:
-    """The tables of an aggregation, one per benchmark, fitted to the terminal."""
-    print()
-    location = f"{result['store']}/{result['run_id']}/results/{result.get('version')}/"
-    print(f"run {result['run_id']} — results in {location}")
-    for name, records in (result.get("summaries") or {}).items():
-        table = pd.DataFrame(records)
-        shown = table.drop(columns=["benchmark", *USAGE_IN_SUMMARY], errors="ignore")
-        shown = shown.dropna(axis="columns", how="all")
-        print(f"\n{name}")
-        print(markdown(shown))
-    usage = pd.DataFrame(result.get("usage") or [])
-    if not usage.empty:
-        spent = usage.loc[:, (usage != 0).any(axis=0)]
-        print("\ntokens and cost")
-        print(markdown(spent))
-    if result.get("missing"):
-        print(f"\n{result['missing']} items have no record yet: run again with the same run id")
-    if result.get("unreadable"):
-        print(
-            f"{result['unreadable']} stored records are undecodable and count as missing: "
-            "the next run of this run id moves them to quarantine/ and asks them again"
-        )

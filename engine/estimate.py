@@ -29,8 +29,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.types import Part
-from flows import plan as planning
-from flows import runs
+from engine.identity import RunError
+from engine.items import answer_items, judged_benchmarks, planned_judgements
+from engine.manifest import read_manifest
+from engine.resolve import ResolvedRun
+from engine.state import Reconciled, list_records, reconcile
 from providers.pricing import expected_output_tokens
 from providers.registry import ModelConfig
 from providers.token_rules import estimate_prompt_tokens
@@ -137,22 +140,21 @@ class _Row:
         }
 
 
-def estimate_run(prepared: Any, *, retry_errors: bool = True) -> list[dict[str, Any]]:
+def estimate_run(run: ResolvedRun, *, retry_errors: bool = True) -> list[dict[str, Any]]:
     """Rows (COLUMNS) per (model, benchmark, stage) of what running `prepared` (a checked
-    request, `flows.generation.preflight`) would request and cost. Reads the store, writes
+    request, `engine.resolve.resolve`) would request and cost. Reads the store, writes
     nothing."""
-    request, store, run_id = prepared.request, prepared.store, prepared.run_id
-    data, configs = prepared.data, prepared.configs
-    api_models = {m: c.api_model for m, c in configs.items()}
+    request, store, run_id = run.request, run.store, run.run_id
+    data, configs = run.data, run.configs
     wanted = {"missing", "stale", "failed"} if retry_errors else {"missing", "stale"}
 
-    answers = planning.answer_items(request, run_id, api_models, data)
-    judged = planning.judged_benchmarks(request, data)
+    answers = answer_items(run)
+    judged = judged_benchmarks(run.judge_model, data)
     stages = (layout.ANSWER, layout.JUDGE) if judged else (layout.ANSWER,)
-    listing = runs.list_records(store, run_id, stages)
-    state = runs.reconcile(store, listing, answers, read=True)
-    stored_judgements = runs.planned_judgements(request, run_id, api_models, data, state)
-    judge_state = runs.reconcile(store, listing, [j for j, _ in stored_judgements], read=True)
+    listing = list_records(store, run_id, stages)
+    state = reconcile(store, listing, answers, read=True)
+    stored_judgements = planned_judgements(run, state)
+    judge_state = reconcile(store, listing, [j for j, _ in stored_judgements], read=True)
     measured = measure(store, run_id, [state, judge_state])
 
     rows: dict[tuple[str, str, str], _Row] = {}
@@ -232,7 +234,7 @@ def mean_of(mean: _Mean | None) -> float | None:
     return mean.output / mean.calls if mean else None
 
 
-def measure(store: Store, run_id: str, states: list[runs.Reconciled]) -> Measured:
+def measure(store: Store, run_id: str, states: list[Reconciled]) -> Measured:
     """Output tokens of the successful calls stored in this store: this run's records (read
     by `reconcile`), and the usage tables of the other runs' latest results."""
     measured = Measured()
@@ -264,7 +266,7 @@ def _measure_results(store: Store, run_id: str, measured: Measured) -> None:
     import pandas as pd
 
     try:
-        manifest = runs.read_manifest(store, run_id)
+        manifest = read_manifest(store, run_id)
         latest = store.get(layout.latest_results_key(run_id))
         if manifest is None or latest is None:
             return
@@ -273,7 +275,7 @@ def _measure_results(store: Store, run_id: str, measured: Measured) -> None:
         if blob is None:
             return
         usage = pd.read_parquet(io.BytesIO(blob))
-    except (runs.RunError, ValueError, KeyError, OSError):
+    except (RunError, ValueError, KeyError, OSError):
         return  # a run whose results cannot be read adds nothing
     judge = (manifest.get("request") or {}).get("judge_model")
     for row in usage.to_dict("records"):
@@ -302,7 +304,7 @@ def format_estimate(run_id: str, rows: list[dict[str, Any]]) -> str:
     """The table, its totals and how to read it."""
     import pandas as pd
 
-    from flows.tables import markdown
+    from engine.results import markdown
 
     frame = pd.DataFrame(rows, columns=COLUMNS)
     to_request = int(frame["to_request"].sum())
@@ -329,13 +331,3 @@ def format_estimate(run_id: str, rows: list[dict[str, Any]]) -> str:
             "grade: an upper bound"
         )
     return "\n".join(lines)
-
-
-def estimate_request(request: Any, *, retry_errors: bool = True) -> int:
-    """`evalfleet run --estimate`: the checks a run makes, then the table. Exit code 0."""
-    from flows.generation import preflight
-
-    prepared = preflight(request)
-    rows = estimate_run(prepared, retry_errors=retry_errors)
-    print(format_estimate(prepared.run_id, rows))
-    return 0

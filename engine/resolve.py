@@ -1,53 +1,98 @@
-"""Planning a run: resolve models, load each benchmark, check what models can take, and
-build the work items (answers, and the judgements of answers)."""
+"""Resolving a request into a run, once: every check that can fail before money is spent
+(models, keys, the store, the data, modalities, batch support, the run id), and the one
+object the rest of the engine works on (`ResolvedRun`). Nothing is written here."""
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass, field, replace
-from functools import cached_property
+from dataclasses import dataclass, replace
+from typing import Any
 
 from benchmarks import registry
-from benchmarks.interface import Benchmark, BenchmarkOptions, Exclusion
 from benchmarks.media import downscale_image, sniff_media_type
-from core.types import ConfigError, DatasetError, Decoding, Part, Sample
-from flows.request import EvalRequest
+from benchmarks.protocols import Sampling, decodings
+from core.types import ConfigError, DatasetError, Part, Sample
+from engine import manifest as manifests
+from engine.items import BenchmarkData
+from engine.request import EvalRequest
 from providers.registry import ModelConfig, resolve_api_key, resolve_model
-from storage.layout import ItemKey
+from storage import Store, open_store
 from tasks.secrets import Secret
-from tasks.work import WorkItem, parts_digest, request_hash, text_digest
 
 
 @dataclass
-class BenchmarkData:
-    """One benchmark of a run: its samples as sent, where they came from, its epochs."""
+class ResolvedRun:
+    """A request that passed every check, with what it resolved to: the model
+    configurations and keys, each benchmark's data, the opened store and the manifest the run
+    will have. Code further down takes this object instead of asking the registries again."""
 
-    benchmark: Benchmark
-    options: BenchmarkOptions
-    samples: list[Sample]
-    revision: str
-    source: str
-    protocol: str
-    decodings: list[Decoding]
-    excluded: list[Exclusion] = field(default_factory=list)
-    digests: dict[str, str] = field(default_factory=dict)  # sample id -> prompt digest
+    request: EvalRequest
+    run_id: str
+    store: Store
+    configs: dict[str, ModelConfig]
+    keys: dict[str, Secret]
+    data: dict[str, BenchmarkData]
+    manifest: dict[str, Any]
 
-    def __post_init__(self) -> None:
-        if not self.digests:
-            self.digests = {s.id: parts_digest(s.parts) for s in self.samples}
+    @property
+    def models(self) -> list[str]:
+        return self.request.models
 
-    @cached_property
-    def by_id(self) -> dict[str, Sample]:
-        return {s.id: s for s in self.samples}
+    @property
+    def judge_model(self) -> str | None:
+        return self.request.judge_model
 
-    def identity(self) -> dict[str, object]:
-        """What identifies the data: revision or fingerprint, and exactly which samples."""
-        ids = "\n".join(s.id for s in self.samples).encode()
-        return {
-            "revision": self.revision,
-            "samples": len(self.samples),
-            "sample_ids_sha256": hashlib.sha256(ids).hexdigest(),
-        }
+    @property
+    def api_models(self) -> dict[str, str]:
+        return {m: c.api_model for m, c in self.configs.items()}
+
+
+# Runs the command line already resolved in this process, reused by the flow it then starts.
+_resolved: dict[str, ResolvedRun] = {}
+
+
+def quick_checks(request: EvalRequest, store: Store | None = None) -> dict[str, ModelConfig]:
+    """The checks that take milliseconds: models, keys, the store's writability."""
+    store = store or open_store(request.store, s3_endpoint_url=request.s3_endpoint_url)
+    configs = resolve_models(request)
+    collect_keys(configs)
+    store.check_writable()
+    return configs
+
+
+def resolve(request: EvalRequest) -> ResolvedRun:
+    """Everything that can fail before money is spent: models, keys, the store, the data,
+    modalities, the run id. Writes nothing; every failure is one ConfigError line."""
+    run_id = request.resolved_run_id()
+    request = request.model_copy(update={"run_id": run_id})
+    store = open_store(request.store, s3_endpoint_url=request.s3_endpoint_url)
+    configs = quick_checks(request, store)
+    keys = collect_keys(configs)
+    configs = describe_endpoints(configs, keys)
+    data = load_benchmarks(request)
+    check_modalities(request, configs, data)
+    check_batch_modes(request, configs)
+    manifest = manifests.build_manifest(request, run_id, configs, data)
+    manifests.precheck_run(store, manifest, request.extend)
+    run = ResolvedRun(request, run_id, store, configs, keys, data, manifest)
+    _resolved[request.model_dump_json()] = run
+    return run
+
+
+def resolved(request: EvalRequest) -> ResolvedRun:
+    """The resolution of this request: the one the command line just made, or a fresh one."""
+    request = request.model_copy(update={"run_id": request.resolved_run_id()})
+    return _resolved.pop(request.model_dump_json(), None) or resolve(request)
+
+
+def check_batch_modes(request: EvalRequest, configs: dict[str, ModelConfig]) -> None:
+    """Every model asked in batch mode has a provider batch API (one line if not)."""
+    if not request.uses_batches():
+        return
+    from providers.batch import check_batch_support
+
+    for model_id, config in configs.items():
+        if request.batched(model_id):
+            check_batch_support(config)
 
 
 def resolve_models(request: EvalRequest) -> dict[str, ModelConfig]:
@@ -117,10 +162,14 @@ def collect_keys(configs: dict[str, ModelConfig]) -> dict[str, Secret]:
 
 
 def load_benchmarks(request: EvalRequest) -> dict[str, BenchmarkData]:
+    """Each benchmark of the request: its options, protocol and epochs resolved, its samples
+    loaded (downscaled if asked)."""
     loaded: dict[str, BenchmarkData] = {}
+    sampling = Sampling(request.temperature, request.top_p, request.max_tokens, request.base_seed)
     for name in request.benchmarks:
         bench = registry.get(name)
-        options = request.options_for(name)
+        options = bench.options(request.benchmark_options.get(name))
+        protocol = request.protocol or bench.protocol
         data = bench.load(request.dataset_path_for(name), options, request.limit)
         samples = data.samples
         if request.max_image_side is not None:
@@ -133,8 +182,8 @@ def load_benchmarks(request: EvalRequest) -> dict[str, BenchmarkData]:
             samples=samples,
             revision=data.revision,
             source=data.source,
-            protocol=request.protocol_for(name),
-            decodings=request.decodings_for(name),
+            protocol=protocol,
+            decodings=decodings(protocol, request.epochs or bench.epochs, sampling),
             excluded=data.excluded,
         )
     return loaded
@@ -176,81 +225,3 @@ def check_modalities(
             )
     if request.judge_model and "text" not in configs[request.judge_model].modalities:
         raise ConfigError(f"judge model {request.judge_model} cannot take text prompts")
-
-
-def judged_benchmarks(request: EvalRequest, data: dict[str, BenchmarkData]) -> set[str]:
-    """The benchmarks whose answers this run's judge grades."""
-    if not request.judge_model:
-        return set()
-    return {name for name, d in data.items() if d.benchmark.judge is not None}
-
-
-def answer_items(
-    request: EvalRequest,
-    run_id: str,
-    api_models: dict[str, str],
-    data: dict[str, BenchmarkData],
-) -> list[WorkItem]:
-    """Every answer of the run, epoch-major within a sample, models interleaved."""
-    judged = judged_benchmarks(request, data)
-    items: list[WorkItem] = []
-    for name, bench_data in data.items():
-        for sample in bench_data.samples:
-            digest = bench_data.digests[sample.id]
-            for epoch, decoding in enumerate(bench_data.decodings):
-                for model_id in request.models:
-                    items.append(
-                        WorkItem(
-                            run_id=run_id,
-                            key=ItemKey.answer(model_id, name, sample.id, epoch),
-                            decoding=decoding,
-                            request_hash=request_hash(
-                                model=model_id,
-                                api_model=api_models[model_id],
-                                benchmark=name,
-                                dataset_revision=bench_data.revision,
-                                prompt_digest=digest,
-                                decoding=decoding,
-                            ),
-                            return_response=name in judged,
-                        )
-                    )
-    return items
-
-
-def judge_item(
-    request: EvalRequest,
-    run_id: str,
-    api_models: dict[str, str],
-    bench_data: BenchmarkData,
-    answer: ItemKey,
-    answer_store_key: str,
-    response: str,
-) -> tuple[WorkItem, list[Part]] | None:
-    """The judgement of one stored answer, with its grader prompt; None if the benchmark's
-    judge does not want this answer (e.g. rule extraction already found one)."""
-    judge = bench_data.benchmark.judge
-    judge_model = request.judge_model
-    if judge is None or not judge_model:
-        return None
-    sample = bench_data.by_id[answer.sample_id]
-    if not judge.wants(sample, response, bench_data.options):
-        return None
-    parts = [Part.of_text(judge.prompt(sample, response))]
-    graded = text_digest(response)
-    item = WorkItem(
-        run_id=run_id,
-        key=answer.judged_by(judge_model),
-        decoding=judge.decoding,
-        request_hash=request_hash(
-            model=judge_model,
-            api_model=api_models[judge_model],
-            benchmark=answer.benchmark,
-            dataset_revision=bench_data.revision,
-            prompt_digest=parts_digest(parts),
-            decoding=judge.decoding,
-            graded=graded,
-        ),
-        graded=(answer_store_key, graded),
-    )
-    return item, parts

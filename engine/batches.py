@@ -5,46 +5,49 @@ A round plans the run again from the store (answers still missing, the judgement
 answers, the lines to ask again), asks the online part on Ray, sends jobs whose submission
 is uncertain only if the provider does not know them, submits the batch part as new jobs,
 and polls the jobs that have not ended, writing the results of those that have.
-`evalfleet run --batch` repeats rounds every `batch_poll_s` until nothing is left; the
-`poll-batches` flow (and its deployment, on a short interval) does one round for each run of
-a store with jobs open, and aggregates the runs it completes.
+`evalfleet run --batch` repeats rounds every `batch_poll_s` until nothing is left;
+`poll_store` (the `poll-batches` flow, on a short interval) does one round for each run of a
+store with jobs open, and aggregates the runs it completes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import Counter, defaultdict
 from typing import Any
 
-from prefect import flow
-
-from flows import generation
-from flows.interrupts import STOP
-from flows.logs import logger
-from flows.request import EvalRequest
+from engine.generation import generate
+from engine.interrupts import STOP
+from engine.items import judge_item
+from engine.plan import RunPlan, plan_items
+from engine.resolve import ResolvedRun
 from providers.batch import BatchLine, make_batch_client
+from storage.base import Store
 from tasks import batch_jobs
+from tasks.records import decode_record
+
+log = logging.getLogger("evalfleet")
 
 
 def run_batches(
-    prepared: generation.Prepared, *, wait: bool, after_online: bool, retry_errors: bool = False
+    run: ResolvedRun, *, wait: bool, after_online: bool, retry_errors: bool = False
 ) -> dict[str, Any]:
     """Rounds until no job is open and nothing is left to ask (or once, without `wait`).
 
-    `after_online`: the online items were just asked (`generation.generate`); the first round
-    only submits the batch part, with `retry_errors` as the command asked. Later rounds plan
+    `after_online`: the online items were just asked (`engine.generation.generate`); the first
+    round only submits the batch part, with `retry_errors` as the command asked. Later rounds plan
     with `retry_errors` off: a terminal error is asked once per command, as online.
     """
-    log = logger()
     totals: Counter[str] = Counter()
     first = True
     while True:
-        run_plan = generation.plan_items(prepared, "resumed", retry_errors=retry_errors and first)
+        run_plan = plan_items(run, "resumed", retry_errors=retry_errors and first)
         online = run_plan.online_part()
         asked = 0
         if (online.todo or online.judge_todo) and not (first and after_online):
-            outcome = generation.generate(online)
+            outcome = generate(online)
             asked = outcome.get("submitted", 0)
             totals["online"] += asked
             if outcome.get("stopped"):
@@ -61,58 +64,56 @@ def run_batches(
         if not wait or STOP.requested():
             break
         if open_jobs:
-            deadline = time.monotonic() + prepared.request.batch_poll_s
+            deadline = time.monotonic() + run.request.batch_poll_s
             while time.monotonic() < deadline and not STOP.requested():
                 time.sleep(0.2)
             if STOP.requested():
                 break
-    jobs = batch_jobs.read_jobs(prepared.store, prepared.run_id)
+    jobs = batch_jobs.read_jobs(run.store, run.run_id)
     still_open = sum(1 for j in jobs if j.state != "ended")
     return {"batch": dict(totals), "batch_jobs_open": still_open, "stopped": STOP.requested()}
 
 
-async def _round(run_plan: generation.RunPlan) -> Counter[str]:
-    prepared = run_plan.prepared
-    request = prepared.request
+async def _round(run_plan: RunPlan) -> Counter[str]:
+    run = run_plan.run
+    request = run.request
     done: Counter[str] = Counter()
     clients: dict[str, Any] = {}
 
     def client(caller: str):
         if caller not in clients:
-            key = prepared.keys[caller].reveal()
-            clients[caller] = make_batch_client(prepared.configs[caller], key)
+            key = run.keys[caller].reveal()
+            clients[caller] = make_batch_client(run.configs[caller], key)
         return clients[caller]
 
     try:
         for job in run_plan.jobs:
             if job.state == "intent":
-                if await batch_jobs.recover(prepared.store, client(job.caller), job):
+                if await batch_jobs.recover(run.store, client(job.caller), job):
                     done["recovered"] += 1
                 else:  # it never arrived: send it now, as planned
-                    await batch_jobs.submit(
-                        prepared.store, client(job.caller), job, lines_of(prepared, job)
-                    )
+                    await batch_jobs.submit(run.store, client(job.caller), job, lines_of(run, job))
                     done["resubmitted"] += 1
         attempts = batch_jobs.attempts_so_far(run_plan.jobs)
         by_caller: dict[str, list] = defaultdict(list)
         for item, parts in run_plan.batch_part():
             by_caller[item.key.caller].append((item, parts))
         for caller, items in by_caller.items():
-            config = prepared.configs[caller]
+            config = run.configs[caller]
             built = batch_jobs.build_jobs(
-                prepared.run_id, caller, client(caller), config, items, attempts
+                run.run_id, caller, client(caller), config, items, attempts
             )
             for job, lines in built:
-                await batch_jobs.submit(prepared.store, client(caller), job, lines)
+                await batch_jobs.submit(run.store, client(caller), job, lines)
                 run_plan.jobs.append(job)
                 done["submitted"] += 1
                 done["lines_sent"] += len(lines)
         for job in run_plan.jobs:
             if job.state != "submitted":
                 continue
-            config = prepared.configs[job.caller]
+            config = run.configs[job.caller]
             results = await batch_jobs.collect(
-                prepared.store, client(job.caller), job, config, request.max_attempts
+                run.store, client(job.caller), job, config, request.max_attempts
             )
             if results is not None:
                 done["ended"] += 1
@@ -123,41 +124,30 @@ async def _round(run_plan: generation.RunPlan) -> Counter[str]:
     return done
 
 
-def lines_of(prepared: generation.Prepared, job: batch_jobs.Job) -> list[BatchLine]:
+def lines_of(run: ResolvedRun, job: batch_jobs.Job) -> list[BatchLine]:
     """The lines of a job that was planned but never sent, rebuilt from the run's data."""
     lines = []
     for entry in job.items:
-        item = entry.work_item(prepared.run_id)
+        item = entry.work_item(run.run_id)
         if item.key.stage == "answer":
-            parts = prepared.data[item.key.benchmark].by_id[item.key.sample_id].parts
+            parts = run.data[item.key.benchmark].by_id[item.key.sample_id].parts
         else:
-            parts = judge_parts(prepared, item)
+            parts = judge_parts(run, item)
         lines.append(BatchLine(entry.custom_id, parts, item.decoding))
     return lines
 
 
-def judge_parts(prepared: generation.Prepared, item) -> list:
+def judge_parts(run: ResolvedRun, item) -> list:
     """The grader prompt of a judgement item, from the stored answer it grades."""
-    from flows import plan as planning
-    from tasks.records import decode_record
-
     graded_key = item.graded[0]
-    record = decode_record(prepared.store.get(graded_key) or b"") or {}
-    made = planning.judge_item(
-        prepared.request,
-        prepared.run_id,
-        prepared.api_models,
-        prepared.data[item.key.benchmark],
-        item.key.graded(),
-        graded_key,
-        record.get("response") or "",
-    )
+    record = decode_record(run.store.get(graded_key) or b"") or {}
+    made = judge_item(run, item.key.graded(), graded_key, record.get("response") or "")
     if made is None:
         raise RuntimeError(f"the judgement {item.key} no longer has a grader prompt")
     return made[1]
 
 
-def open_job_runs(store) -> list[str]:
+def open_job_runs(store: Store) -> list[str]:
     """Runs of a store with batch jobs that have not ended."""
     found = []
     for run_dir in store.list_dirs(""):
@@ -169,39 +159,23 @@ def open_job_runs(store) -> list[str]:
     return found
 
 
-def poll_store(store_url: str, s3_endpoint_url: str | None = None) -> dict[str, Any]:
+def poll_store(store: Store) -> dict[str, Any]:
     """One round for every run of a store with open jobs; aggregate the runs completed."""
-    from flows.aggregate import aggregate_run
-    from flows.runs import read_manifest
-    from storage import open_store
+    from engine.aggregate import aggregate_run
+    from engine.manifest import read_manifest
+    from engine.request import EvalRequest
+    from engine.resolve import resolved
 
-    log = logger()
-    store = open_store(store_url, s3_endpoint_url=s3_endpoint_url)
     report: dict[str, Any] = {}
     started = time.monotonic()
     for run_id in open_job_runs(store):
         manifest = read_manifest(store, run_id) or {}
-        request = EvalRequest(**manifest["request"])
-        prepared = generation.checked(request)
-        outcome = run_batches(prepared, wait=False, after_online=False)
+        run = resolved(EvalRequest(**manifest["request"]))
+        outcome = run_batches(run, wait=False, after_online=False)
         report[run_id] = outcome
         if outcome["batch_jobs_open"] == 0:
             log.info("run %s: every batch job has ended; aggregating", run_id)
-            aggregate_run(run_id, store_url, s3_endpoint_url)
+            aggregate_run(store, run_id)
             report[run_id]["aggregated"] = True
     log.info("polled %d runs in %.1f s", len(report), time.monotonic() - started)
     return report
-
-
-@flow(name="poll-batches", log_prints=True)
-def poll_batches(store: str | None = None, s3_endpoint_url: str | None = None) -> dict[str, Any]:
-    """Collect the batch jobs that ended in every run of a store, send what follows them
-    (judgements, lines to ask again), and aggregate the runs that are complete.
-
-    Args:
-        store: the store (default: the stack's, $EVALFLEET_STORE, else ./runs)
-        s3_endpoint_url: for MinIO, R2, Ceph, ...
-    """
-    from flows.request import default_store
-
-    return poll_store(store or default_store(), s3_endpoint_url)

@@ -1,12 +1,12 @@
 """A run's heartbeat in its manifest, so anyone reading the store can tell a running run from
 one whose process died (SIGKILL, a lost node) without asking Prefect.
 
-While a flow works on a run, a daemon thread rewrites `manifest["heartbeat"]` every
+While a process works on a run, a daemon thread rewrites `manifest["heartbeat"]` every
 `interval_s` (EVALFLEET_HEARTBEAT_S, default 10): state "running", the time, the host, the pid
-and the Prefect flow run id. The flow's end writes its final state ("finished", "evaluated",
-"interrupted", "failed"). A "running" heartbeat older than `crash_after(interval_s)` means
-the process is gone: the run is "crashed", and rerunning its id (or retrying the flow run)
-resumes it from the store.
+and, when a Prefect flow runs it, the flow run id. The end of the work writes its final state
+("finished", "evaluated", "interrupted", "failed"). A "running" heartbeat older than
+`crash_after(interval_s)` means the process is gone: the run is "crashed", and rerunning its
+id (or retrying the flow run) resumes it from the store.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from engine import control
 from storage import layout
 from storage.base import Store
 
@@ -42,22 +43,13 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _flow_run_id() -> str | None:
-    try:
-        from prefect.runtime import flow_run
-
-        return flow_run.id
-    except Exception:  # no Prefect context: a run without Prefect
-        return None
-
-
 class Heartbeat:
     def __init__(self, store: Store, run_id: str, interval: float) -> None:
         self.store = store
         self.run_id = run_id
         self.interval = interval
         self.started_at = _now().isoformat(timespec="seconds")
-        self.flow_run_id = _flow_run_id()
+        self.flow_run_id = control.current().run_label
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name="run-heartbeat", daemon=True)
 
@@ -112,7 +104,7 @@ def start(store: Store, run_id: str) -> Heartbeat:
 def beating(final: str) -> Iterator[None]:
     """A flow body: its runs' heartbeats end with `final`, "interrupted" if a stop was asked,
     or "failed" on an exception."""
-    from flows.interrupts import STOP
+    from engine.interrupts import STOP
 
     try:
         yield

@@ -1,0 +1,1 @@
+"""The `evalfleet` command line, one module per command group."""

@@ -1,0 +1,33 @@
+"""`evalfleet batches poll`: one batch round for every run of a store with jobs open."""
+
+from __future__ import annotations
+
+import argparse
+
+from cli.options import add_store_options, store_from
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    batches = sub.add_parser("batches", help="batch jobs (--batch runs)")
+    batches_sub = batches.add_subparsers(dest="action", required=True)
+    poll = batches_sub.add_parser(
+        "poll",
+        help="one round for every run of a store with open jobs: collect the jobs that "
+        "ended, send what follows, aggregate the runs completed",
+    )
+    add_store_options(poll)
+    poll.set_defaults(func=cmd_batches_poll)
+
+
+def cmd_batches_poll(args: argparse.Namespace) -> int:
+    from engine.batches import poll_store
+
+    store = store_from(args)
+    report = poll_store(store)
+    if not report:
+        print(f"no batch jobs open in {store.url}")
+    for run_id, outcome in report.items():
+        left = outcome["batch_jobs_open"]
+        state = "aggregated" if outcome.get("aggregated") else f"{left} jobs open"
+        print(f"run {run_id}: {outcome['batch']} — {state}")
+    return 0

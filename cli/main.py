@@ -1,0 +1,88 @@
+"""`evalfleet`: the parser of every command group, and how a command ends (exit 0; 2 for bad
+input, in one line; 130 / 143 when interrupted; 1 for a bug)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from core.types import ConfigError
+
+
+def user_errors() -> tuple[type[Exception], ...]:
+    """Errors that mean "your input is wrong": shown as one line, no traceback."""
+    from storage import StoreError
+
+    return (ConfigError, StoreError, ValidationError)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from cli import batches, extensions, results, run, up
+
+    parser = argparse.ArgumentParser(
+        prog="evalfleet",
+        description="Evaluate models on hard multimodal benchmarks (Prefect + Ray).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for group in (run, results, batches, up, extensions):
+        group.add_commands(sub)
+    return parser
+
+
+def one_line(exc: BaseException) -> str:
+    if isinstance(exc, ValidationError):
+        problems = []
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err["loc"]) or "request"
+            message = str(err.get("ctx", {}).get("error") or err["msg"])
+            problems.append(f"{where}: {message}")
+        return "invalid request: " + "; ".join(problems)
+    return " ".join(str(exc).split())
+
+
+def quiet_defaults() -> None:
+    """No phoning home: the machines this runs on may have no internet at all."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    quiet_defaults()
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a malformed flag (2)
+        return int(exc.code or 0)
+    from engine.outcome import Interrupted
+
+    try:
+        return args.func(args)
+    except user_errors() as exc:
+        print(f"error: {one_line(exc)}", file=sys.stderr)
+        return 2
+    except Interrupted as exc:
+        from cli.launch import resume_hint
+        from engine.interrupts import STOP
+
+        print(f"{exc}", file=sys.stderr)
+        run_id = getattr(args, "run_id", None)
+        if run_id:
+            print(f"resume with: {resume_hint(run_id)}", file=sys.stderr)
+        return STOP.exit_code
+    except KeyboardInterrupt:
+        print("interrupted: everything stored so far is kept", file=sys.stderr)
+        return 130
+    except RuntimeError as exc:
+        from stack.services import ServiceError
+
+        if not isinstance(exc, ServiceError):
+            raise
+        print(f"error: {one_line(exc)}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""`evalfleet run`: evaluate, then aggregate (resumes an existing --run-id); with --estimate,
+only the expected tokens and cost."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from benchmarks import registry
+from core.types import UsageError
+from engine.request import EvalRequest
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    run = sub.add_parser(
+        "run",
+        help="evaluate, then aggregate (resumes an existing --run-id)",
+        description="Evaluate models on benchmarks, then write the tables. Ctrl-C stops "
+        "cleanly (exit 130) and keeps everything stored; run again with the same --run-id "
+        "to resume.",
+    )
+    from cli.options import add_request_options
+
+    add_request_options(run)
+    run.add_argument(
+        "--subset",
+        metavar="FILE",
+        help="only the item ids in FILE (from `evalfleet datbench select`), for every chosen "
+        "benchmark that takes a subset",
+    )
+    run.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print the expected tokens and cost per model, benchmark and stage, then exit: "
+        "nothing is sent and nothing written",
+    )
+    run.add_argument(
+        "--no-retry-errors",
+        action="store_true",
+        help="on resume, keep terminal errors instead of requesting them again",
+    )
+    run.set_defaults(func=cmd_run)
+
+
+def request_from_args(args: argparse.Namespace) -> EvalRequest:
+    from cli.options import request_fields
+
+    fields = request_fields(args)
+    if not fields.get("models"):
+        raise UsageError("no model given: pass --model provider/model (e.g. openai/sim-0.5)")
+    if args.subset:
+        _apply_subset(args.subset, fields)
+    request = EvalRequest(**fields)
+    return request.model_copy(update={"run_id": request.resolved_run_id()})
+
+
+def _apply_subset(path: str, fields: dict[str, Any]) -> None:
+    benchmarks = fields.get("benchmarks") or registry.default_names()
+    takers = [b for b in benchmarks if "subset" in registry.get(b).options_model.model_fields]
+    if not takers:
+        names = [
+            b.name for b in registry.all_benchmarks() if "subset" in b.options_model.model_fields
+        ]
+        others = f" (and/or {', '.join(names[1:])})" if len(names) > 1 else ""
+        raise UsageError(
+            f"--subset applies to benchmarks that take a subset: add --benchmark {names[0]}{others}"
+        )
+    options = fields.setdefault("benchmark_options", {})
+    for name in takers:
+        options.setdefault(name, {})["subset"] = os.path.abspath(path)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from cli.launch import resume_hint, run_request
+    from reports.tables import print_result
+
+    request = request_from_args(args)
+    args.run_id = request.run_id  # the resume hint names it even when it was generated
+    if args.estimate:
+        return estimate(request, retry_errors=not args.no_retry_errors)
+    result = run_request(request, retry_errors=not args.no_retry_errors)
+    if result.get("batch_jobs_open"):
+        print(
+            f"run {result['run_id']}: {result['batch_jobs_open']} batch jobs open; "
+            f"`evalfleet batches poll --store {request.store}` (or the poll-batches "
+            "deployment) collects them and writes the tables once they end"
+        )
+        return 0
+    print_result(result)
+    if result.get("budget_reached"):
+        print(f"budget reached: {result['budget_reached']}", file=sys.stderr)
+        print(
+            f"to finish, rerun with a higher --max-cost-usd: {resume_hint(args.run_id)}",
+            file=sys.stderr,
+        )
+        return 3
+    return 0
+
+
+def estimate(request: EvalRequest, *, retry_errors: bool = True) -> int:
+    """`evalfleet run --estimate`: the checks a run makes, then the table. Exit code 0."""
+    from engine.estimate import estimate_run, format_estimate
+    from engine.resolve import resolve
+
+    run = resolve(request)
+    print(format_estimate(run.run_id, estimate_run(run, retry_errors=retry_errors)))
+    return 0

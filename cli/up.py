@@ -1,0 +1,139 @@
+"""The local stack and dry runs: `evalfleet up`, `down`, `demo` and `simulate`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from core.types import ConfigError
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    from cli.demo import demo_choices
+    from cli.options import add_store_options
+    from simulator import cli as simulator_cli
+
+    up = sub.add_parser(
+        "up",
+        help="start the local stack: Prefect server and UI, the deployments, optionally Ray",
+        description="Start a Prefect server (UI included) on 127.0.0.1, serve the evalfleet "
+        "deployments, and with --ray a Ray head every run shares. Idempotent: a second `up` "
+        "reports what is running (given another --store or schedule, it restarts only the "
+        "deployments). `evalfleet run` uses the stack while it is up.",
+    )
+    up.add_argument("--port", type=int, help="Prefect server port (default 4200, else a free one)")
+    up.add_argument("--ray", action="store_true", help="also start a shared Ray head")
+    up.add_argument(
+        "--store",
+        help="default store of runs started from the UI (made absolute; default "
+        "$EVALFLEET_STORE, else ./runs; a later `up` without it keeps the current one)",
+    )
+    up.add_argument(
+        "--state-dir",
+        help="where the stack keeps its state (default $EVALFLEET_STACK, else ~/.evalfleet/stack)",
+    )
+    up.add_argument(
+        "--reevaluate-request",
+        metavar="FILE",
+        help="JSON or YAML parameters of the scheduled reevaluation (providers, patterns, "
+        "benchmarks, store, simulator_url, ...)",
+    )
+    when = up.add_mutually_exclusive_group()
+    when.add_argument(
+        "--reevaluate-every", type=float, metavar="SECONDS", help="reevaluate on this interval"
+    )
+    when.add_argument(
+        "--reevaluate-cron", metavar="CRON", help="reevaluate on this cron (default 0 3 * * *)"
+    )
+    up.set_defaults(func=cmd_up)
+
+    down = sub.add_parser("down", help="stop the processes `evalfleet up` started, and no other")
+    down.add_argument("--state-dir", help="as given to `evalfleet up`")
+    down.set_defaults(func=cmd_down)
+
+    sim = sub.add_parser("simulate", help="serve the provider simulator on 127.0.0.1")
+    simulator_cli.add_arguments(sim)
+    sim.set_defaults(func=lambda args: simulator_cli.run(args))
+
+    demo = sub.add_parser("demo", help="generate a small dataset, simulate two models, evaluate")
+    choices = demo_choices()
+    demo.add_argument(
+        "--benchmark",
+        "-b",
+        choices=choices,
+        default=choices[0] if choices else None,
+        help=f"which benchmark's demo (default {choices[0] if choices else 'none'})",
+    )
+    demo.add_argument("--run-id", default=None)
+    add_store_options(demo)
+    demo.set_defaults(func=cmd_demo)
+
+
+def read_reevaluate_request(path: str) -> str:
+    """Check the scheduled reevaluation's parameters now, not when the served process dies
+    on them; returns the file's absolute path."""
+    import yaml
+
+    from cli.main import one_line
+    from engine.reevaluate import ReevaluateRequest
+
+    path = os.path.abspath(path)
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(
+            f"cannot read --reevaluate-request {path} ({type(exc).__name__}): give a JSON or "
+            "YAML file of the reevaluate flow's parameters"
+        ) from None
+    if raw is not None and not isinstance(raw, dict):
+        raise ConfigError(f"--reevaluate-request {path} must hold a mapping of parameters")
+    try:
+        ReevaluateRequest(**(raw or {}))
+    except ValidationError as exc:
+        raise ConfigError(f"--reevaluate-request {path}: {one_line(exc)}") from None
+    return path
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from stack.up import up
+
+    settings = {}
+    if args.reevaluate_request:
+        settings["EVALFLEET_REEVALUATE_REQUEST"] = read_reevaluate_request(args.reevaluate_request)
+    if args.reevaluate_every:
+        settings["EVALFLEET_REEVALUATE_EVERY_S"] = str(args.reevaluate_every)
+    if args.reevaluate_cron:
+        settings["EVALFLEET_REEVALUATE_CRON"] = args.reevaluate_cron
+    _, lines = up(
+        folder=args.state_dir,
+        port=args.port,
+        ray=args.ray,
+        store=args.store,
+        serve_settings=settings,
+    )
+    print("\n".join(lines))
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    from stack.up import down
+
+    print("\n".join(down(args.state_dir)))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from cli.demo import run_demo
+    from reports.tables import print_result
+
+    result = run_demo(
+        benchmark=args.benchmark,
+        store=args.store,
+        run_id=args.run_id,
+        s3_endpoint_url=args.s3_endpoint_url,
+    )
+    print_result(result)
+    return 0

@@ -1,0 +1,52 @@
+"""Aggregating: read a run's records, score them, compute each benchmark's metrics, write
+versioned tables. The `aggregate` flow wraps `aggregate_run`."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import Any
+
+from engine.results import markdown, summaries, write_results
+from engine.scoring import score_run
+from engine.stored import load_run
+from storage.base import Store
+
+log = logging.getLogger("evalfleet")
+
+
+def aggregate_run(store: Store, run_id: str) -> dict[str, Any]:
+    """Score every stored record of a run and write its tables under a new results version."""
+    run = load_run(store, run_id)
+    states = Counter(run.answer_state.state.values())
+    unreadable = len(run.answer_state.undecodable) + len(run.judge_state.undecodable)
+    log.info(
+        "run %s: %d answers done, %d failed, %d stale, %d missing, %d unreadable",
+        run_id,
+        states["done"],
+        states["failed"],
+        states["stale"],
+        states["missing"],
+        unreadable,
+    )
+    scored = score_run(run)
+    tables = summaries(scored, {name: d.benchmark for name, d in run.data.items()})
+    version, written = write_results(store, run_id, scored, tables)
+    judge_states = Counter(run.judge_state.state.values())
+    return {
+        "run_id": run_id,
+        "store": store.url,
+        "version": version,
+        "summaries": {name: _records(t) for name, t in tables.items()},
+        "usage": _records(scored.usage),
+        "markdown": "\n\n".join(f"### {n}\n\n{markdown(t)}" for n, t in tables.items()),
+        "written": written,
+        "missing": states["missing"],
+        "stale": states["stale"],
+        "unreadable": unreadable,
+        "judgements": dict(judge_states),
+    }
+
+
+def _records(frame) -> list[dict[str, Any]]:
+    return frame.astype(object).where(frame.notna(), None).to_dict("records")

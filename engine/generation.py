@@ -1,0 +1,209 @@
+"""Generating a run's records: fan the planned items out on Ray worker actors, checkpoint
+every answer and judgement as it lands, and send each answer's judgement as soon as it is
+stored. A stop request (first Ctrl-C or SIGTERM) ends submission; see `tasks.dispatch`."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import Counter
+from typing import Any
+
+from engine.interrupts import STOP
+from engine.items import judge_item
+from engine.plan import RunPlan
+from engine.resolve import ResolvedRun
+from storage import layout
+from tasks.work import WorkItem
+
+log = logging.getLogger("evalfleet")
+DRAIN_S = 8.0  # how long calls in flight may take to land after a stop
+ITEMS_PER_WORKER = 32  # a run of fewer items starts one worker actor
+
+
+def generate(run_plan: RunPlan) -> dict[str, Any]:
+    """Fan the remaining items out on Ray and collect their outcomes.
+
+    Answers of judged benchmarks come back with their text, and their judgements join the
+    queue at once. A stop request (first Ctrl-C or SIGTERM) ends submission; see `dispatch`.
+    """
+    import ray
+
+    from engine.progress import Progress
+    from engine.ray_session import ensure_ray
+    from providers.retry import RetryPolicy
+    from tasks.dispatch import Budget, dispatch
+    from tasks.worker import CompletionWorker
+
+    run_plan = run_plan.online_part()
+    run, request = run_plan.run, run_plan.run.request
+    total = len(run_plan.todo) + len(run_plan.judge_todo)
+    if not total:
+        log.info("nothing to request: every item already has a stored record")
+        return {"submitted": 0, "statuses": {}, "elapsed_s": 0.0, "stopped": False}
+    ensure_ray()
+    retry = RetryPolicy(
+        max_attempts=request.max_attempts,
+        max_total_s=request.max_retry_seconds,
+        max_rate_limited_s=request.max_rate_limited_seconds,
+    )
+    budgets = join_rate_budgets(run)
+    spread = os.environ.get("EVALFLEET_WORKER_PLACEMENT", "SPREAD")
+
+    def make_worker():
+        # SPREAD: on a cluster the workers go to different nodes, so one node lost stops
+        # only part of the run (its items are sent again to a replacement).
+        return CompletionWorker.options(
+            max_concurrency=max(64, request.max_in_flight), scheduling_strategy=spread
+        ).remote(
+            run.store.url,
+            request.s3_endpoint_url,
+            run.configs,
+            run.keys,
+            retry,
+            budgets,
+        )
+
+    # A small run needs no second worker: each starts a process and imports the SDKs.
+    count = min(request.workers, -(-total // ITEMS_PER_WORKER))
+    workers = [make_worker() for _ in range(count)]
+    needed = {(i.key.benchmark, i.key.sample_id) for i in run_plan.todo}
+    parts_refs = {
+        (name, sample.id): ray.put(sample.parts)
+        for name, bench_data in run.data.items()
+        for sample in bench_data.samples
+        if (name, sample.id) in needed
+    }
+    ray.get([worker.ready.remote() for worker in workers])
+    done_before = len(run_plan.answers) - len(run_plan.todo) + run_plan.judge_states["done"]
+    progress = Progress(
+        total=done_before + total, already_done=done_before, description=f"run {run.run_id}"
+    )
+
+    def follow_up(outcome):
+        if outcome.response is None or outcome.status not in ("ok", "exists"):
+            return []
+        if request.judge_model and request.batched(request.judge_model):
+            return []  # judged in a batch job: the batch rounds plan it
+        made = judge_item(run, outcome.key, outcome.store_key, outcome.response)
+        if made is None:
+            return []
+        progress.grow(1)
+        return [made]
+
+    jobs = [(i, parts_refs[(i.key.benchmark, i.key.sample_id)]) for i in run_plan.todo]
+    budget = None
+    if request.max_cost_usd is not None:
+        budget = Budget(request.max_cost_usd, run_plan.spent_usd, item_cost_model(run))
+    started = time.monotonic()
+    try:
+        dispatched = dispatch(
+            [*jobs, *run_plan.judge_todo],
+            make_worker,
+            count,
+            started_workers=workers,
+            max_in_flight=request.max_in_flight,
+            per_model_limit={m: c.max_concurrency for m, c in run.configs.items()},
+            on_progress=progress.update,
+            follow_up=follow_up,
+            stop_requested=STOP.requested,
+            drain_s=DRAIN_S,
+            budget=budget,
+        )
+    finally:
+        progress.close()
+        for worker in workers:
+            ray.kill(worker)
+    summary = summarize_outcomes(dispatched, time.monotonic() - started)
+    if dispatched.budget_reached and budget is not None:
+        summary["budget_reached"] = (
+            f"spent {budget.spent_usd:.4f} USD of {budget.cap_usd:.4f}; "
+            f"{dispatched.not_started} items not asked"
+        )
+        log.warning("run %s: budget reached: %s", run.run_id, summary["budget_reached"])
+    return summary
+
+
+def join_rate_budgets(run: ResolvedRun) -> dict[str, Any]:
+    """The cluster's shared rate budget of each limited model, joined with this run's limits.
+
+    A budget is per (provider, API model, key fingerprint): another run on the cluster using
+    the same key shares it, and when its limits are stricter they apply to both (said here).
+    """
+    from tasks.limiter import BudgetId, join, key_fingerprint, shared_limit
+
+    budgets: dict[str, Any] = {}
+    for model, config in run.configs.items():
+        if config.rpm is None and config.tpm is None:
+            continue
+        budget = BudgetId(
+            config.provider, config.api_model, key_fingerprint(run.keys[model].reveal())
+        )
+        note = join(budget, run.run_id, config.rpm, config.tpm)
+        if note:
+            log.warning("%s: %s", model, note)
+        budgets[model] = shared_limit(budget)
+    return budgets
+
+
+def item_cost_model(run: ResolvedRun):
+    """Expected USD of one item, for the budget: the mean cost of this model's calls so far
+    in the run once there are some, else the a-priori estimate from the registry's prices."""
+    from providers.pricing import expected_item_cost_usd, expected_output_tokens
+
+    configs = run.configs
+    samples = {
+        (name, sample.id): sample.parts
+        for name, data in run.data.items()
+        for sample in data.samples
+    }
+    cache: dict[tuple[str, str, str], float] = {}
+
+    def cost_of(item: WorkItem) -> float:
+        key = (item.key.caller, item.key.benchmark, item.key.sample_id)
+        cost = cache.get(key)
+        if cost is None:
+            parts = samples.get((item.key.benchmark, item.key.sample_id), [])
+            config = configs[item.key.caller]
+            output, _ = expected_output_tokens(config, item.decoding)
+            cost = cache[key] = expected_item_cost_usd(config, parts, item.decoding, output)
+        return cost
+
+    return cost_of
+
+
+def summarize_outcomes(dispatched, elapsed: float) -> dict[str, Any]:
+    outcomes = dispatched.outcomes
+    statuses = Counter(o.status for o in outcomes)
+    errors = Counter(o.error_kind for o in outcomes if o.error_kind)
+    cost = Counter()
+    for outcome in outcomes:
+        cost[outcome.key.stage] += outcome.cost_usd
+    log.info(
+        "requested %d items in %.1f s (%.1f items/s): %s",
+        len(outcomes),
+        elapsed,
+        len(outcomes) / elapsed if elapsed else 0.0,
+        dict(statuses),
+    )
+    if errors:
+        log.warning("terminal errors by kind: %s", dict(errors))
+    if statuses.get("write_failed"):
+        log.error(
+            "%d records could not be checkpointed; they stay missing and a resume will "
+            "request them again",
+            statuses["write_failed"],
+        )
+    return {
+        "submitted": len(outcomes),
+        "statuses": dict(statuses),
+        "errors": dict(errors),
+        "elapsed_s": elapsed,
+        "cost_usd": round(cost[layout.ANSWER], 6),
+        "judge_cost_usd": round(cost[layout.JUDGE], 6),
+        "stopped": dispatched.stopped,
+        "abandoned": dispatched.abandoned,
+        "not_started": dispatched.not_started,
+        "redispatched": dispatched.redispatched,
+    }

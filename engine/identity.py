@@ -1,0 +1,106 @@
+"""A run's identity: everything that changes what is asked.
+
+A run id is a contract. Its identity (models, judge, benchmarks with their options, each
+dataset's revision or fingerprint and sample ids, protocols and decodings) is fixed when the
+run is created; a later request under the same id must ask the same thing, or grow it on
+purpose with `extend` (more models, more epochs). Anything else is refused before a byte is
+written.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from core.types import ConfigError
+
+if TYPE_CHECKING:
+    from engine.items import BenchmarkData
+    from engine.request import EvalRequest
+
+
+class RunError(ConfigError):
+    """A run id that cannot be used with this request (one line, naming the way out)."""
+
+
+def run_identity(request: EvalRequest, data: dict[str, BenchmarkData]) -> dict[str, Any]:
+    """Everything that changes what is asked: equal identities mean one and the same run."""
+    return {
+        "models": sorted(request.models),
+        "judge_model": request.judge_model,
+        "max_image_side": request.max_image_side,
+        "benchmarks": {
+            name: {
+                "options": d.options.model_dump(mode="json"),
+                "protocol": d.protocol,
+                "decodings": [dec.to_dict() for dec in d.decodings],
+                "data": d.identity(),
+            }
+            for name, d in sorted(data.items())
+        },
+    }
+
+
+def identity_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What differs between two identities, in words."""
+    changes = []
+    for field_name in ("models", "judge_model", "max_image_side"):
+        if old.get(field_name) != new.get(field_name):
+            changes.append(f"{field_name}: {old.get(field_name)} -> {new.get(field_name)}")
+    old_b, new_b = old.get("benchmarks", {}), new.get("benchmarks", {})
+    if sorted(old_b) != sorted(new_b):
+        changes.append(f"benchmarks: {sorted(old_b)} -> {sorted(new_b)}")
+    for name in sorted(set(old_b) & set(new_b)):
+        a, b = old_b[name], new_b[name]
+        if a.get("data") != b.get("data"):
+            changes.append(f"{name} data: {_data_words(a.get('data'))} -> {_data_words(b['data'])}")
+        if a.get("options") != b.get("options"):
+            changes.append(f"{name} options: {a.get('options')} -> {b.get('options')}")
+        if a.get("protocol") != b.get("protocol"):
+            changes.append(f"{name} protocol: {a.get('protocol')} -> {b.get('protocol')}")
+        elif a.get("decodings") != b.get("decodings"):
+            old_n, new_n = len(a.get("decodings", [])), len(b.get("decodings", []))
+            what = f"{old_n} -> {new_n} epochs" if old_n != new_n else "sampling settings"
+            changes.append(f"{name} decodings: {what}")
+    return changes
+
+
+def _data_words(data: dict[str, Any] | None) -> str:
+    if not data:
+        return "?"
+    revision = str(data.get("revision", "?"))
+    short = revision[:19] + "…" if len(revision) > 20 else revision
+    ids = str(data.get("sample_ids_sha256"))[:8]
+    return f"{data.get('samples')} samples at {short} (ids {ids})"
+
+
+def is_extension(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """New asks everything old asked, plus more models and/or more epochs."""
+    if not set(old.get("models", [])) <= set(new.get("models", [])):
+        return False
+    if any(old.get(k) != new.get(k) for k in ("judge_model", "max_image_side")):
+        return False
+    old_b, new_b = old.get("benchmarks", {}), new.get("benchmarks", {})
+    if sorted(old_b) != sorted(new_b):
+        return False
+    for name, a in old_b.items():
+        b = new_b[name]
+        if any(a.get(k) != b.get(k) for k in ("data", "options", "protocol")):
+            return False
+        old_dec, new_dec = a.get("decodings", []), b.get("decodings", [])
+        if new_dec[: len(old_dec)] != old_dec:
+            return False
+    return True
+
+
+def check_identity(run_id: str, old: dict[str, Any], new: dict[str, Any], extend: bool) -> bool:
+    """True if `new` extends the run, False if it is the same; else a one-line RunError."""
+    if old == new:
+        return False
+    if extend and is_extension(old, new):
+        return True
+    detail = "; ".join(identity_changes(old, new)) or "the identity format changed"
+    if is_extension(old, new):
+        fix = "pass --extend to grow the run, or choose a new --run-id"
+    else:
+        fix = "resume it with the same settings, or choose a new --run-id"
+    raise RunError(f"run id {run_id} already exists with a different request ({detail}): {fix}")

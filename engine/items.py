@@ -1,0 +1,144 @@
+"""The work items of a run: every answer (model, sample, epoch) and the judgement of a stored
+answer, each with the hash of exactly what it sends."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Protocol
+
+from benchmarks.interface import Benchmark, BenchmarkOptions, Exclusion
+from core.types import Decoding, Part, Sample
+from engine.state import Reconciled
+from storage.layout import ItemKey
+from tasks.work import WorkItem, parts_digest, request_hash, text_digest
+
+
+@dataclass
+class BenchmarkData:
+    """One benchmark of a run: its samples as sent, where they came from, its epochs."""
+
+    benchmark: Benchmark
+    options: BenchmarkOptions
+    samples: list[Sample]
+    revision: str
+    source: str
+    protocol: str
+    decodings: list[Decoding]
+    excluded: list[Exclusion] = field(default_factory=list)
+    digests: dict[str, str] = field(default_factory=dict)  # sample id -> prompt digest
+
+    def __post_init__(self) -> None:
+        if not self.digests:
+            self.digests = {s.id: parts_digest(s.parts) for s in self.samples}
+
+    @cached_property
+    def by_id(self) -> dict[str, Sample]:
+        return {s.id: s for s in self.samples}
+
+    def identity(self) -> dict[str, object]:
+        """What identifies the data: revision or fingerprint, and exactly which samples."""
+        ids = "\n".join(s.id for s in self.samples).encode()
+        return {
+            "revision": self.revision,
+            "samples": len(self.samples),
+            "sample_ids_sha256": hashlib.sha256(ids).hexdigest(),
+        }
+
+
+def judged_benchmarks(judge_model: str | None, data: dict[str, BenchmarkData]) -> set[str]:
+    """The benchmarks whose answers this run's judge grades."""
+    if not judge_model:
+        return set()
+    return {name for name, d in data.items() if d.benchmark.judge is not None}
+
+
+class RunShape(Protocol):
+    """What the items of a run are made from: a run being resolved to be asked
+    (`engine.resolve.ResolvedRun`) or one read back from the store (`engine.stored.StoredRun`)."""
+
+    run_id: str
+    models: list[str]
+    judge_model: str | None
+    api_models: dict[str, str]
+    data: dict[str, BenchmarkData]
+
+
+def answer_items(run: RunShape) -> list[WorkItem]:
+    """Every answer of the run, epoch-major within a sample, models interleaved."""
+    judged = judged_benchmarks(run.judge_model, run.data)
+    items: list[WorkItem] = []
+    for name, bench_data in run.data.items():
+        for sample in bench_data.samples:
+            digest = bench_data.digests[sample.id]
+            for epoch, decoding in enumerate(bench_data.decodings):
+                for model_id in run.models:
+                    items.append(
+                        WorkItem(
+                            run_id=run.run_id,
+                            key=ItemKey.answer(model_id, name, sample.id, epoch),
+                            decoding=decoding,
+                            request_hash=request_hash(
+                                model=model_id,
+                                api_model=run.api_models[model_id],
+                                benchmark=name,
+                                dataset_revision=bench_data.revision,
+                                prompt_digest=digest,
+                                decoding=decoding,
+                            ),
+                            return_response=name in judged,
+                        )
+                    )
+    return items
+
+
+def judge_item(
+    run: RunShape, answer: ItemKey, answer_store_key: str, response: str
+) -> tuple[WorkItem, list[Part]] | None:
+    """The judgement of one stored answer, with its grader prompt; None if the benchmark's
+    judge does not want this answer (e.g. rule extraction already found one)."""
+    bench_data = run.data[answer.benchmark]
+    judge = bench_data.benchmark.judge
+    judge_model = run.judge_model
+    if judge is None or not judge_model:
+        return None
+    sample = bench_data.by_id[answer.sample_id]
+    if not judge.wants(sample, response, bench_data.options):
+        return None
+    parts = [Part.of_text(judge.prompt(sample, response))]
+    graded = text_digest(response)
+    item = WorkItem(
+        run_id=run.run_id,
+        key=answer.judged_by(judge_model),
+        decoding=judge.decoding,
+        request_hash=request_hash(
+            model=judge_model,
+            api_model=run.api_models[judge_model],
+            benchmark=answer.benchmark,
+            dataset_revision=bench_data.revision,
+            prompt_digest=parts_digest(parts),
+            decoding=judge.decoding,
+            graded=graded,
+        ),
+        graded=(answer_store_key, graded),
+    )
+    return item, parts
+
+
+def planned_judgements(
+    run: RunShape, answer_state: Reconciled
+) -> list[tuple[WorkItem, list[Part]]]:
+    """The judgements the stored answers call for, with their grader prompts (read from
+    `answer_state.records`): one per answer done whose benchmark's judge wants it."""
+    if not run.judge_model:
+        return []
+    out = []
+    for key, record_key in answer_state.record_key.items():
+        record = answer_state.records.get(record_key)
+        if answer_state.state[key] != "done" or record is None or record.get("error"):
+            continue
+        made = judge_item(run, key, record_key, record.get("response") or "")
+        if made is not None:
+            out.append(made)
+    return out

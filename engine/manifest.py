@@ -1,0 +1,196 @@
+"""A run's manifest (identity, request, datasets, models, history, heartbeat) and its plans
+(the samples each benchmark asks, so aggregation never needs the dataset again)."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core.types import Sample
+from engine.identity import RunError, check_identity, run_identity
+from storage import layout
+from storage.base import Store
+
+if TYPE_CHECKING:
+    from engine.items import BenchmarkData
+    from engine.request import EvalRequest
+    from providers.registry import ModelConfig
+
+MANIFEST_VERSION = 2
+
+
+def code_version() -> str:
+    root = Path(__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def build_manifest(
+    request: EvalRequest,
+    run_id: str,
+    configs: dict[str, ModelConfig],
+    data: dict[str, BenchmarkData],
+) -> dict[str, Any]:
+    return {
+        "manifest_version": MANIFEST_VERSION,
+        "run_id": run_id,
+        "created_at": now_iso(),
+        "identity": run_identity(request, data),
+        "request": request.model_dump(mode="json"),
+        "code_version": code_version(),
+        "datasets": {
+            name: {
+                "source": d.source,
+                "revision": d.revision,
+                "samples": len(d.samples),
+                "excluded": [{"id": e.id, "reason": e.reason} for e in d.excluded],
+            }
+            for name, d in data.items()
+        },
+        "models": {
+            model_id: {
+                "provider": c.provider,
+                "api_model": c.api_model,
+                "base_url": c.base_url,
+                "simulated": c.simulated,
+            }
+            for model_id, c in configs.items()
+        },
+        "history": [],
+    }
+
+
+def read_manifest(store: Store, run_id: str) -> dict[str, Any] | None:
+    data = store.get(layout.manifest_key(run_id))
+    if data is None:
+        return None
+    try:
+        manifest = json.loads(data)
+    except ValueError:
+        raise RunError(
+            f"run {run_id} has an unreadable manifest.json in {store.describe()}: move it "
+            "aside or choose a new --run-id"
+        ) from None
+    if manifest.get("manifest_version") != MANIFEST_VERSION:
+        raise RunError(
+            f"run {run_id} in {store.describe()} was written by an older evalfleet "
+            f"(manifest version {manifest.get('manifest_version', 1)}): choose a new --run-id"
+        )
+    return manifest
+
+
+def precheck_run(store: Store, manifest: dict[str, Any], extend: bool) -> dict[str, Any] | None:
+    """The existing manifest if the new one may use its run id; raises RunError if not.
+    Writes nothing."""
+    from engine.heartbeat import held_elsewhere
+
+    existing = read_manifest(store, manifest["run_id"])
+    if existing is not None:
+        check_identity(manifest["run_id"], existing["identity"], manifest["identity"], extend)
+        busy = held_elsewhere(existing)
+        if busy:
+            raise RunError(
+                f"run {manifest['run_id']} is running: {busy}; wait for it or stop it (a "
+                "process that died is seen as crashed within a minute, then this resumes it)"
+            )
+    return existing
+
+
+def open_run(
+    store: Store, manifest: dict[str, Any], data: dict[str, BenchmarkData], extend: bool
+) -> str:
+    """Create the run, or resume or extend it; writes the manifest and the plans.
+    Returns "new", "resumed" or "extended"."""
+    run_id = manifest["run_id"]
+    existing = precheck_run(store, manifest, extend)
+    event = "created"
+    if existing is None:
+        manifest = {**manifest, "history": [_event("created", manifest)]}
+        if not store.put_if_absent(layout.manifest_key(run_id), _dumps(manifest)):
+            # another process created it meanwhile: check against that one
+            return open_run(store, manifest, data, extend)
+    else:
+        event = "extended" if existing["identity"] != manifest["identity"] else "resumed"
+        updated = {
+            **existing,
+            "identity": manifest["identity"],
+            "request": manifest["request"],
+            "datasets": manifest["datasets"],
+            "models": manifest["models"],
+            "code_version": manifest["code_version"],
+            "history": [*existing.get("history", []), _event(event, manifest)],
+        }
+        store.put(layout.manifest_key(run_id), _dumps(updated))
+    for name, bench_data in data.items():
+        write_plan(store, run_id, name, bench_data)
+    return {"created": "new"}.get(event, event)
+
+
+def _event(name: str, manifest: dict[str, Any]) -> dict[str, Any]:
+    return {"event": name, "at": now_iso(), "code_version": manifest["code_version"]}
+
+
+def _dumps(obj: Any) -> bytes:
+    return json.dumps(obj, indent=2, sort_keys=True).encode()
+
+
+def write_plan(store: Store, run_id: str, name: str, bench_data: BenchmarkData) -> None:
+    """What the run asks of one benchmark, so aggregation never needs the dataset again:
+    each sample's id, group, target, choices, metadata and prompt digest."""
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        {
+            "sample_id": [s.id for s in bench_data.samples],
+            "group_id": [s.group_id for s in bench_data.samples],
+            "target": [s.target for s in bench_data.samples],
+            "choices": [json.dumps(s.choices) for s in bench_data.samples],
+            "metadata": [
+                json.dumps(s.metadata, ensure_ascii=False, sort_keys=True, default=str)
+                for s in bench_data.samples
+            ],
+            "prompt_digest": [bench_data.digests[s.id] for s in bench_data.samples],
+        }
+    )
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    store.put(layout.plan_key(run_id, name), buffer.getvalue())
+
+
+def read_plan(store: Store, run_id: str, name: str) -> tuple[list[Sample], dict[str, str]]:
+    """The samples (without media) and prompt digests one benchmark of a run asked."""
+    import pandas as pd
+
+    blob = store.get(layout.plan_key(run_id, name))
+    if blob is None:
+        raise RunError(f"run {run_id} has no plan for {name} in {store.describe()}")
+    frame = pd.read_parquet(io.BytesIO(blob))
+    samples = [
+        Sample(
+            id=row.sample_id,
+            parts=[],
+            target=row.target,
+            group_id=row.group_id,
+            choices=json.loads(row.choices),
+            metadata=json.loads(row.metadata),
+        )
+        for row in frame.itertuples(index=False)
+    ]
+    return samples, dict(zip(frame["sample_id"], frame["prompt_digest"], strict=True))

@@ -1,0 +1,145 @@
+"""Planning a run: open (or resume) it and find what is left to ask, from one listing of the
+store. Items in batch jobs that have not ended are not left: they are being answered."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass, field, replace
+
+from core.types import Part
+from engine import heartbeat
+from engine.items import answer_items, judged_benchmarks, planned_judgements
+from engine.manifest import open_run
+from engine.resolve import ResolvedRun
+from engine.state import list_records, quarantine, reconcile, stored_spend
+from storage import layout
+from tasks import batch_jobs
+from tasks.records import decode_record
+from tasks.work import WorkItem
+
+log = logging.getLogger("evalfleet")
+
+
+@dataclass
+class RunPlan:
+    run: ResolvedRun
+    event: str  # new, resumed, extended
+    answers: list[WorkItem]
+    todo: list[WorkItem]
+    judge_todo: list[tuple[WorkItem, list[Part]]]
+    states: Counter[str]
+    judge_states: Counter[str] = field(default_factory=Counter)
+    quarantined: int = 0
+    spent_usd: float = 0.0  # what the stored records cost (read only when a cap is set)
+    jobs: list[batch_jobs.Job] = field(default_factory=list)  # the run's batch jobs
+
+    def online_part(self) -> RunPlan:
+        """The items to ask online: all of them, but those of models in batch mode (a failed
+        batch line goes online when the request says so)."""
+        request = self.run.request
+        attempts = batch_jobs.attempts_so_far(self.jobs)
+
+        def online(item: WorkItem) -> bool:
+            return not request.batched(item.key.caller, attempts.get(item.request_hash, 0))
+
+        return replace(
+            self,
+            todo=[i for i in self.todo if online(i)],
+            judge_todo=[(j, p) for j, p in self.judge_todo if online(j)],
+        )
+
+    def batch_part(self) -> list[tuple[WorkItem, list[Part]]]:
+        """The items to send in batch jobs, each with its prompt."""
+        online = self.online_part()
+        asked = {i.request_hash for i in online.todo}
+        asked |= {j.request_hash for j, _ in online.judge_todo}
+        data = self.run.data
+        items = [(i, data[i.key.benchmark].by_id[i.key.sample_id].parts) for i in self.todo]
+        items += self.judge_todo
+        return [(i, p) for i, p in items if i.request_hash not in asked]
+
+
+def plan(run: ResolvedRun, *, retry_errors: bool = True) -> RunPlan:
+    """Open (or resume) the run and find what is left to ask.
+
+    On a local store every record counted as done is read back; undecodable ones are moved
+    to quarantine/ and asked again. On S3 the listing's sizes catch empty records
+    (`evalfleet status` reads them all).
+    """
+    event = open_run(run.store, run.manifest, run.data, run.request.extend)
+    heartbeat.start(run.store, run.run_id)
+    return plan_items(run, event, retry_errors=retry_errors)
+
+
+def plan_items(run: ResolvedRun, event: str, *, retry_errors: bool = True) -> RunPlan:
+    """What is left to ask of an open run, from one listing of the store."""
+    request, store, run_id = run.request, run.store, run.run_id
+    answers = answer_items(run)
+    judged = judged_benchmarks(run.judge_model, run.data)
+    stages = (layout.ANSWER, layout.JUDGE) if judged else (layout.ANSWER,)
+    listing = list_records(store, run_id, stages)
+    read = store.writes_are_local
+    state = reconcile(store, listing, answers, read=read)
+    if judged and not read:  # the judgements to plan need the stored answers' texts
+        keys = [k for a, k in state.record_key.items() if a.benchmark in judged]
+        blobs = store.get_many(keys)
+        state.records.update(
+            {k: r for k, b in blobs.items() if (r := decode_record(b or b"")) is not None}
+        )
+    judge_items = planned_judgements(run, state)
+    judge_state = reconcile(store, listing, [j for j, _ in judge_items], read=read)
+    bad = [*state.undecodable, *judge_state.undecodable]
+    quarantine(store, run_id, bad)
+    wanted = {"missing", "stale", "failed"} if retry_errors else {"missing", "stale"}
+    spent = stored_spend(store, listing) if request.max_cost_usd is not None else 0.0
+    jobs = batch_jobs.read_jobs(store, run_id) if request.uses_batches() else []
+    busy = batch_jobs.in_open_jobs(jobs)
+    return RunPlan(
+        run=run,
+        event=event,
+        answers=answers,
+        todo=[i for i in state.todo(answers, retry_errors) if i.request_hash not in busy],
+        judge_todo=[
+            (j, p)
+            for j, p in judge_items
+            if judge_state.state[j.key] in wanted and j.request_hash not in busy
+        ],
+        states=Counter(state.state.values()),
+        judge_states=Counter(judge_state.state.values()),
+        quarantined=len(bad),
+        spent_usd=spent,
+        jobs=jobs,
+    )
+
+
+def report_plan(run_plan: RunPlan) -> None:
+    states = run_plan.states
+    log.info(
+        "run %s (%s): %d answers — %d done, %d failed, %d stale, %d missing; %d to request",
+        run_plan.run.run_id,
+        run_plan.event,
+        len(run_plan.answers),
+        states["done"],
+        states["failed"],
+        states["stale"],
+        states["missing"],
+        len(run_plan.todo),
+    )
+    if run_plan.judge_states or run_plan.judge_todo:
+        log.info(
+            "judgements of stored answers: %d done, %d to request",
+            run_plan.judge_states["done"],
+            len(run_plan.judge_todo),
+        )
+    if states["stale"]:
+        log.warning(
+            "%d stored answers were asked differently (prompt, settings or dataset changed): "
+            "they are kept and asked again",
+            states["stale"],
+        )
+    if run_plan.quarantined:
+        log.warning(
+            "%d stored records were undecodable: moved to quarantine/ and asked again",
+            run_plan.quarantined,
+        )

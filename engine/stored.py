@@ -1,0 +1,80 @@
+"""A run read back from the store: its manifest and plans rebuilt without the datasets, and
+the state and records of every item (what `aggregate`, `status` and the batch poller use)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from benchmarks import registry
+from core.types import Decoding
+from engine.identity import RunError
+from engine.items import BenchmarkData, answer_items, planned_judgements
+from engine.manifest import read_manifest, read_plan
+from engine.request import EvalRequest
+from engine.state import Reconciled, list_records, reconcile
+from storage import layout
+from storage.base import Store
+from tasks.work import WorkItem
+
+
+@dataclass
+class StoredRun:
+    """A run rebuilt from its manifest and plans: what it asked, and the state of it."""
+
+    manifest: dict[str, Any]
+    request: EvalRequest
+    store: Store
+    data: dict[str, BenchmarkData]
+    api_models: dict[str, str]
+    answers: list[WorkItem]
+    answer_state: Reconciled
+    judgements: list[WorkItem]
+    judge_state: Reconciled
+
+    @property
+    def run_id(self) -> str:
+        return self.manifest["run_id"]
+
+    @property
+    def models(self) -> list[str]:
+        return self.request.models
+
+    @property
+    def judge_model(self) -> str | None:
+        return self.request.judge_model
+
+
+def load_run(store: Store, run_id: str) -> StoredRun:
+    """Rebuild a stored run's plan (for aggregate and status) and read its records."""
+    manifest = read_manifest(store, run_id)
+    if manifest is None:
+        raise RunError(
+            f"no run '{run_id}' in {store.describe()}: `evalfleet runs --store {store.url}` "
+            "lists the runs there"
+        )
+    request = EvalRequest(**manifest["request"])
+    identity = manifest["identity"]["benchmarks"]
+    data: dict[str, BenchmarkData] = {}
+    for name in request.benchmarks:
+        samples, digests = read_plan(store, run_id, name)
+        bench = registry.get(name)
+        data[name] = BenchmarkData(
+            benchmark=bench,
+            options=bench.options(identity[name]["options"]),
+            samples=samples,
+            revision=identity[name]["data"]["revision"],
+            source=manifest["datasets"][name]["source"],
+            protocol=identity[name]["protocol"],
+            decodings=[Decoding(**d) for d in identity[name]["decodings"]],
+            digests=digests,
+        )
+    api_models = {m: info["api_model"] for m, info in manifest["models"].items()}
+    run = StoredRun(manifest, request, store, data, api_models, [], Reconciled(), [], Reconciled())
+    run.answers = answer_items(run)
+    stages = (layout.ANSWER, layout.JUDGE) if request.judge_model else (layout.ANSWER,)
+    listing = list_records(store, run_id, stages)
+    run.answer_state = reconcile(store, listing, run.answers, read=True)
+    run.judgements = [j for j, _ in planned_judgements(run, run.answer_state)]
+    run.judge_state = reconcile(store, listing, run.judgements, read=True)
+    return run

@@ -1,0 +1,61 @@
+"""What a flow lends the engine while it runs (`engine.control`): its flow run id for the
+run's heartbeat, a progress artifact, and the engine's log lines in the flow run's logs."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from engine import control
+from engine.outcome import interrupted_message
+
+
+class ProgressArtifact:
+    """The run's progress as a Prefect progress artifact (created on the first push)."""
+
+    def __init__(self, description: str) -> None:
+        self.description = description
+        self.artifact_id = None
+
+    def push(self, percent: float) -> None:
+        from prefect.artifacts import create_progress_artifact, update_progress_artifact
+
+        if self.artifact_id is None:
+            self.artifact_id = create_progress_artifact(
+                progress=percent, key="evaluate-progress", description=self.description
+            )
+        else:
+            update_progress_artifact(self.artifact_id, percent)
+
+
+def _forward_engine_logs() -> None:
+    """The engine logs to the `evalfleet` logger; inside a flow run those lines go to the flow
+    run's logs in the UI too (the handler sends only records made within a run)."""
+    from prefect.logging.handlers import APILogHandler
+
+    engine_log = logging.getLogger("evalfleet")
+    engine_log.setLevel(logging.INFO)
+    if not any(isinstance(h, APILogHandler) for h in engine_log.handlers):
+        engine_log.addHandler(APILogHandler())
+
+
+@contextlib.contextmanager
+def attached() -> Iterator[None]:
+    """The body of a flow: the engine reports to this flow run while it works."""
+    from prefect.runtime import flow_run
+
+    _forward_engine_logs()
+    plane = control.ControlPlane(run_label=flow_run.id, progress=ProgressArtifact)
+    with control.attached(plane):
+        yield
+
+
+def finished_state(result: dict[str, Any]):
+    """The flow's return value: a Cancelled state if a stop was requested, else the result."""
+    if result.get("stopped"):
+        from prefect.states import Cancelled
+
+        return Cancelled(message=interrupted_message(result))
+    return result

@@ -1,0 +1,84 @@
+"""Running `evaluate-and-aggregate` in this process, as `evalfleet run` does, and telling a
+lost Prefect server from a failed run."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Any
+
+from engine.outcome import Interrupted
+from engine.request import EvalRequest
+from flows.pipeline import evaluate_and_aggregate
+
+
+class PrefectLost(Exception):
+    """The Prefect server could not be reached to finish the flow run (the work went on)."""
+
+
+def run_flow_here(
+    request: EvalRequest, retry_errors: bool, prefect_url: str | None
+) -> dict[str, Any]:
+    """The flow's result; raises Interrupted on a signal, PrefectLost when the server went
+    away (the caller finishes the same steps without it), or the flow's own exception (a
+    ConfigError is one line)."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    settings = temporary_settings({PREFECT_API_URL: prefect_url}) if prefect_url else None
+    with settings or contextlib.nullcontext():
+        try:
+            state = evaluate_and_aggregate(request, retry_errors, return_state=True)
+        except Exception as exc:
+            if not prefect_lost(exc):
+                raise
+            raise PrefectLost(type(exc).__name__) from exc
+        finally:
+            _drain_prefect()
+    lost = _lost_in_state(state)
+    if lost is not None:
+        raise PrefectLost(type(lost).__name__) from lost
+    if state.is_cancelled():
+        raise Interrupted(state.message or "interrupted")
+    return state.result()
+
+
+def _drain_prefect() -> None:
+    """Send the logs and events Prefect still holds while its server is up (best effort)."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogHandler
+
+    with contextlib.suppress(Exception):
+        APILogHandler.flush()
+    with contextlib.suppress(Exception):
+        EventsWorker.drain_all(timeout=5)
+
+
+def _lost_in_state(state) -> BaseException | None:
+    if state.is_failed() or state.is_crashed():
+        try:
+            state.result()
+        except Exception as exc:
+            return exc if prefect_lost(exc) else None
+    return None
+
+
+def prefect_lost(exc: BaseException) -> bool:
+    """Whether an exception says the Prefect API cannot be reached."""
+    import httpx
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, httpx.TransportError):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def say_lost(reason: str) -> None:
+    print(
+        f"the Prefect flow run could not be finished ({reason}): completing the run and its "
+        "tables without Prefect",
+        file=sys.stderr,
+    )

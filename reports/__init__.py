@@ -1,0 +1,1 @@
+"""What people read after a run: result tables, the leaderboard and its plots, status views."""

@@ -1,0 +1,41 @@
+"""A store's runs as a benchmark's own commands read them (`benchmarks.interface.StoredResults`):
+the latest samples table and the plans, each failure one line naming the fix."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from core.types import ConfigError, Sample
+from engine.manifest import read_manifest, read_plan
+from engine.results import read_result
+from storage.base import Store
+
+
+class StoreResults:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def describe(self) -> str:
+        return self.store.describe()
+
+    def samples(self, run_id: str) -> pd.DataFrame:
+        self._exists(run_id)
+        try:
+            return read_result(self.store, run_id, "samples.parquet")
+        except FileNotFoundError:
+            raise ConfigError(
+                f"run {run_id} has no results in {self.store.describe()}: run `evalfleet "
+                f"aggregate {run_id}` (or finish the run) first"
+            ) from None
+
+    def plan(self, run_id: str, benchmark: str) -> list[Sample]:
+        self._exists(run_id)
+        samples, _ = read_plan(self.store, run_id, benchmark)
+        return samples
+
+    def _exists(self, run_id: str) -> None:
+        if read_manifest(self.store, run_id) is None:
+            raise ConfigError(
+                f"no run '{run_id}' in {self.store.describe()}: `evalfleet runs --store "
+                f"{self.store.url}` lists the runs there"
+            )
