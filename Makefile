@@ -1,12 +1,13 @@
 # One command to set up and run the demo, one to set up and run the tests.
-# Needs only Python 3.11 and make: uv is bootstrapped from the package registry if missing.
+# Needs only Python 3.11 and make: uv is bootstrapped from the package registry if missing;
+# `make test` also installs Debian's chromium for the browser tests where it may.
 
 PYTHON ?= python3
 UV_VERSION := 0.13.8
 UV := $(shell command -v uv 2>/dev/null || echo .bootstrap/bin/uv)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: install demo test lint perf up down clean
+.PHONY: install demo test test-fast browser lint perf up down clean
 
 # Bytecode is compiled at install: where PYTHONDONTWRITEBYTECODE=1 (CI machines, containers)
 # Python never caches it, and every process (a run, a Ray worker, the Prefect server) spent
@@ -22,9 +23,29 @@ install: $(UV)
 demo: install
 	.venv/bin/evalfleet demo
 
-test: install
+test: install browser
 	.venv/bin/ruff check .
 	.venv/bin/python -m pytest -q -n 2 --dist loadfile
+
+# Everything but the tests marked slow (those that start Ray, a Prefect server, a browser or a
+# subprocess stack): well under a minute.
+test-fast: install
+	.venv/bin/ruff check .
+	.venv/bin/python -m pytest -q -n 2 -m "not slow"
+
+# The browser tests drive Debian's chromium through chromedriver (no browser download works
+# here). Installed when this user may (root, or sudo without a password); otherwise those
+# tests are skipped, each with a line saying what to install.
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then exit 0; fi; \
+	if [ "$$(id -u)" -eq 0 ]; then sudo=""; \
+	elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo="sudo -n"; \
+	else echo "browser tests will be skipped: install chromium and chromium-driver"; exit 0; fi; \
+	command -v apt-get >/dev/null || { echo "browser tests will be skipped: no apt-get"; exit 0; }; \
+	echo "installing chromium and chromium-driver for the browser tests"; \
+	$$sudo apt-get update -qq && \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver \
+		>/dev/null || echo "could not install chromium: the browser tests will be skipped"
 
 up: install
 	.venv/bin/evalfleet up $(ARGS)

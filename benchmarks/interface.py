@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 from abc import ABC, abstractmethod
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -314,3 +315,24 @@ class Benchmark(ABC):
     def commands(self) -> list[Command]:
         """Subcommands of this benchmark's own (none by default)."""
         return []
+
+
+def scored_items(samples: pd.DataFrame) -> dict[tuple[str, str, str], list[ScoredItem]]:
+    """The samples table's rows as ScoredItems, by (model, benchmark, scoring)."""
+    grouped: dict[tuple[str, str, str], list[ScoredItem]] = defaultdict(list)
+    for row in samples.itertuples(index=False):
+        grouped[(row.model, row.benchmark, row.scoring)].append(
+            ScoredItem(
+                sample_id=row.sample_id,
+                group_id=row.group_id,
+                epoch=row.epoch,
+                value=row.value,
+                correct=row.correct,
+                errored=row.error is not None,
+                judged=row.judged,
+                score_error=row.score_error,
+                output_tokens=row.output_tokens,
+                reasoning_tokens=row.reasoning_tokens,
+            )
+        )
+    return grouped

@@ -6,10 +6,7 @@ The long table has one row per (model, benchmark, scoring, metric, group) with c
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import TYPE_CHECKING
-
-from benchmarks.interface import ScoredItem
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -80,24 +77,3 @@ def breakdown_summary(long: pd.DataFrame, metric: str) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows, columns=[*KEYS, "breakdown", "group", metric, "se", "n"])
-
-
-def scored_items(samples: pd.DataFrame) -> dict[tuple[str, str, str], list[ScoredItem]]:
-    """The samples table's rows as ScoredItems, by (model, benchmark, scoring)."""
-    grouped: dict[tuple[str, str, str], list[ScoredItem]] = defaultdict(list)
-    for row in samples.itertuples(index=False):
-        grouped[(row.model, row.benchmark, row.scoring)].append(
-            ScoredItem(
-                sample_id=row.sample_id,
-                group_id=row.group_id,
-                epoch=row.epoch,
-                value=row.value,
-                correct=row.correct,
-                errored=row.error is not None,
-                judged=row.judged,
-                score_error=row.score_error,
-                output_tokens=row.output_tokens,
-                reasoning_tokens=row.reasoning_tokens,
-            )
-        )
-    return grouped

@@ -26,19 +26,21 @@ from engine.request import EvalRequest
 
 def run_request(request: EvalRequest, *, retry_errors: bool = True) -> dict[str, Any]:
     """Run one request end to end from the command line; raise Interrupted on a signal."""
+    from cli.errors import user_errors
     from engine.resolve import quick_checks, resolve
     from stack.services import LocalStack
 
-    stack = LocalStack()
+    quick_checks(request)
     ray_was_up = _ray_initialized()
     if not ray_was_up:
         _attach_to_running_stack()
     own_ray = not os.environ.get("RAY_ADDRESS") and not ray_was_up
+    stack = LocalStack()
     if own_ray:
         stack.use_private_ray()
-    quick_checks(request)
     STOP.reset()
     STOP.on_force(stack.kill)
+    failed = True
     try:
         with STOP.handling():
             stack.start(prefect=not os.environ.get("PREFECT_API_URL"), ray=own_ray)
@@ -46,11 +48,20 @@ def run_request(request: EvalRequest, *, retry_errors: bool = True) -> dict[str,
             stack.wait(STOP.requested)
             if STOP.requested():
                 raise Interrupted(f"run {run.run_id} interrupted by {STOP.name} before any request")
-            return _run(run.request, retry_errors, stack.prefect_url)
+            result = _run(run.request, retry_errors, stack.prefect_url)
+            failed = False
+            return result
+    except (*user_errors(), Interrupted):
+        failed = False  # the input or a signal, not the services: their logs tell nothing
+        raise
     finally:
         if not ray_was_up:
             _disconnect_ray()
-        stack.stop()
+        kept = stack.stop(keep_logs=failed)
+        if kept is not None:
+            print(
+                f"logs of the Prefect server and Ray head this run started: {kept}", file=sys.stderr
+            )
 
 
 def _attach_to_running_stack() -> None:

@@ -8,16 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from pydantic import ValidationError
-
-from core.types import ConfigError
-
-
-def user_errors() -> tuple[type[Exception], ...]:
-    """Errors that mean "your input is wrong": shown as one line, no traceback."""
-    from storage import StoreError
-
-    return (ConfigError, StoreError, ValidationError)
+from cli.errors import one_line, user_errors
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,17 +22,6 @@ def build_parser() -> argparse.ArgumentParser:
     for group in (run, results, batches, up, extensions):
         group.add_commands(sub)
     return parser
-
-
-def one_line(exc: BaseException) -> str:
-    if isinstance(exc, ValidationError):
-        problems = []
-        for err in exc.errors():
-            where = ".".join(str(p) for p in err["loc"]) or "request"
-            message = str(err.get("ctx", {}).get("error") or err["msg"])
-            problems.append(f"{where}: {message}")
-        return "invalid request: " + "; ".join(problems)
-    return " ".join(str(exc).split())
 
 
 def quiet_defaults() -> None:

@@ -77,7 +77,7 @@ def read_reevaluate_request(path: str) -> str:
     on them; returns the file's absolute path."""
     import yaml
 
-    from cli.main import one_line
+    from cli.errors import one_line
     from engine.reevaluate import ReevaluateRequest
 
     path = os.path.abspath(path)

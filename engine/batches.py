@@ -26,6 +26,7 @@ from engine.resolve import ResolvedRun
 from providers.batch import BatchLine, make_batch_client
 from storage.base import Store
 from tasks import batch_jobs
+from tasks.batch_jobs import read_jobs  # noqa: F401  (what status views read)
 from tasks.records import decode_record
 
 log = logging.getLogger("evalfleet")

@@ -10,8 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from benchmarks.interface import Answered, Judgement
-from benchmarks.tables import scored_items
+from benchmarks.interface import Answered, Judgement, scored_items
 from engine.stored import StoredRun
 from storage.layout import ItemKey
 

@@ -32,13 +32,22 @@ class ProgressArtifact:
 
 def _forward_engine_logs() -> None:
     """The engine logs to the `evalfleet` logger; inside a flow run those lines go to the flow
-    run's logs in the UI too (the handler sends only records made within a run)."""
+    run's logs in the UI too."""
+    from prefect.context import FlowRunContext, TaskRunContext
     from prefect.logging.handlers import APILogHandler
+
+    class RunLogs(APILogHandler):
+        """Prefect's API handler for the records made within a flow or task run only (the
+        same process also logs outside one: `evalfleet aggregate` after a run)."""
+
+        def emit(self, record: logging.LogRecord) -> None:
+            if FlowRunContext.get() is not None or TaskRunContext.get() is not None:
+                super().emit(record)
 
     engine_log = logging.getLogger("evalfleet")
     engine_log.setLevel(logging.INFO)
-    if not any(isinstance(h, APILogHandler) for h in engine_log.handlers):
-        engine_log.addHandler(APILogHandler())
+    if not any(type(h).__name__ == "RunLogs" for h in engine_log.handlers):
+        engine_log.addHandler(RunLogs())
 
 
 @contextlib.contextmanager

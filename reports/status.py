@@ -102,7 +102,7 @@ def run_status(
 
 def batch_status(store: Store, run_id: str) -> pd.DataFrame:
     """The run's batch jobs: state, the provider's word and counts, what was written."""
-    from tasks.batch_jobs import read_jobs
+    from engine.batches import read_jobs
 
     rows = [
         {

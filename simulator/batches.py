@@ -34,6 +34,7 @@ import json
 import os
 import secrets
 import time
+import typing
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -48,7 +49,25 @@ from simulator.protocol import BadRequest, ParsedRequest, Protocol
 from simulator.reqlog import blank_entry
 
 if TYPE_CHECKING:
-    from simulator.engine import Simulator
+    from simulator.config import ModelProfile, ProfileCache, SimulatorConfig
+    from simulator.protocol import Completion
+    from simulator.reqlog import RequestLog
+
+
+class Simulator(typing.Protocol):
+    """What answering a batch line needs of the simulator (`simulator.engine.Simulator`)."""
+
+    config: SimulatorConfig
+    profiles: ProfileCache
+    log: RequestLog
+    batches: BatchStore
+
+    def next_request_id(self) -> str: ...
+
+    def complete(
+        self, req: ParsedRequest, sha: str | None, profile: ModelProfile
+    ) -> Completion: ...
+
 
 STATE_VERSION = 1
 FATES = ("succeeded", "errored", "cancelled", "expired")

@@ -19,12 +19,13 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+
+from stack.scratch import Scratch
 
 READY_TIMEOUT_S = 180.0
 
@@ -114,7 +115,8 @@ class LocalStack:
     private Ray head unless RAY_ADDRESS is set. `stop()` (or `kill()`) ends both."""
 
     def __init__(self) -> None:
-        self.workdir = Path(tempfile.mkdtemp(prefix="evalfleet-"))
+        self.scratch = Scratch()
+        self.workdir = self.scratch.path
         self.prefect: Child | None = None
         self.ray: Child | None = None
         self.prefect_url: str | None = None
@@ -197,8 +199,8 @@ class LocalStack:
             for child in list(pending):
                 if not child.alive():
                     raise ServiceError(
-                        f"the {child.name} this run started exited ({child.log_tail()}): see "
-                        f"{child.log_path}"
+                        f"the {child.name} this run started exited ({child.log_tail()}); its "
+                        "log is kept when the command ends"
                     )
                 if self._ready(child):
                     pending.remove(child)
@@ -243,8 +245,9 @@ class LocalStack:
         except OSError:
             return False
 
-    def stop(self) -> None:
-        """Ray first (its workers hold connections), then Prefect."""
+    def stop(self, *, keep_logs: bool = False) -> Path | None:
+        """Ray first (its workers hold connections), then Prefect; then their folder goes,
+        its logs kept first when `keep_logs` (the command failed). Returns where."""
         self._stopping.set()
         if self._watchdog is not None:
             self._watchdog.join(timeout=5)
@@ -252,9 +255,13 @@ class LocalStack:
             self.ray.stop(grace_s=15)
         if self.prefect is not None:
             self.prefect.stop(grace_s=5)
+        kept = self.scratch.keep_logs() if keep_logs and (self.ray or self.prefect) else None
+        self.scratch.remove()
+        return kept
 
     def kill(self) -> None:
         self._stopping.set()
         for child in (self.ray, self.prefect):
             if child is not None:
                 child.kill()
+        self.scratch.remove()

@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -491,6 +492,8 @@ def down(folder: str | None = None) -> list[str]:
         stopped = _stop(daemon)
         state = f"stopped (pid {daemon.pid})" if stopped else "was not running"
         lines.append(f"  {daemon.name:<22} {state}")
+    if stack.ray is not None:  # its sessions (sockets, logs) go with it
+        shutil.rmtree(ray_temp_dir(path), ignore_errors=True)
     (path / "stack.json").unlink(missing_ok=True)
     return [f"evalfleet stack in {path}:", *lines]
 

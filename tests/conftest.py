@@ -7,6 +7,7 @@ shares one of each; subprocesses join them through RAY_ADDRESS and PREFECT_API_U
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -20,7 +21,10 @@ import pytest
 os.environ.setdefault("RAY_ACCEPT_CLUSTER_AUTH_TOKEN", "1")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("TQDM_DISABLE", "1")
-# never attach to a stack `evalfleet up` started on this machine
+os.environ.setdefault(
+    "PREFECT_SERVER_ANALYTICS_ENABLED", "false"
+)  # no telemetry from the test server
+# never attach to a stack `evalfleet up` started on this machine (removed after the session)
 os.environ["EVALFLEET_STACK"] = tempfile.mkdtemp(prefix="evalfleet-test-stack-")
 for _var in (
     "RAY_ADDRESS",
@@ -36,9 +40,14 @@ for _var in (
 def ray_address():
     import ray
 
-    context = ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True)
+    # A short folder of its own (Ray's socket paths are limited), removed afterwards.
+    sessions = tempfile.mkdtemp(prefix="evalfleet-test-ray-")
+    context = ray.init(
+        num_cpus=2, include_dashboard=False, ignore_reinit_error=True, _temp_dir=sessions
+    )
     yield context.address_info["gcs_address"]
     ray.shutdown()
+    shutil.rmtree(sessions, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -88,9 +97,24 @@ SLOW_FILES = (
 )
 
 
+SLOW_FIXTURES = {"ray_address", "prefect_api_url"}
+
+
 def pytest_collection_modifyitems(items):
+    unmarked = [
+        item.nodeid
+        for item in items
+        if SLOW_FIXTURES & set(item.fixturenames) and item.get_closest_marker("slow") is None
+    ]
+    if unmarked:  # `make test-fast` must not start Ray or a Prefect server
+        raise pytest.UsageError(f"mark these tests slow (they start Ray or Prefect): {unmarked}")
+
     def rank(item) -> int:
         name = item.path.name
         return SLOW_FILES.index(name) if name in SLOW_FILES else len(SLOW_FILES)
 
     items.sort(key=rank)  # stable: the order within a file is kept
+
+
+def pytest_sessionfinish(session, exitstatus):
+    shutil.rmtree(os.environ["EVALFLEET_STACK"], ignore_errors=True)

@@ -82,3 +82,14 @@ def wait_for_no_processes(tag: str, timeout_s: float = 30.0) -> list[tuple[int, 
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.5)
+
+
+def scratch_of(pid: int) -> list[Path]:
+    """The services' folders (`stack.scratch`) a command with this pid left in the temp dir."""
+    import tempfile
+
+    return [
+        folder
+        for folder in Path(tempfile.gettempdir()).glob("evalfleet-*")
+        if (folder / "owner.pid").is_file() and (folder / "owner.pid").read_text() == str(pid)
+    ]

@@ -23,8 +23,7 @@ from typing import Any
 import pandas as pd
 
 from benchmarks.datbench import blind, selection, unit_of, unit_values
-from benchmarks.interface import StoredResults
-from benchmarks.tables import scored_items
+from benchmarks.interface import StoredResults, scored_items
 from core.types import ConfigError, Sample
 
 

@@ -1,0 +1,1 @@
+"""Tests of `benchmarks/`: each benchmark scored as upstream, and the interface."""

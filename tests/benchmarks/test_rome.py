@@ -1,0 +1,392 @@
+"""ROME: every evaluator example of reference §2.4 in both modes (and where they differ), the
+judge prompt and its parses, loading checks, prompts, and upstream's example files byte for
+byte through `evalfleet score rome`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import pytest
+
+from benchmarks.rome import ROME, correct_answer
+from benchmarks.rome import dataset as rome_data
+from benchmarks.rome.judge import PROMPT, PROMPT_SHA256, grader_prompt, parse_robust, parse_upstream
+from benchmarks.rome.offline import read_predictions
+from benchmarks.rome.scoring import score_annotation
+from cli.main import main
+from core.types import DatasetError
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "rome_example"  # see its SOURCE.md
+
+
+def item(evaluator: str, **kwargs) -> dict:
+    return {
+        "question_id": "q",
+        "question": "What?",
+        "reference": "x",
+        "evaluator": evaluator,
+        "evaluator_kwargs": kwargs,
+        "task": "t",
+    }
+
+
+def score(evaluator: str, answer: str, mode: str = "upstream", **kwargs):
+    return score_annotation(item(evaluator, **kwargs), answer, mode).value
+
+
+# (evaluator, raw answer, kwargs, score) — reference §2.4, the same in both modes
+SAME = [
+    ("number_matching", "Final Answer: 3.0", {"value_to_match": 3}, 1),
+    ("number_matching", "Final Answer: 0", {"value_to_match": 0}, 1),
+    ("number_matching", "The answer is \\boxed{12}", {"value_to_match": 12}, 1),
+    ("number_matching", "Final Answer: 12 cars", {"value_to_match": 12}, 1),
+    ("number_matching", "Final Answer: -4", {"value_to_match": -4.0}, 1),
+    ("number_matching", "Final Answer: \u22125", {"value_to_match": -5}, 1),
+    ("number_matching", "Final Answer: 50%", {"value_to_match": 50}, 1),
+    ("number_matching", "Final Answer: 3 (units 2)", {"value_to_match": 3}, 0),
+    ("number_matching", "Final Answer: 901", {"value_to_match": 1000.0}, 1),
+    ("number_matching", "Final Answer: 2.74", {"value_to_match": 2.5}, 1),
+    ("choices_matching", "Final Answer: C, A", {"label": "AC"}, 1),
+    ("choices_matching", "Final Answer: C, A, C", {"label": "AC"}, 1),
+    ("choices_matching", "Final Answer: A, C", {"label": "A"}, 1),
+    ("choices_matching", "Final Answer: (B) Paris", {"label": "B"}, 1),
+    ("choices_matching", "Final Answer: B. Paris", {"label": "B"}, 1),
+    ("choices_matching", "Final Answer: **B**", {"label": "B"}, 1),
+    ("choices_matching", "Final Answer: B.", {"label": "B"}, 1),
+    ("choices_matching", "Final Answer: The answer is B", {"label": "B"}, 1),
+    ("choices_matching", "Final Answer: \\boxed{C}", {"label": "C"}, 1),
+    ("choices_matching", "Final Answer: E. If both", {"label": "E"}, 1),
+    ("choices_matching", "Final Answer: D", {"label": "d"}, 1),
+    ("choices_matching", "最终答案：B", {"label": "B"}, 1),
+    ("ordered_list_matching", "Final Answer: C, D, A, B", {"order": ["C", "D", "A", "B"]}, 1),
+    ("ordered_list_matching", "Final Answer: C,D,A,B", {"order": ["C", "D", "A", "B"]}, 1),
+    ("ordered_list_matching", "Final Answer: c, d, a, b", {"order": "C, D, A, B"}, 1),
+    ("ordered_list_matching", "Final Answer: C, D, B, A", {"order": ["C", "D", "A", "B"]}, 0),
+    ("ordered_list_matching", "Final Answer: C; D; A; B", {"order": ["C", "D", "A", "B"]}, 0),
+    ("ordered_list_matching", "Final Answer: Paris, New York", {"order": ["Paris", "New York"]}, 1),
+    (
+        "key_items_matching",
+        "Final Answer: monterrey, seattlesounders",
+        {"key_items": [["Monterrey"], ["Seattle Sounders"]], "remove_space": True},
+        1,
+    ),
+    (
+        "key_items_matching",
+        "Final Answer: monterrey, seattlesounders",
+        {"key_items": [["Monterrey"], ["Seattle Sounders"]]},
+        0,
+    ),
+    ("key_items_matching", "Final Answer: Monterrey", {"key_items": ["Monterrey", "Seattle"]}, 1),
+    (
+        "key_items_matching",
+        "Final Answer: Monterrey",
+        {"key_items": [["Monterrey"], ["Seattle Sounders"]]},
+        0,
+    ),
+    ("key_items_matching", "Final Answer: 13", {"key_items": [["3"]]}, 1),
+    (
+        "key_items_matching",
+        "Final Answer: CF Monterrey & Sounders FC",
+        {"key_items": [["Monterrey"], ["Seattle Sounders", "Sounders"]]},
+        1,
+    ),
+    (
+        "location_matching",
+        "Final Answer: Tokyo DisneySea, Japan",
+        {"location_fine_grained": ["Tokyo Disney"], "location_coarse_grained": ["Tokyo"]},
+        1.0,
+    ),
+    (
+        "location_matching",
+        "Final Answer: Tokyo, Japan",
+        {"location_fine_grained": ["Tokyo Disney"], "location_coarse_grained": ["Tokyo"]},
+        0.5,
+    ),
+    (
+        "location_matching",
+        "Final Answer: Osaka",
+        {"location_fine_grained": ["Tokyo Disney"], "location_coarse_grained": ["Tokyo"]},
+        0,
+    ),
+    (
+        "location_matching",
+        "Final Answer: somewhere in Tokyo",
+        {
+            "location_fine_grained": ["Tokyo Disney"],
+            "location_coarse_grained": ["Tokyo"],
+            "coarse_grained_score": 0.25,
+        },
+        0.25,
+    ),
+    (
+        "location_matching",
+        "I believe the answer is Paris",
+        {"location_fine_grained": ["Paris"]},
+        1.0,
+    ),  # noqa: E501
+    ("location_matching", "答案：巴黎", {"location_fine_grained": ["巴黎"]}, 1.0),
+    (
+        "interval_matching",
+        "Final Answer: 0:45 minutes",
+        {"interval": ["0:30", "1:00"], "units": ["minutes"]},
+        1,
+    ),
+    (
+        "interval_matching",
+        "Final Answer: about 15",
+        {"interval": [10, 20], "units": []},
+        1,
+    ),
+    ("interval_matching", "Final Answer: 25 kg", {"interval": [10, 20], "units": ["kg"]}, 0),
+    ("interval_matching", "Final Answer: 15 lb", {"interval": [10, 20], "units": ["kg"]}, 0),
+    (
+        "multi_interval_matching",
+        "Final Answer: 150 cm",
+        {"intervals": [[1, 2], [140, 160]], "units": [["m"], ["cm"]]},
+        1,
+    ),
+]
+
+
+@pytest.mark.parametrize("mode", ["upstream", "fixed"])
+@pytest.mark.parametrize(("evaluator", "answer", "kwargs", "expected"), SAME)
+def test_reference_examples(evaluator, answer, kwargs, expected, mode):
+    value = score(evaluator, answer, mode, **kwargs)
+    assert value == expected and type(value) is type(expected)
+
+
+# (evaluator, raw answer, kwargs, upstream score, fixed score): the quirks the fixed mode fixes
+DIFFER = [
+    ("number_matching", "There are 4 cats. \\boxed{5} and \\boxed{6}", {"value_to_match": 5}, 1, 0),
+    ("choices_matching", "Final Answer: I", {"label": "I"}, 0, 1),
+    ("choices_matching", "Final Answer: A, T", {"label": "AT"}, 0, 1),
+    ("key_items_matching", "\\boxed{\\frac{1}{2}}", {"key_items": [["\\frac{1}{2}"]]}, 0, 1),
+    ("number_matching", "Final Answer: 1,000", {"value_to_match": 1000}, 0, 1),
+    ("number_matching", "Final Answer: 0", {"value_to_match": 0.0}, 0, 1),
+    ("number_matching", "Final Answer: 2.75", {"value_to_match": 2.5}, 0, 1),
+    ("number_matching", "Final Answer: 1e3", {"value_to_match": 1000}, 0, 1),
+    (
+        "location_matching",
+        "Paris, where I Answered the call",
+        {"location_fine_grained": ["Paris"]},
+        0,
+        1.0,
+    ),
+]
+
+
+@pytest.mark.parametrize(("evaluator", "answer", "kwargs", "upstream", "fixed"), DIFFER)
+def test_fixed_mode_corrects_the_quirks(evaluator, answer, kwargs, upstream, fixed):
+    assert score(evaluator, answer, "upstream", **kwargs) == upstream
+    assert score(evaluator, answer, "fixed", **kwargs) == fixed
+
+
+def test_choice_answers_are_rewritten_to_letters_and_intervals_note_what_matched():
+    choices = score_annotation(
+        item("choices_matching", label="B"), "Final Answer: (B) Paris", "upstream"
+    )
+    assert (choices.answer, choices.value) == ("B", 1)
+    multi = score_annotation(
+        item("choices_matching", label="AC"), "Final Answer: C, A, C", "upstream"
+    )
+    assert multi.answer == "AC"
+    interval = score_annotation(
+        item("interval_matching", interval=["0:30", "1:00"], units=["minutes"]),
+        "Final Answer: 0:45 minutes",
+        "upstream",
+    )
+    assert interval.extra == {"number_correct": 1, "unit_correct": 1}
+
+
+def test_judge_prompt_is_upstreams_byte_for_byte():
+    data = PROMPT.encode("utf-8")
+    assert len(PROMPT) == 4528
+    assert hashlib.sha256(data).hexdigest() == PROMPT_SHA256
+    assert PROMPT_SHA256 == "2ff1eab0483ced07b1da036617798030f62bdb3e549bde611235104c7ae3cebd"
+    assert PROMPT[1373] == "\f" and PROMPT[1374:1381] == "rac{{18"
+    filled = grader_prompt("Which? {{answer}}", "D", "Final Answer: A")
+    # str.replace in upstream's order: a placeholder in the question is filled too
+    assert filled.endswith(
+        "[Question]: Which? D\n[Ground Truth]: D\n[Model Response] : Final Answer: A\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("reply", "upstream", "robust"),
+    [
+        ("Reasoning: same.\n\nJudgement: 1", 1, 1),
+        ("Reasoning: differs.\n\nJudgement: 0", 0, 0),
+        ("1. Reasoning: the value is 0 here.\nJudgement: 0", 1, 0),  # upstream: first number
+        ("Judgement: 1\n\nOn reflection the answer is 0 apples.", 0, 1),
+        ("I cannot decide.", 0, None),
+        ("Reasoning: ok.\n\nJudgement: 0.9", 1, None),
+    ],
+)
+def test_verdict_parses(reply, upstream, robust):
+    assert parse_upstream(reply) == upstream
+    assert parse_robust(reply) == robust
+
+
+def test_load_checks_evaluators_and_their_arguments(tmp_path, caplog):
+    def load(items):
+        path = tmp_path / "test.json"
+        path.write_text(json.dumps(items))
+        return rome_data.load(tmp_path, "test.json", None, None)
+
+    with pytest.raises(DatasetError, match="^ROME question 'q': unknown evaluator 'fuzzy'"):
+        load([item("fuzzy")])
+    with pytest.raises(
+        DatasetError,
+        match="^ROME question 'q': evaluator_kwargs.value_to_match must be a number, not '3'$",
+    ):
+        load([item("number_matching", value_to_match="3")])
+    with pytest.raises(
+        DatasetError, match="evaluator_kwargs.tolerance is not an argument of number_matching"
+    ):
+        load([item("number_matching", value_to_match=3, tolerance=1)])
+    with pytest.raises(DatasetError, match="evaluator_kwargs.interval must be two numbers"):
+        load([item("interval_matching", interval=[1], units=[])])
+    with caplog.at_level(logging.WARNING, logger="benchmarks.rome.dataset"):
+        samples = load(
+            [
+                item("choices_matching", label="B"),
+                {**item("choices_matching", label="AI"), "question_id": "q2"},
+            ]
+        )
+    assert [s.id for s in samples] == ["q", "q2"]
+    assert "label with I, N, S or T" in caplog.text and "q2" in caplog.text
+
+
+def test_prompts_in_english_and_chinese_with_several_images(tmp_path):
+    from PIL import Image
+
+    for name, colour in (("a.png", "red"), ("b.png", "blue")):
+        Image.new("RGB", (8, 8), colour).save(tmp_path / name)
+    zh = {
+        **item("number_matching", value_to_match=3),
+        "question": "图中有几只猫？",
+        "img_path": ["a.png", "b.png"],
+    }
+    sample = rome_data.to_sample(zh, tmp_path)
+    assert sample.parts[0].text == (
+        "<image 1> 图中有几只猫？\n**请以以下格式结束回答：** `最终答案：`, 后跟一个数字。\n"
+        "**格式示例：** `最终答案：123`"
+    )
+    assert [p.kind for p in sample.parts] == ["text", "image", "image"]
+    assert [p.data for p in sample.parts[1:]] == [
+        (tmp_path / "a.png").read_bytes(),
+        (tmp_path / "b.png").read_bytes(),
+    ]
+    words = {**item("ordered_list_matching", order=["Paris", "Rome"]), "img_path": "a.png"}
+    assert rome_data.to_sample(words, tmp_path).parts[0].text == (
+        "<image 1> What?\n**Finalize your output with:** `Final Answer:`, followed by a string "
+        "representing the correct answer."
+    )
+    keys = {**item("key_items_matching", key_items=["x"]), "question": "<image 1> Who?"}
+    assert rome_data.prompt_text(keys) == "<image 1> Who?"  # no post-prompt, no second prefix
+
+
+def test_upstream_prompts_are_reproduced():
+    annotations = {
+        a["question_id"]: a for a in json.loads((EXAMPLE / "annotation.json").read_text())
+    }
+    for prediction in json.loads((EXAMPLE / "predictions.json").read_text()):
+        assert (
+            rome_data.prompt_text(annotations[prediction["question_id"]]) == prediction["question"]
+        )
+
+
+def test_score_command_reproduces_upstreams_files(tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(
+        [
+            "score", "rome", "--annotations", str(EXAMPLE / "annotation.json"),
+            "--predictions", str(EXAMPLE / "predictions.json"), "--output", str(out),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    assert (out / "scores.json").read_bytes() == (EXAMPLE / "scores.json").read_bytes()
+    assert (out / "updated_predictions.json").read_bytes() == (
+        EXAMPLE / "updated_predictions.json"
+    ).read_bytes()
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["final_score"] == [2.0, 5] and scores["accuracy"] == 40.0
+    answers = [p["answer"] for p in json.loads((out / "updated_predictions.json").read_text())]
+    assert answers[1:] == ["A", "A, B, D, C**", "3", "Tokyo DisneySea, Japan"]
+    assert "final_score [2.0, 5], accuracy 40.0" in capsys.readouterr().out
+
+
+def test_predictions_in_every_upstream_shape(tmp_path):
+    predictions = json.loads((EXAMPLE / "predictions.json").read_text())
+    shapes = {
+        "array.json": json.dumps(predictions),
+        "lines.jsonl": "\n".join(json.dumps(p) for p in predictions),
+        "keyed.json": json.dumps(
+            {
+                p["question_id"]: {k: v for k, v in p.items() if k != "question_id"}
+                for p in predictions
+            }
+        ),
+        # pretty-printed: upstream's sniffing reads it as JSON lines and fails
+        "single.json": json.dumps(predictions[3], indent=2),
+    }
+    for name, text in shapes.items():
+        (tmp_path / name).write_text(text)
+        got = read_predictions(tmp_path / name)
+        expected = predictions[3:4] if name == "single.json" else predictions
+        assert [(p["question_id"], p["answer"]) for p in got] == [
+            (p["question_id"], p["answer"]) for p in expected
+        ]
+    shutil.copy(EXAMPLE / "annotation.json", tmp_path / "annotation.json")
+    assert (
+        main(
+            [
+                "score",
+                "rome",
+                "--annotations",
+                str(tmp_path / "annotation.json"),
+                "--predictions",
+                str(tmp_path / "keyed.json"),
+            ]
+        )
+        == 0
+    )
+    scores = json.loads((tmp_path / "scores.json").read_text())
+    assert scores["final_score"] == [2.0, 5]
+
+
+def test_unknown_prediction_id_is_one_line(tmp_path, capsys):
+    (tmp_path / "p.json").write_text(json.dumps([{"question_id": "nope", "answer": "A"}]))
+    code = main(
+        [
+            "score",
+            "rome",
+            "--annotations",
+            str(EXAMPLE / "annotation.json"),
+            "--predictions",
+            str(tmp_path / "p.json"),
+        ]
+    )
+    assert code == 2
+    assert (
+        capsys.readouterr().err == "error: prediction question_id nope is not in the annotations\n"
+    )
+
+
+def test_simulator_answers_are_right_for_every_evaluator():
+    for evaluator, _, kwargs, _ in SAME:
+        annotation = item(evaluator, **kwargs)
+        answer = "Final Answer: " + correct_answer(annotation)
+        if evaluator in ("key_items_matching",) and not kwargs.get("remove_space", True):
+            continue
+        assert score_annotation(annotation, answer, "upstream").value >= 1, (evaluator, kwargs)
+
+
+def test_rome_is_registered_with_its_options():
+    options = ROME.options({"judge_tasks": ["diagrams", "geo"], "tasks": ["geo"]})
+    assert options.judge_tasks == ["diagrams", "geo"] and options.annotations == "test.json"
+    assert (ROME.protocol, ROME.epochs, ROME.scorings) == ("sampled-k", 4, ("upstream", "fixed"))

@@ -1,0 +1,274 @@
+"""Bad input: one clear line, exit code 2, before any request and without touching the store."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cli.main import main
+from storage import layout
+
+
+@pytest.fixture
+def store(tmp_path):
+    return tmp_path / "runs"
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str]:
+    code = main(["run", *args])
+    err = capsys.readouterr().err.strip()
+    return code, err
+
+
+def test_unknown_provider(capsys, store, demo_dataset):
+    code, err = run_cli(capsys, "-m", "acme/model-1", "--store", str(store))
+    assert code == 2
+    assert err == (
+        "error: unknown provider 'acme' in model 'acme/model-1': use one of "
+        "openai, openai-compatible, anthropic, google"
+    )
+    assert not store.exists()
+
+
+def test_unknown_model(capsys, store):
+    code, err = run_cli(capsys, "-m", "openai/gpt-nonexistent", "--store", str(store))
+    assert code == 2
+    assert err == (
+        "error: unknown model 'openai/gpt-nonexistent': add it to deployments/models.yaml "
+        "(or use openai/sim-<accuracy> against the simulator)"
+    )
+
+
+def test_missing_api_key(capsys, store, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    code, err = run_cli(capsys, "-m", "openai/gpt-4o-2024-11-20", "--store", str(store))
+    assert code == 2
+    assert err == "error: missing API key for openai/gpt-4o-2024-11-20: set OPENAI_API_KEY"
+
+
+def test_simulated_model_needs_simulator_url(capsys, store):
+    code, err = run_cli(capsys, "-m", "openai/sim-0.5", "--store", str(store))
+    assert code == 2
+    assert "start `evalfleet simulate` and pass --simulator-url" in err
+
+
+def test_unreadable_dataset_path(capsys, store, tmp_path):
+    missing = tmp_path / "nope"
+    code, err = run_cli(
+        capsys,
+        "-m",
+        "openai/sim-0.5",
+        "--simulator-url",
+        "http://127.0.0.1:9",
+        "--dataset-path",
+        str(missing),
+        "--store",
+        str(store),
+    )
+    assert code == 2
+    assert err.startswith("error: ") and str(missing) in err
+    assert "\n" not in err
+    assert not store.exists()
+
+
+def test_invalid_request_values(capsys, store):
+    code, err = run_cli(capsys, "-m", "openai/sim-0.5", "--epochs", "0", "--store", str(store))
+    assert code == 2
+    assert err == "error: invalid request: epochs: Input should be greater than or equal to 1"
+
+
+def test_malformed_limits_exit_2(capsys, store):
+    code, err = run_cli(capsys, "-m", "openai/sim-0.5", "--rpm", "openai/sim-0.5:100")
+    assert code == 2
+    assert err == (
+        "error: --rpm takes MODEL=N, e.g. --rpm openai/gpt-4o=500 (got 'openai/sim-0.5:100')"
+    )
+    code, err = run_cli(capsys, "-m", "openai/sim-0.5", "--tpm", "=5")
+    assert (code, err) == (2, "error: --tpm takes MODEL=N, e.g. --tpm openai/gpt-4o=500 (got '=5')")
+
+
+def test_unknown_benchmark_lists_the_registry(capsys, store):
+    code, err = run_cli(capsys, "-m", "openai/sim-0.5", "-b", "mmmu", "--store", str(store))
+    assert code == 2
+    assert err == (
+        "error: invalid request: benchmarks.0: unknown benchmark 'mmmu': use one of "
+        "zerobench, zerobench_subquestions, omnibench, rome, datbench, datbench_blind"
+    )
+
+
+def test_incompatible_run_id_is_refused_and_manifest_kept(capsys, store, demo_dataset):
+    from engine.plan import plan
+    from engine.request import EvalRequest
+    from engine.resolve import resolve
+
+    base = dict(
+        models=["openai/sim-0.5"],
+        dataset_path=demo_dataset,
+        run_id="r1",
+        store=str(store),
+        simulator_url="http://127.0.0.1:9",
+    )
+    plan(resolve(EvalRequest(**base)))
+    before = (store / layout.manifest_key("r1")).read_bytes()
+
+    code, err = run_cli(
+        capsys,
+        "-m",
+        "openai/sim-0.5",
+        "--dataset-path",
+        demo_dataset,
+        "--run-id",
+        "r1",
+        "--store",
+        str(store),
+        "--simulator-url",
+        "http://127.0.0.1:9",
+        "--epochs",
+        "3",
+    )
+    assert code == 2
+    assert err == (
+        "error: run id r1 already exists with a different request (zerobench decodings: "
+        "6 -> 4 epochs; zerobench_subquestions decodings: 6 -> 4 epochs): resume it with the "
+        "same settings, or choose a new --run-id"
+    )
+    assert (store / layout.manifest_key("r1")).read_bytes() == before
+    decodings = json.loads(before)["identity"]["benchmarks"]["zerobench"]["decodings"]
+    assert len(decodings) == 6
+
+
+def test_datbench_flags_apply_to_the_blind_variant_too(tmp_path):
+    from cli.main import build_parser
+    from cli.run import request_from_args
+
+    subset = tmp_path / "subset.json"
+    args = build_parser().parse_args(
+        ["run", "-m", "openai/sim-0.5", "-b", "datbench", "-b", "datbench_blind"]
+        + ["--datbench-capabilities", "chart,math", "--subset", str(subset)]
+    )
+    options = request_from_args(args).benchmark_options
+    expected = {"capabilities": ["chart", "math"], "subset": str(subset)}
+    assert options == {"datbench": expected, "datbench_blind": expected}
+
+
+def test_subset_needs_a_benchmark_that_takes_one(capsys, store):
+    code, err = run_cli(capsys, "-m", "openai/sim-0.5", "--subset", "s.json")
+    assert code == 2
+    assert err == (
+        "error: --subset applies to benchmarks that take a subset: add --benchmark datbench "
+        "(and/or datbench_blind)"
+    )
+
+
+def test_datbench_judge_prompt_without_response_slot_fails_before_any_request(
+    capsys, store, tmp_path
+):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from benchmarks.datbench.demo import write_datbench_demo
+
+    data = write_datbench_demo(tmp_path / "db")
+    shard = data / "chart" / "test-00000-of-00001.parquet"
+    rows = pq.read_table(shard).to_pylist()
+    rows[2]["judge_prompt"] = "Is the answer right?\nRespond with exactly two lines:\nanswer: ..."
+
+    pq.write_table(pa.Table.from_pylist(rows), shard)
+    code, err = run_cli(
+        capsys, "-m", "openai/sim-0.5", "-b", "datbench", "--dataset-path", str(data),
+        "--simulator-url", "http://127.0.0.1:9", "--store", str(store),
+    )  # fmt: skip
+    assert code == 2
+    assert err == (
+        "error: DatBench judge row 'chart-3': its judge_prompt has no slot for the response: "
+        "put {response} where it goes, or pass --datbench-judge-layout append"
+    )
+    assert not store.exists()
+
+
+def test_up_refuses_a_bad_reevaluation_request_before_starting_anything(capsys, tmp_path):
+    state = tmp_path / "stack"
+    bad = tmp_path / "reevaluate.json"
+    bad.write_text(json.dumps({"include": {"openai": "gpt-*"}, "epochs": 0}))
+    code = main(["up", "--state-dir", str(state), "--reevaluate-request", str(bad)])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: --reevaluate-request {bad}: invalid request: include.openai: Input should be "
+        "a valid list; epochs: Input should be greater than or equal to 1"
+    )
+    missing = tmp_path / "nope.yaml"
+    code = main(["up", "--state-dir", str(state), "--reevaluate-request", str(missing)])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: cannot read --reevaluate-request {missing} (FileNotFoundError): give a JSON "
+        "or YAML file of the reevaluate flow's parameters"
+    )
+    assert not (state / "stack.json").exists()  # nothing was started
+
+
+def test_batch_mode_for_a_model_the_run_does_not_ask(capsys, store, demo_dataset):
+    code, err = run_cli(
+        capsys,
+        *("-m", "openai/sim-0.5", "--batch", "openai/sim-0.9", "--store", str(store)),
+        *("--simulator-url", "http://127.0.0.1:9", "--dataset-path", demo_dataset),
+    )
+    assert code == 2
+    assert err.endswith(
+        "batch mode asked for 'openai/sim-0.9', which is not a model of this request: add it "
+        "with --model, or drop it from --batch"
+    )
+    assert not store.exists()
+
+
+def test_batch_mode_on_a_server_without_a_batch_api():
+    from core.types import ConfigError
+    from providers.batch import check_batch_support
+    from providers.registry import Endpoint, resolve_model
+
+    vllm = resolve_model(
+        "openai-compatible/qwen", endpoint=Endpoint("http://127.0.0.1:9/v1", None, ("text",))
+    )
+    with pytest.raises(ConfigError) as refused:
+        check_batch_support(vllm)
+    assert str(refused.value) == (
+        "model openai-compatible/qwen: batch mode is not available for openai-compatible "
+        "servers (vLLM, SGLang, gateways have no batch API); run it without batch mode"
+    )
+    check_batch_support(resolve_model("anthropic/sim-0.5", simulator_url="http://127.0.0.1:9"))
+
+
+@pytest.mark.parametrize("missing", ["--predictions", "--annotations"])
+def test_score_rome_names_a_missing_file_in_one_line(capsys, tmp_path, missing):
+    present = tmp_path / "present.json"
+    present.write_text("[]")
+    files = {"--predictions": str(present), "--annotations": str(present)}
+    files[missing] = str(tmp_path / "nonexistent.json")
+    code = main(["score", "rome", *[x for pair in files.items() for x in pair]])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: {missing} {tmp_path / 'nonexistent.json'}: no such file: give the path of an "
+        "existing file"
+    )
+
+
+def test_a_benchmark_command_on_a_run_that_does_not_exist(capsys, store):
+    store.mkdir()
+    code = main(["datbench", "select", "nosuch", "--k", "5", "--store", str(store)])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: no run 'nosuch' in local directory {store}: `evalfleet runs --store {store}` "
+        "lists the runs there"
+    )
+
+
+def test_a_benchmark_command_on_a_run_without_results(capsys, store):
+    (store / "half").mkdir(parents=True)
+    (store / "half" / "manifest.json").write_text(json.dumps({"manifest_version": 2}))
+    code = main(["datbench", "delta", "half", "--store", str(store)])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: run half has no results in local directory {store}: run `evalfleet aggregate "
+        "half` (or finish "
+        "the run) first"
+    )

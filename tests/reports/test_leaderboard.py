@@ -1,0 +1,492 @@
+"""The leaderboard of a store, from real runs against the simulator (Ray, Prefect, local store).
+
+Four small runs (4 main questions + 11 subquestions, greedy + 1 sampled epoch) go into one
+store, each aggregated in its own second (results carry `written_at` to the second):
+
+- `a-first`: sim-0.3 and sim-0.8, the first leaderboard;
+- `b-redo`: sim-0.3 again with other seeds: a later complete result, with other values;
+- `c-partial`: sim-0.8 and sim-0.5; then its zerobench answers are cut down (as a stopped run
+  leaves them) and it is aggregated again: a later but incomplete zerobench result, a later
+  complete subquestion one;
+- `d-added`: sim-0.6, whose calls fail 30 % of the time with one attempt each, run through the
+  `evaluate-and-aggregate` flow, whose leaderboard refresh flags it new.
+
+Run ids sort in time order, so a board that kept the first result per key in directory order
+instead of the latest would fail. Expected values are computed here from the stored records
+and the runs' summary CSVs, never through `flows.leaderboard`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from cli.launch import run_without_prefect
+from cli.main import main
+from engine.aggregate import aggregate_run
+from engine.request import EvalRequest
+from flows.pipeline import evaluate_and_aggregate
+from reports.leaderboard import update
+from simulator.process import start_simulator
+from storage import open_store
+from tests.browser import close, headless_chromium
+from tests.helpers import results_dir, zerobench_samples
+
+REPO = Path(__file__).resolve().parents[2]
+SCREENSHOT = REPO / "tests" / "output" / "leaderboard" / "index.png"
+
+BENCHMARKS = ["zerobench", "zerobench_subquestions"]
+SCORINGS = ["upstream", "robust"]
+EPOCHS = 2  # zerobench-paper with --epochs 1: the greedy epoch and one sampled epoch
+Z95 = 1.959964
+# each benchmark's headline metric and its SE, as the summary tables name them
+HEADLINE = {
+    "zerobench": ("accuracy", "accuracy", "all_samples_mean_stderr"),
+    "zerobench_subquestions": ("grouped_accuracy", "grouped_accuracy", "grouped_se"),
+}
+SIMULATOR = {"latency": {"ms": 1}, "rules": [{"match": "sim-0.6", "faults": {"http_500": 0.3}}]}
+RUNS = {  # run id: models, base seed, attempts per item
+    "a-first": (["openai/sim-0.3", "openai/sim-0.8"], 42, 6),
+    "b-redo": (["openai/sim-0.3"], 7, 6),
+    "c-partial": (["openai/sim-0.8", "openai/sim-0.5"], 11, 6),
+    "d-added": (["openai/sim-0.6"], 42, 1),
+}
+# where each (model, benchmark) result must come from
+SOURCE = {
+    ("openai/sim-0.3", "zerobench"): "b-redo",  # later and complete: replaces a-first
+    ("openai/sim-0.3", "zerobench_subquestions"): "b-redo",
+    ("openai/sim-0.8", "zerobench"): "a-first",  # c-partial is later but incomplete there
+    ("openai/sim-0.8", "zerobench_subquestions"): "c-partial",  # later and complete
+    ("openai/sim-0.5", "zerobench"): "c-partial",  # incomplete, but the only result
+    ("openai/sim-0.5", "zerobench_subquestions"): "c-partial",
+    ("openai/sim-0.6", "zerobench"): "d-added",
+    ("openai/sim-0.6", "zerobench_subquestions"): "d-added",
+}
+ADDED = "openai/sim-0.6"
+
+
+def _after(store: Path, run_id: str) -> None:
+    """Wait until the clock is past the second of the run's `written_at`, so the next
+    aggregation writes a later one."""
+    latest = json.loads((store / run_id / "results" / "latest.json").read_text())
+    written = datetime.fromisoformat(latest["written_at"]).timestamp()
+    time.sleep(max(0.0, written + 1.05 - time.time()))
+
+
+def _latest_json(store: Path) -> dict:
+    return json.loads((store / "leaderboard" / "latest.json").read_text())
+
+
+def _cut_answers(run: Path, benchmark: str, first_sample: str) -> int:
+    """Delete a benchmark's sampled epoch and the first sample's greedy answer, as a run
+    stopped part-way leaves them."""
+    removed = 0
+    for path in (run / "completions").rglob("*.json"):
+        record = json.loads(path.read_text())
+        if record["benchmark"] == benchmark and (
+            record["epoch"] == 1 or record["sample_id"] == first_sample
+        ):
+            path.unlink()
+            removed += 1
+    return removed
+
+
+@pytest.fixture(scope="module")
+def board(ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path_factory):
+    work = tmp_path_factory.mktemp("leaderboard")
+    store = work / "runs"
+    seen: dict = {}
+    with start_simulator(answer_key, SIMULATOR, work / "sim.jsonl") as sim:
+
+        def request(run_id: str) -> EvalRequest:
+            models, seed, attempts = RUNS[run_id]
+            return EvalRequest(
+                models=models,
+                benchmarks=BENCHMARKS,
+                dataset_path=demo_dataset,
+                epochs=1,
+                base_seed=seed,
+                max_attempts=attempts,
+                run_id=run_id,
+                store=str(store),
+                simulator_url=sim.url,
+                workers=1,
+            )
+
+        run_without_prefect(request("a-first"))
+        seen["after_first"] = _latest_json(store)
+        _after(store, "a-first")
+        run_without_prefect(request("b-redo"))
+        _after(store, "b-redo")
+        run_without_prefect(request("c-partial"))
+        seen["after_partial_run"] = _latest_json(store)
+        first = zerobench_samples("zerobench", demo_dataset)[0].id
+        seen["cut"] = _cut_answers(store / "c-partial", "zerobench", first)
+        aggregate_run(open_store(str(store)), "c-partial")
+        before, _ = update(open_store(str(store)))
+        seen["before_added"] = before
+        _after(store, "c-partial")
+        evaluate_and_aggregate(request("d-added"))  # its leaderboard refresh is a Prefect flow
+    return store, seen
+
+
+# --- expected values, by hand ----------------------------------------------------------------
+
+
+def upstream_correct(response: str | None, target: str) -> bool:
+    found = re.findall(r"\{(.*?)\}", (response or "").strip().lower())
+    return bool(found) and found[-1] == target.strip().lower()
+
+
+def run_records(store: Path, run_id: str, model: str, benchmark: str) -> list[dict]:
+    records = [json.loads(p.read_text()) for p in (store / run_id / "completions").rglob("*.json")]
+    return [r for r in records if r["model"] == model and r["benchmark"] == benchmark]
+
+
+def expected_rows(store: Path, dataset: str) -> list[dict]:
+    rows = []
+    for (model, benchmark), run_id in SOURCE.items():
+        samples = zerobench_samples(benchmark, dataset)
+        targets = {s.id: s.target for s in samples}
+        groups = {s.id: s.group_id or s.id for s in samples}
+        records = run_records(store, run_id, model, benchmark)
+        done = [r for r in records if r["error"] is None]
+        right = sum(upstream_correct(r["response"], targets[r["sample_id"]]) for r in done)
+        greedy = {r["sample_id"] for r in records if r["epoch"] == 0}
+        metric, value_column, se_column = HEADLINE[benchmark]
+        summary = pd.read_csv(results_dir(store, run_id) / f"summary_{benchmark}.csv")
+        samples_table = pd.read_parquet(results_dir(store, run_id) / "samples.parquet")
+        latest = json.loads((store / run_id / "results" / "latest.json").read_text())
+        cost = round(sum(r["cost_usd"] for r in records), 6)
+        tokens = sum(r["usage"]["output_tokens"] for r in done)
+        expected = len(samples) * EPOCHS
+        for scoring in SCORINGS:
+            line = summary[(summary.model == model) & (summary.scoring == scoring)]
+            assert len(line) == 1, (run_id, model, benchmark, scoring)
+            value, se = float(line[value_column].iloc[0]), float(line[se_column].iloc[0])
+            assert float(line["cost_usd"].iloc[0]) == pytest.approx(cost, abs=1e-9)
+            correct = int(
+                samples_table[
+                    (samples_table.model == model)
+                    & (samples_table.benchmark == benchmark)
+                    & (samples_table.scoring == scoring)
+                ]["correct"].sum()
+            )
+            # the simulator always answers in braces: both readings agree with ours
+            assert correct == right, (run_id, model, benchmark, scoring)
+            rows.append(
+                {
+                    "benchmark": benchmark,
+                    "scoring": scoring,
+                    "model": model,
+                    "metric": metric,
+                    "value": value,
+                    "se": se,
+                    "ci95_low": max(0.0, value - Z95 * se),
+                    "ci95_high": min(1.0, value + Z95 * se),
+                    "n": len(greedy)
+                    if benchmark == "zerobench"
+                    else len({groups[s] for s in greedy}),
+                    "done": len(done),
+                    "expected": expected,
+                    "errors": len(records) - len(done),
+                    "coverage": f"{len(done)}/{expected}",
+                    "complete": len(records) == expected,
+                    "mean_output_tokens": tokens / len(done),
+                    "cost_usd": cost,
+                    "correct": right,
+                    "cost_per_correct_usd": cost / right if right else None,
+                    "new": model == ADDED,
+                    "run_id": run_id,
+                    "version": latest["version"],
+                    "written_at": latest["written_at"],
+                }
+            )
+    for row in rows:  # rank: 1 + the models strictly above, within (benchmark, scoring)
+        peers = [
+            r for r in rows if (r["benchmark"], r["scoring"]) == (row["benchmark"], row["scoring"])
+        ]
+        row["rank"] = 1 + sum(p["value"] > row["value"] for p in peers)
+    order = {(b, s): i for i, (b, s) in enumerate((b, s) for b in BENCHMARKS for s in SCORINGS)}
+    return sorted(
+        rows, key=lambda r: (order[(r["benchmark"], r["scoring"])], r["rank"], r["model"])
+    )
+
+
+def ranked_models(rows: list[dict], benchmark: str, scoring: str) -> list[str]:
+    return [r["model"] for r in rows if (r["benchmark"], r["scoring"]) == (benchmark, scoring)]
+
+
+@pytest.fixture(scope="module")
+def expected(board, demo_dataset) -> list[dict]:
+    store, _ = board
+    return expected_rows(store, demo_dataset)
+
+
+# --- the tests -------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_parquet_matches_the_runs_results(board, expected):
+    store, _ = board
+    table = pd.read_parquet(store / "leaderboard" / "leaderboard.parquet")
+    assert len(table) == len(SOURCE) * len(SCORINGS) == len(expected)
+    keys = ["benchmark", "scoring", "model"]
+    assert table[keys].values.tolist() == [[r[k] for k in keys] for r in expected]
+    exact = ["metric", "rank", "n", "done", "expected", "errors", "coverage", "complete"]
+    exact += ["correct", "new", "run_id", "version", "written_at"]
+    close = ["value", "se", "ci95_low", "ci95_high", "mean_output_tokens", "cost_usd"]
+    for row, want in zip(table.to_dict("records"), expected, strict=True):
+        where = (want["model"], want["benchmark"], want["scoring"])
+        for column in exact:
+            assert row[column] == want[column], (where, column)
+        for column in close:
+            assert row[column] == pytest.approx(want[column], abs=1e-9), (where, column)
+        assert row["cost_per_correct_usd"] == pytest.approx(want["cost_per_correct_usd"], abs=1e-6)
+    # the data exercise every rule: errors, a partial row, both clips of the interval, a tie
+    assert table.errors.max() > 0 and not table.complete.all()
+    assert (table.value - Z95 * table.se < 0).any() and (table.value + Z95 * table.se > 1).any()
+    assert (
+        table.groupby(["benchmark", "scoring"])["rank"].apply(lambda r: r.duplicated().any()).any()
+    )
+    # the CSV is the same table
+    csv = pd.read_csv(store / "leaderboard" / "leaderboard.csv")
+    shown = [*keys, "rank", "run_id", "coverage", "new"]
+    assert csv[shown].values.tolist() == table[shown].values.tolist()
+
+
+@pytest.mark.slow
+def test_latest_complete_result_per_key_wins(board, expected):
+    store, seen = board
+    written = {
+        run_id: json.loads((store / run_id / "results" / "latest.json").read_text())["written_at"]
+        for run_id in RUNS
+    }
+    assert written["a-first"] < written["b-redo"] < written["c-partial"] < written["d-added"]
+    rows = {(r["model"], r["benchmark"], r["scoring"]): r for r in expected}
+    table = pd.read_parquet(store / "leaderboard" / "leaderboard.parquet")
+    got = table.set_index(["model", "benchmark", "scoring"])
+    # b-redo replaced a-first's sim-0.3, whose own result was different
+    first = pd.read_csv(results_dir(store, "a-first") / "summary_zerobench.csv")
+    first = first[(first.model == "openai/sim-0.3") & (first.scoring == "upstream")].iloc[0]
+    redo = rows[("openai/sim-0.3", "zerobench", "upstream")]
+    assert (first["accuracy"], first["cost_usd"]) != (redo["value"], redo["cost_usd"])
+    assert got.loc[("openai/sim-0.3", "zerobench", "upstream"), "run_id"] == "b-redo"
+    assert got.loc[("openai/sim-0.3", "zerobench", "upstream"), "value"] == redo["value"]
+    # c-partial's zerobench answers were cut (1 greedy + 4 sampled of each model's 8)
+    assert seen["cut"] == 2 * 5
+    partial = pd.read_csv(results_dir(store, "c-partial") / "summary_zerobench.csv")
+    assert set(partial.model) == {"openai/sim-0.8", "openai/sim-0.5"}
+    for scoring in SCORINGS:
+        kept = got.loc[("openai/sim-0.8", "zerobench", scoring)]
+        assert (kept["run_id"], kept["coverage"], bool(kept["complete"])) == (
+            "a-first",
+            "8/8",
+            True,
+        )
+        sub = got.loc[("openai/sim-0.8", "zerobench_subquestions", scoring)]
+        assert (sub["run_id"], sub["coverage"], bool(sub["complete"])) == (
+            "c-partial",
+            "22/22",
+            True,
+        )
+        only = got.loc[("openai/sim-0.5", "zerobench", scoring)]
+        assert (only["run_id"], only["coverage"], bool(only["complete"])) == (
+            "c-partial",
+            "3/8",
+            False,
+        )
+        assert (only["n"], only["errors"]) == (3, 0)
+        faulty = got.loc[(ADDED, "zerobench", scoring)]
+        assert faulty["errors"] > 0 and bool(faulty["complete"])
+        assert faulty["done"] + faulty["errors"] == faulty["expected"] == 8
+    markdown = (store / "leaderboard" / "leaderboard.md").read_text()
+    assert re.search(r"openai/sim-0\.5 .*\| 3/8 \(partial\) ", markdown), markdown
+
+
+@pytest.mark.slow
+def test_new_flags_only_the_model_absent_from_the_previous_board(board, expected, tmp_path):
+    store, seen = board
+    # the first board of a store has nothing to compare with: nobody is new
+    assert seen["after_first"]["models"] == ["openai/sim-0.3", "openai/sim-0.8"]
+    assert seen["after_first"]["new"] == []
+    # c-partial brought sim-0.5: its refresh flagged it, on each benchmark's headline scoring
+    lines = seen["after_partial_run"]["new"]
+    assert len(lines) == 2 and all(
+        line.startswith("openai/sim-0.5 is new: rank ") for line in lines
+    )
+    # a rebuild with no other model keeps the flags of the last change (the same change may
+    # trigger several rebuilds: none of them must erase what the first one flagged)
+    before = seen["before_added"]
+    assert [line.split(" is new")[0] for line in before.new] == ["openai/sim-0.5"] * 2
+    assert set(before.table[before.table["new"]].model) == {"openai/sim-0.5"}
+    assert set(before.table.model) == {"openai/sim-0.3", "openai/sim-0.5", "openai/sim-0.8"}
+    # d-added's refresh (the leaderboard flow) flags sim-0.6, and only it
+    table = pd.read_parquet(store / "leaderboard" / "leaderboard.parquet")
+    assert set(table[table.new].model) == {ADDED}
+    assert table[table.model == ADDED].new.all() and len(table[table.new]) == 4
+    rank = {(r["benchmark"], r["scoring"]): r["rank"] for r in expected if r["model"] == ADDED}
+    latest = _latest_json(store)
+    assert latest["new"] == [
+        f"{ADDED} is new: rank {rank[(b, 'upstream')]} of 4 on {b} (upstream)" for b in BENCHMARKS
+    ]
+    assert latest["models"] == sorted({model for model, _ in SOURCE})
+    assert latest["runs"] == 4
+    # new means new since the last board with other models: building it again keeps the flags
+    again = tmp_path / "again"
+    shutil.copytree(store, again)
+    rebuilt, _ = update(open_store(str(again)))
+    assert rebuilt.new == latest["new"] and set(rebuilt.table[rebuilt.table.new].model) == {ADDED}
+
+
+@pytest.mark.slow
+def test_plots_decode_and_are_not_blank(board):
+    from PIL import Image
+
+    store, _ = board
+    colours = {  # a colour each plot draws with (sim-0.6, new, is drawn orange)
+        "accuracy_ci.png": [(0x3A, 0x6E, 0xA5), (0xD9, 0x8C, 0x00)],
+        "accuracy_vs_tokens.png": [(0x3A, 0x6E, 0xA5)],
+        "cost_per_correct.png": [(0x5A, 0x9E, 0x6F)],
+    }
+    for name, drawn in colours.items():
+        image = Image.open(io.BytesIO((store / "leaderboard" / name).read_bytes()))
+        image.load()
+        assert image.format == "PNG", name
+        width, height = image.size
+        assert width >= 1000 and height >= 250, (name, image.size)  # one panel per benchmark
+        counts = image.convert("RGB").getcolors(maxcolors=width * height)
+        assert len(counts) > 50, (name, len(counts))
+        assert max(counts)[0] < 0.95 * width * height, name  # not mostly one colour
+        present = {colour for _, colour in counts}
+        for colour in drawn:
+            assert colour in present, (name, colour)
+
+
+@pytest.mark.slow
+def test_html_page_renders_in_headless_chromium(board, expected):
+    from PIL import Image
+
+    store, _ = board
+    from selenium.webdriver.common.by import By
+
+    page = store / "leaderboard" / "index.html"
+    driver = headless_chromium(1400, 1000)
+    try:
+        driver.get(page.as_uri())
+        assert driver.title == "evalfleet leaderboard"
+        headings = [h.text for h in driver.find_elements(By.TAG_NAME, "h2")]
+        sections = [f"{b} — {s}" for b in BENCHMARKS for s in SCORINGS]
+        assert headings == ["New models", *sections]
+        news = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "ul li")]
+        assert news == _latest_json(store)["new"]
+        tables = driver.find_elements(By.TAG_NAME, "table")
+        assert len(tables) == len(sections)
+        for table, (benchmark, scoring) in zip(
+            tables, [s.split(" — ") for s in sections], strict=True
+        ):
+            models = [td.text for td in table.find_elements(By.CSS_SELECTOR, "td.l")]
+            assert models == ranked_models(expected, benchmark, scoring)
+            flagged = [
+                tr.find_element(By.CSS_SELECTOR, "td.l").text
+                for tr in table.find_elements(By.CSS_SELECTOR, "tr.new")
+            ]
+            assert flagged == [ADDED]
+        images = driver.execute_script(
+            "return Array.from(document.images).map("
+            "i => [i.alt, i.complete, i.naturalWidth, i.naturalHeight])"
+        )
+        assert [alt for alt, *_ in images] == list(
+            ("accuracy_ci.png", "accuracy_vs_tokens.png", "cost_per_correct.png")
+        )
+        for alt, complete, width, height in images:
+            with Image.open(store / "leaderboard" / alt) as png:
+                assert complete and (width, height) == png.size, alt
+        # the whole page in one screenshot: a viewport as tall as the page
+        page_height = int(driver.execute_script("return document.documentElement.scrollHeight"))
+        driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1400, "height": page_height, "deviceScaleFactor": 1, "mobile": False},
+        )
+        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        assert driver.save_screenshot(str(SCREENSHOT))
+    finally:
+        close(driver)
+    with Image.open(SCREENSHOT) as shot:
+        shot.load()
+        assert shot.size == (1400, page_height)
+        counts = shot.convert("RGB").getcolors(maxcolors=shot.size[0] * shot.size[1])
+        assert len(counts) > 50
+
+
+def section_models(output: str, benchmark: str, scoring: str) -> list[str]:
+    """The model column of one section of `evalfleet leaderboard`'s output, in order."""
+    block = output.split(f"\n{benchmark} ({scoring})\n", 1)[1].split("\n\n", 1)[0]
+    lines = [line for line in block.splitlines() if line.startswith("|")]
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    column = header.index("model")
+    return [line.strip("|").split("|")[column].strip() for line in lines[2:]]
+
+
+@pytest.mark.slow
+def test_cli_prints_the_board_and_opens_the_page(board, expected, tmp_path):
+    store, _ = board
+    copy = tmp_path / "runs"
+    shutil.copytree(store, copy)
+    (copy / "leaderboard" / "index.html").unlink()
+    # $BROWSER is a recorder: --open hands it the page's URI, and nothing else happens
+    opened = tmp_path / "opened.txt"
+    recorder = tmp_path / "browser.sh"
+    recorder.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {opened}\n')
+    recorder.chmod(0o755)
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.main", "leaderboard", "--store", str(copy), "--open"],
+        cwd=REPO,
+        env={**os.environ, "BROWSER": str(recorder)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    output = done.stdout
+    for benchmark in BENCHMARKS:
+        for scoring in SCORINGS:
+            assert section_models(output, benchmark, scoring) == ranked_models(
+                expected, benchmark, scoring
+            )
+    assert re.search(r"\| openai/sim-0\.5 .*\| 3/8 \(partial\) ", output), output
+    # the last change brought sim-0.6: still flagged (no other model came since)
+    flagged = [line for line in output.splitlines() if "is new" in line]
+    assert flagged == _latest_json(copy)["new"] and all(ADDED in line for line in flagged)
+    page = copy / "leaderboard" / "index.html"
+    assert output.rstrip().splitlines()[-2:] == [
+        f"4 runs; tables and plots in {copy}/leaderboard/",
+        f"page: {page}",
+    ]
+    assert opened.read_text() == page.as_uri()
+    html = page.read_text()
+    assert html.startswith("<!doctype html>")
+    for model, _ in SOURCE:
+        assert f"<td class='l'>{model}</td>" in html
+
+
+def test_cli_on_a_store_without_results(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["leaderboard", "--store", str(empty)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: no run in local directory {empty} has results yet: run `evalfleet run` (or "
+        "`evalfleet aggregate RUN_ID`) first"
+    )
+    assert not (empty / "leaderboard").exists()

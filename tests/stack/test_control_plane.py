@@ -1,0 +1,88 @@
+"""Prefect is the control plane, not the data path: losing its server mid-run does not slow
+the run, the loss is reported once (the run's own temporary server is started again), and the
+run still ends with its tables."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from simulator.process import start_simulator
+from tests.helpers import result_table, tagged_processes, wait_for_no_processes
+
+pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
+
+
+REPO = Path(__file__).resolve().parents[2]
+MODELS = ["openai/sim-0.4", "openai/sim-0.6"]
+TOTAL = 15 * 40 * 2  # demo samples x (1 greedy + 39 sampled epochs) x models
+KILL_AT = 200
+
+
+def finished_times(runs: Path) -> list[float]:
+    out = []
+    for path in (runs / "lost" / "completions").rglob("*.json"):
+        record = json.loads(path.read_text())
+        out.append(datetime.fromisoformat(record["finished_at"]).timestamp())
+    return sorted(out)
+
+
+def rate(times: list[float], start: int, end: int) -> float:
+    return (end - start) / (times[end] - times[start])
+
+
+def test_killing_the_prefect_server_leaves_throughput_alone(demo_dataset, answer_key, tmp_path):
+    tag = uuid.uuid4().hex
+    runs = tmp_path / "runs"
+    env = {**os.environ, "EVALFLEET_TEST_TAG": tag}
+    for name in ("RAY_ADDRESS", "PREFECT_API_URL", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN"):
+        env.pop(name, None)
+    log = tmp_path / "run.log"
+    with start_simulator(answer_key, {"latency": {"ms": 100}}, tmp_path / "sim.jsonl") as sim:
+        args = ["run", "--dataset-path", demo_dataset, "--epochs", "39", "--run-id", "lost"]
+        args += ["--store", str(runs), "--simulator-url", sim.url, "--max-in-flight", "16"]
+        args += [arg for model in MODELS for arg in ("-m", model)]
+        process = subprocess.Popen(
+            [sys.executable, "-m", "cli.main", *args],
+            cwd=REPO,
+            env=env,
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 240
+        # records only: the run's manifest is a JSON file too
+        while len(list((runs / "lost" / "completions").rglob("*.json"))) < KILL_AT:
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        servers = [pid for pid, cmd in tagged_processes(tag) if "prefect.server.api.server" in cmd]
+        assert len(servers) == 1, tagged_processes(tag)
+        os.kill(servers[0], signal.SIGKILL)
+        killed_at = time.time()
+        process.wait(timeout=300)
+    output = log.read_text()
+    assert process.returncode == 0, output
+    assert output.count("the temporary Prefect server stopped: starting it again") == 1, output
+    assert "unreachable" not in output and "could not be finished" not in output, output
+    assert "Traceback" not in output, output
+
+    times = finished_times(runs)
+    assert len(times) == TOTAL
+    killed = sum(t < killed_at for t in times)
+    assert KILL_AT <= killed < TOTAL - 400
+    before = rate(times, 50, killed - 1)
+    after = rate(times, killed + 50, TOTAL - 50)
+    assert after >= 0.8 * before, f"{before:.1f} items/s before the kill, {after:.1f} after"
+    summary = result_table(runs, "lost", "summary_zerobench.parquet")
+    assert sorted(summary.model.unique()) == MODELS
+    assert wait_for_no_processes(tag) == []

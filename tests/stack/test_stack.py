@@ -1,0 +1,546 @@
+"""The stack as a user runs it: `evalfleet up --ray`, runs through the Prefect API, the UI in
+headless Chromium, a SIGKILLed flow run, a scheduled reevaluation, `evalfleet down`.
+
+One stack serves the whole module (a Prefect server, the served deployments and a Ray head
+take about 40 s to start here); the tests run in file order and the last one stops it.
+Every process the stack starts carries EVALFLEET_TEST_TAG, so "nothing left behind" is checked
+on the processes themselves. Screenshots go to tests/output/stack/ (gitignored).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from simulator.process import start_simulator
+from stack.services import free_port
+from tests.browser import close, headless_chromium
+from tests.helpers import parse, results_dir, tagged_processes, wait_for_no_processes
+
+pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
+
+
+REPO = Path(__file__).resolve().parents[2]
+EVALFLEET = str(Path(sys.executable).with_name("evalfleet"))
+SHOTS = REPO / "tests" / "output" / "stack"
+ENDED = {"Completed", "Failed", "Crashed", "Cancelled"}
+
+
+@dataclass
+class Stack:
+    env: dict[str, str]
+    tag: str
+    ui: str  # http://127.0.0.1:PORT
+    store: Path
+    sim_url: str
+    sim_log: Path
+    root: Path
+
+    @property
+    def api(self) -> str:
+        return f"{self.ui}/api"
+
+    def cli(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [EVALFLEET, *args],
+            cwd=REPO,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def call(self, path: str, body: object | None = None) -> object:
+        """One API call; a 503 (SQLite busy on a loaded machine) is asked again for 60 s."""
+        data = None if body is None else json.dumps(body).encode()
+        deadline = time.monotonic() + 60
+        while True:
+            request = urllib.request.Request(
+                f"{self.api}{path}",
+                data=data,
+                method="GET" if body is None else "POST",
+                headers={"Content-Type": "application/json"},
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    raw = response.read()
+                return json.loads(raw) if raw else None
+            except urllib.error.HTTPError as error:
+                if error.code != 503 or time.monotonic() > deadline:
+                    raise
+                time.sleep(1)
+
+    def deployment(self, name: str) -> dict:
+        flow_name, deployment_name = name.split("/")
+        for found in self.call("/deployments/filter", {}):
+            flow = self.call(f"/flows/{found['flow_id']}")
+            if (flow["name"], found["name"]) == (flow_name, deployment_name):
+                return found
+        raise AssertionError(f"deployment {name} is not registered")
+
+    def start_run(self, name: str, request: dict) -> str:
+        deployment = self.deployment(name)
+        run = self.call(
+            f"/deployments/{deployment['id']}/create_flow_run", {"parameters": {"request": request}}
+        )
+        return run["id"]
+
+    def wait(self, flow_run_id: str, states: set[str] = ENDED, timeout: float = 240) -> dict:
+        deadline = time.monotonic() + timeout
+        while True:
+            run = self.call(f"/flow_runs/{flow_run_id}")
+            if run["state"] and run["state"]["name"] in states:
+                return run
+            assert time.monotonic() < deadline, f"flow run stuck in {run['state']}"
+            time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory, answer_key):
+    root = tmp_path_factory.mktemp("stack")
+    tag = f"stack-{os.getpid()}-{time.monotonic_ns()}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "RAY_ADDRESS"))}
+    env.update(
+        EVALFLEET_TEST_TAG=tag,
+        EVALFLEET_STACK=str(root / "state"),
+        EVALFLEET_SCHEDULER_LOOP_S="5",  # the server's scheduler: schedules show up in seconds
+        EVALFLEET_HEARTBEAT_S="2",
+    )
+    port = free_port()
+    sim_log = root / "sim.jsonl"
+    with start_simulator(answer_key, {"latency": {"ms": 1}}, sim_log) as sim:
+        found = Stack(env, tag, f"http://127.0.0.1:{port}", root / "runs", sim.url, sim_log, root)
+        up = found.cli("up", "--ray", "--port", str(port), "--store", str(found.store))
+        assert up.returncode == 0, up.stdout + up.stderr
+        assert f"Prefect UI     http://127.0.0.1:{port}" in up.stdout
+        yield found
+        found.cli("down")  # the last test checks it; this is for when a test failed before
+        wait_for_no_processes(tag, timeout_s=30)
+
+
+def test_an_up_that_fails_part_way_leaves_nothing_behind(tmp_path, monkeypatch):
+    """The deployments cannot start (their reevaluation request file is gone by the time
+    they read it): the Prefect server this `up` started is stopped again, and said so."""
+    from stack.services import ServiceError
+    from stack.up import up
+
+    tag = f"failed-up-{os.getpid()}-{time.monotonic_ns()}"
+    monkeypatch.setenv("EVALFLEET_TEST_TAG", tag)
+    state = tmp_path / "state"
+    settings = {"EVALFLEET_REEVALUATE_REQUEST": str(tmp_path / "gone.yaml")}
+    with pytest.raises(ServiceError, match="the deployments' serve process exited while"):
+        up(folder=str(state), port=free_port(), store=str(tmp_path), serve_settings=settings)
+    assert wait_for_no_processes(tag, timeout_s=30) == []
+    recorded = json.loads((state / "stack.json").read_text())
+    assert (recorded["prefect"], recorded["serve"], recorded["ray"]) == (None, None, None)
+
+
+def zerobench_request(stack: Stack, demo_dataset: str, run_id: str, **extra) -> dict:
+    return {
+        "models": ["openai/sim-0.7"],
+        "benchmarks": ["zerobench"],
+        "dataset_path": demo_dataset,
+        "epochs": 1,
+        "run_id": run_id,
+        "store": str(stack.store),
+        "simulator_url": stack.sim_url,
+        **extra,
+    }
+
+
+def test_up_is_idempotent_and_the_ui_knows_its_port(stack):
+    again = stack.cli("up")
+    assert again.returncode == 0, again.stderr
+    for service in ("Prefect UI", "deployments", "Ray head"):
+        line = next(x for x in again.stdout.splitlines() if x.strip().startswith(service))
+        assert line.endswith("already running"), line
+    # The UI asks the server it is served from, not port 4200 ("Oops. Something went wrong").
+    with urllib.request.urlopen(f"{stack.ui}/ui-settings", timeout=10) as response:
+        assert json.loads(response.read())["api_url"] == stack.api
+    with urllib.request.urlopen(f"{stack.ui}/", timeout=10) as response:
+        assert b"<div id=" in response.read()
+    state = json.loads((stack.root / "state" / "stack.json").read_text())
+    assert oct((stack.root / "state" / "stack.json").stat().st_mode & 0o777) == "0o600"
+    assert {state[k]["pid"] for k in ("prefect", "serve", "ray")} <= {
+        pid for pid, _ in tagged_processes(stack.tag)
+    }
+    automations = stack.call("/automations/filter", {})
+    assert [a["name"] for a in automations] == [
+        "evalfleet: crash flow runs whose heartbeats stopped"
+    ]
+
+    nightly = stack.deployment("reevaluate/nightly")
+    assert [s["schedule"]["cron"] for s in nightly["schedules"]] == ["0 3 * * *"]
+    assert nightly["global_concurrency_limit"]["limit"] == 1, nightly
+    assert nightly["concurrency_options"]["collision_strategy"] == "CANCEL_NEW"
+    form = stack.deployment("evaluate-and-aggregate/on-demand")["parameter_openapi_schema"]
+    request = form["definitions"]["EvalRequest"]["properties"]
+    assert request["store"]["default"] == str(stack.store)  # absolute, as `up --store` said
+    registered = request["models"]["items"]["anyOf"][0]["enum"]
+    assert "openai/sim-0.7" in registered and "anthropic/claude-sonnet-4-6" in registered
+    assert request["benchmarks"]["items"]["enum"] == [
+        "zerobench",
+        "zerobench_subquestions",
+        "omnibench",
+        "rome",
+        "datbench",
+        "datbench_blind",
+    ]
+    assert request["protocol"]["anyOf"][0]["enum"] == ["zerobench-paper", "sampled-k", "greedy"]
+    undocumented = [name for name, field in request.items() if not field.get("description")]
+    assert undocumented == []
+
+
+def test_runs_through_the_api_fail_fast_or_complete_with_tables(stack, demo_dataset):
+    # The server refuses parameters the form's schema refuses: nothing is created.
+    bad_form = zerobench_request(stack, demo_dataset, "bad-form", epochs=0)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        stack.start_run("evaluate-and-aggregate/on-demand", bad_form)
+    assert refused.value.code == 409
+    assert "epochs" in refused.value.read().decode()
+
+    # A configuration error the schema cannot see fails at once, with its line, not retried.
+    unknown = zerobench_request(stack, demo_dataset, "bad", models=["openai/gpt-nonexistent"])
+    failed = stack.wait(stack.start_run("evaluate-and-aggregate/on-demand", unknown))
+    assert failed["state"]["name"] == "Failed"
+    assert (
+        "unknown model 'openai/gpt-nonexistent': add it to deployments/models.yaml"
+        in failed["state"]["message"]
+    )
+    assert failed["run_count"] == 1
+    took = datetime.fromisoformat(failed["end_time"]) - datetime.fromisoformat(failed["start_time"])
+    assert took.total_seconds() < 5
+    assert not (stack.store / "bad").exists()
+
+    good = zerobench_request(stack, demo_dataset, "api")
+    done = stack.wait(stack.start_run("evaluate-and-aggregate/on-demand", good))
+    assert done["state"]["name"] == "Completed", done["state"]["message"]
+    summary = pd.read_csv(results_dir(stack.store, "api") / "summary_zerobench.csv")
+    assert set(summary["model"]) == {"openai/sim-0.7"}
+    assert set(summary["n_questions"]) == {4}
+    # the served leaderboard deployment rebuilds it in a flow run of its own
+    (board,) = _until(lambda: leaderboard_with(stack, "api"), 60, "leaderboard with run api")
+    assert set(board.loc[board["run_id"] == "api", "model"]) == {"openai/sim-0.7"}
+    leaderboard_id = stack.deployment("leaderboard/on-demand")["id"]
+
+    def rebuilt_by_the_deployment() -> list:
+        runs = stack.call("/flow_runs/filter", {"limit": 200})
+        return [
+            r
+            for r in runs
+            if r.get("deployment_id") == leaderboard_id
+            and r["parameters"].get("store") == str(stack.store)
+            and r["state"]["name"] == "Completed"
+        ]
+
+    _until(rebuilt_by_the_deployment, 60, "a completed leaderboard/on-demand flow run")
+
+
+def leaderboard_with(stack, run_id: str):
+    """[the store's leaderboard] once it has rows of `run_id` (else [])."""
+    path = stack.store / "leaderboard" / "leaderboard.parquet"
+    if not path.exists():
+        return []
+    try:
+        board = pd.read_parquet(path)
+    except Exception:  # being rewritten
+        return []
+    return [board] if (board["run_id"] == run_id).any() else []
+
+
+def test_evalfleet_run_attaches_to_the_running_stack(stack, demo_dataset):
+    result = stack.cli(
+        "run",
+        "-m",
+        "openai/sim-0.5",
+        "-b",
+        "zerobench",
+        "--dataset-path",
+        demo_dataset,
+        "--epochs",
+        "1",
+        "--limit",
+        "2",
+        "--run-id",
+        "attached",
+        "--store",
+        str(stack.store),
+        "--simulator-url",
+        stack.sim_url,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    state = json.loads((stack.root / "state" / "stack.json").read_text())
+    where = f"Prefect {stack.ui}, Ray {state['ray']['address']}"
+    assert f"using the running evalfleet stack ({where})" in result.stderr
+    runs = [
+        r
+        for r in stack.call("/flow_runs/filter", {})
+        if (r["parameters"].get("request") or {}).get("run_id") == "attached"
+    ]
+    assert [r["state"]["name"] for r in runs] == ["Completed"]
+
+
+def _browser():
+    return headless_chromium(1400, 1100)
+
+
+def _until(find, timeout: float = 30, what: str = "element"):
+    """Poll `find` until it returns something; a page re-rendering under it is a miss."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            found = find()
+        except StaleElementReferenceException:
+            found = None
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"no {what} after {timeout} s"
+        time.sleep(0.25)
+
+
+def test_the_run_form_in_a_browser(stack, demo_dataset):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    deployment = stack.deployment("evaluate-and-aggregate/on-demand")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    driver = _browser()
+    try:
+
+        def buttons(text: str):
+            return [b for b in driver.find_elements(By.TAG_NAME, "button") if b.text == text]
+
+        def click(element):
+            driver.execute_script("arguments[0].scrollIntoView({block:'center'});", element)
+            driver.execute_script("arguments[0].click();", element)
+            time.sleep(0.3)
+
+        def option(text: str):
+            options = driver.find_elements(By.CSS_SELECTOR, "[role=option]")
+            return _until(lambda: [o for o in options if o.text == text], 10, f"option {text}")[0]
+
+        def optional_field(label: str, value: str) -> None:
+            def box():
+                found = driver.find_element(By.XPATH, f"//label[normalize-space()='{label}']")
+                return found.find_element(By.XPATH, "./ancestor::*[3]")
+
+            tab = next(
+                t
+                for t in box().find_elements(By.CSS_SELECTOR, "[role=tab]")
+                if t.text in ("int", "str")
+            )
+            driver.execute_script("arguments[0].scrollIntoView({block:'center'});", tab)
+            tab.click()  # the tabs listen to real pointer events
+            field = _until(lambda: box().find_elements(By.CSS_SELECTOR, "input,textarea"))[0]
+            field.send_keys(value)
+
+        driver.get(f"{stack.ui}/v2/deployments/deployment/{deployment['id']}/run")
+        _until(lambda: buttons("Add item"), 60, "run form")
+        # the model list: add one, picked from the registry's drop-down
+        click(buttons("Add item")[0])
+        click(driver.find_element(By.CSS_SELECTOR, "button[aria-label='Select registered']"))
+        driver.switch_to.active_element.send_keys("openai/sim-0.3")
+        click(option("openai/sim-0.3"))
+        driver.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+        # the benchmarks' drop-down: drop the subquestions, keep zerobench
+        click(driver.find_element(By.CSS_SELECTOR, "button[aria-label='Select Benchmarks']"))
+        shown = [o.text for o in driver.find_elements(By.CSS_SELECTOR, "[role=option]")]
+        assert {"zerobench", "zerobench_subquestions", "omnibench", "rome", "datbench"} <= set(
+            shown
+        )
+        click(option("zerobench_subquestions"))
+        driver.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+        driver.execute_script("window.scrollTo(0, 0);")
+        driver.save_screenshot(str(SHOTS / "form_models_and_benchmarks.png"))
+        for label, value in {
+            "Dataset Path (Optional)": demo_dataset,
+            "Epochs (Optional)": "1",
+            "Run Id (Optional)": "browser",
+            "Simulator Url (Optional)": stack.sim_url,
+        }.items():
+            optional_field(label, value)
+        driver.save_screenshot(str(SHOTS / "form_filled.png"))
+        click(buttons("Submit")[-1])
+        view = _until(
+            lambda: [
+                e
+                for e in driver.find_elements(By.XPATH, "//a|//button")
+                if e.text.strip() == "View run"
+            ],
+            90,
+            "'View run' after submitting",
+        )
+        click(view[0])
+        _until(lambda: "/runs/flow-run/" in driver.current_url, 30, "flow run page")
+        flow_run_id = driver.current_url.rstrip("/").split("/")[-1]
+
+        def badge():
+            badges = driver.find_elements(
+                By.XPATH, "//*[normalize-space()='Completed' or normalize-space()='Failed']"
+            )
+            return [b.text for b in badges if b.is_displayed()]
+
+        assert _until(badge, 240, "a final state in the UI") == ["Completed"]
+        driver.save_screenshot(str(SHOTS / "finished_run.png"))
+    except BaseException:
+        driver.save_screenshot(str(SHOTS / "failure.png"))  # what the page showed
+        raise
+    finally:
+        close(driver)
+    run = stack.call(f"/flow_runs/{flow_run_id}")
+    assert run["state"]["name"] == "Completed"
+    sent = run["parameters"]["request"]
+    assert (sent["models"], sent["benchmarks"], sent["run_id"]) == (
+        ["openai/sim-0.3"],
+        ["zerobench"],
+        "browser",
+    )
+    summary = pd.read_csv(results_dir(stack.store, "browser") / "summary_zerobench.csv")
+    assert set(summary["model"]) == {"openai/sim-0.3"}
+
+
+def _completions(store: Path, run_id: str) -> list[Path]:
+    folder = store / run_id / "completions"
+    return [p for p in folder.rglob("*.json") if "failed" not in p.name]
+
+
+def test_a_killed_flow_run_is_crashed_then_a_retry_resumes_it(stack, demo_dataset, answer_key):
+    slow = {"latency": {"ms": 400}}
+    with start_simulator(answer_key, slow, stack.root / "crash.jsonl") as sim:
+        request = zerobench_request(
+            stack, demo_dataset, "crash", epochs=6, max_in_flight=2, workers=1
+        )
+        request["simulator_url"] = sim.url
+        flow_run_id = stack.start_run("evaluate-and-aggregate/on-demand", request)
+        manifest = stack.store / "crash" / "manifest.json"
+        _until(
+            lambda: manifest.exists() and len(_completions(stack.store, "crash")) >= 4,
+            180,
+            "4 stored completions",
+        )
+        beat = json.loads(manifest.read_text())["heartbeat"]
+        assert beat["state"] == "running" and beat["flow_run_id"] == flow_run_id
+        os.kill(beat["pid"], signal.SIGKILL)
+        killed_at = time.monotonic()
+
+        runs = _until(
+            lambda: (
+                "crashed" in (out := stack.cli("runs", "--store", str(stack.store))).stdout
+                and out.stdout
+            ),
+            60,
+            "`evalfleet runs` showing the run crashed",
+        )
+        assert time.monotonic() - killed_at < 30
+        line = next(x for x in runs.splitlines() if x.startswith("| crash "))
+        assert "| crashed" in line
+        crashed = stack.wait(flow_run_id, {"Crashed"}, timeout=60)
+        assert crashed["state"]["type"] == "CRASHED"
+
+        stored = [json.loads(p.read_text()) for p in _completions(stack.store, "crash")]
+        assert 4 <= len(stored) < 28
+        bought = {(r["sample_id"], r["request"]["seed"]) for r in stored}
+        retried_at = time.time()
+        retry = subprocess.run(
+            [str(Path(sys.executable).with_name("prefect")), "flow-run", "retry", flow_run_id],
+            env={**stack.env, "PREFECT_API_URL": stack.api},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert retry.returncode == 0, retry.stdout + retry.stderr
+        time.sleep(1)
+        again = stack.wait(flow_run_id)
+        assert again["state"]["name"] == "Completed", again["state"]["message"]
+    log = [json.loads(x) for x in (stack.root / "crash.jsonl").read_text().splitlines()]
+    after = [e for e in log if e["t"] >= retried_at]
+    assert after, "the retry sent nothing"
+    files = _completions(stack.store, "crash")
+    items = Counter(
+        (n.sample_id, n.epoch)
+        for n in (parse("crash", str(p.relative_to(stack.store))) for p in files)
+    )
+    assert len(items) == 28 and set(items.values()) == {1}  # 4 questions x (1 + 6) epochs
+    # the retry asked only for what was not stored: at most the 2 in flight at the kill again
+    assert len(after) <= 28 - len(bought) + 2
+    assert len(log) <= 28 + 2
+    assert json.loads(manifest.read_text())["heartbeat"]["state"] == "finished"
+
+
+def test_a_scheduled_reevaluation_evaluates_only_the_new_model(stack, demo_dataset, answer_key):
+    port = free_port()
+    request = {
+        "include": {"openai": ["sim-0.[79]"]},
+        "benchmarks": ["zerobench"],
+        "dataset_path": demo_dataset,
+        "epochs": 1,
+        "store": str(stack.store),
+        "simulator_url": f"http://127.0.0.1:{port}",
+    }
+    request_file = stack.root / "reevaluate.yaml"
+    request_file.write_text(json.dumps(request))
+    seen_key = stack.store / "_reevaluate" / "seen.json"
+    before = {"models": ["sim-0.5", "sim-0.7"], "latency": {"ms": 1}}
+    with start_simulator(answer_key, before, stack.root / "before.jsonl", port=port):
+        up = stack.cli("up", "--reevaluate-every", "6", "--reevaluate-request", str(request_file))
+        assert up.returncode == 0, up.stderr
+        assert "restarted with the new settings" in up.stdout
+        schedules = stack.deployment("reevaluate/nightly")["schedules"]
+        assert [s["schedule"]["interval"] for s in schedules] == [6.0]
+        _until(seen_key.exists, 120, "the first scheduled reevaluation (the baseline)")
+    assert json.loads(seen_key.read_text()) == {"openai": ["sim-0.7"]}
+
+    after = {"models": ["sim-0.5", "sim-0.7", "sim-0.9"], "latency": {"ms": 1}}
+    latest = stack.store / "leaderboard" / "latest.json"
+    with start_simulator(answer_key, after, stack.root / "after.jsonl", port=port):
+        _until(
+            lambda: json.loads(seen_key.read_text()) == {"openai": ["sim-0.7", "sim-0.9"]},
+            180,
+            "a scheduled reevaluation of the new model",
+        )
+    log = [json.loads(x) for x in (stack.root / "after.jsonl").read_text().splitlines()]
+    generated = [e for e in log if not e["route"].endswith(".models")]
+    assert Counter(e["model"] for e in generated) == {"sim-0.9": 8}  # 4 questions x 2 epochs
+    assert len({(e["prompt_sha256"], e["seed"]) for e in generated}) == 8  # none bought twice
+
+    def rebuilt_with_the_new_model():
+        return latest.exists() and "openai/sim-0.9" in json.loads(latest.read_text())["models"]
+
+    _until(rebuilt_with_the_new_model, 60, "the leaderboard rebuilt with openai/sim-0.9")
+    board = pd.read_parquet(stack.store / "leaderboard" / "leaderboard.parquet")
+    rows = board[board["benchmark"] == "zerobench"]
+    newest = rows[rows["new"].astype(bool)]
+    assert sorted(set(newest["model"])) == ["openai/sim-0.9"]
+    assert "openai/sim-0.9" in json.loads(latest.read_text())["models"]
+    scheduled = stack.call(
+        "/flow_runs/filter",
+        {"flow_runs": {"state": {"type": {"any_": ["COMPLETED"]}}}, "sort": "START_TIME_ASC"},
+    )
+    assert any(r["auto_scheduled"] for r in scheduled)
+
+
+def test_down_stops_everything_it_started(stack):
+    assert tagged_processes(stack.tag), "the stack's processes carry the test tag"
+    down = stack.cli("down")
+    assert down.returncode == 0, down.stderr
+    for service in ("deployments (serve)", "Ray head", "Prefect server"):
+        assert f"{service}" in down.stdout and "stopped (pid" in down.stdout
+    assert wait_for_no_processes(stack.tag, timeout_s=30) == []
+    assert not (stack.root / "state" / "stack.json").exists()
+    again = stack.cli("down")
+    assert "nothing to stop" in again.stdout
