@@ -48,6 +48,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from perf.work import keep, work_folder  # noqa: E402
 
 CANARY = "sk-chaos-canary-" + uuid.uuid4().hex
 MODELS = ("openai/sim-0.5", "anthropic/sim-0.6", "google/sim-0.4")
@@ -73,7 +74,7 @@ WRITE_S = 5.0
 class Chaos:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.work = Path(tempfile.mkdtemp(prefix="evalfleet-chaos-"))
+        self.work = work_folder("chaos")
         self.kills: list[tuple[float, float]] = []  # (killed at, resumed at)
         self.outputs: list[Path] = []
 
@@ -236,10 +237,12 @@ class Chaos:
         unfinished = len(set(items.values()) - done - failed)
         errors_apart = len(failed - done)
         secrets = self.secrets(prefect_texts)
+        if lost or repeated or unfinished or secrets:
+            keep(self.work)  # the logs and the request log, to look into
         print(
             f"items={len(items)} usable_answers={sum(answered.values())} "
             f"cut_off_by_kills={sum(cut_off.values())} kills={len(self.kills)} "
-            f"s3_faults={self.s3.chaos_counts} work={self.work}"
+            f"s3_faults={self.s3.chaos_counts}"
         )
         print(
             f"lost={lost} repeated={repeated} unfinished={unfinished} secrets={secrets} "

@@ -19,13 +19,12 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from perf.throughput import write_dataset  # noqa: E402
+from perf.work import work_folder  # noqa: E402
 
 EVALFLEET = str(Path(sys.executable).with_name("evalfleet"))
 
@@ -48,7 +47,7 @@ def main() -> None:
     from benchmarks.answer_key import write_answer_key
     from simulator.process import start_simulator
 
-    work = Path(tempfile.mkdtemp(prefix="evalfleet-first-result-"))
+    work = work_folder("first-result")
     dataset = write_dataset(work / "zerobench", 10)
     key = write_answer_key(dataset, ["zerobench"], work / "answers.jsonl")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "RAY_ADDRESS"))}

@@ -27,12 +27,12 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from perf.work import work_folder  # noqa: E402
 
 RPM_MODEL, TPM_MODEL = "sim-0.5-rpm", "sim-0.5-tpm"
 
@@ -114,7 +114,7 @@ def main() -> None:
     from perf.throughput import write_dataset
     from simulator.process import start_simulator
 
-    work = Path(tempfile.mkdtemp(prefix="evalfleet-ratelimit-"))
+    work = work_folder("ratelimit")
     dataset = write_dataset(work / "zerobench", args.questions)
     answers = write_answer_key(dataset, ["zerobench"], work / "answers.jsonl")
     config = {

@@ -238,7 +238,7 @@ def main() -> None:
     say(f"built {n} work items in {time.perf_counter() - t0:.2f} s")
     bodies = {item.store_key: record_bytes(item) for item in items}
 
-    work = Path(tempfile.mkdtemp(prefix="evalfleet-perf-resume-"))
+    work = Path(tempfile.mkdtemp(prefix="evalfleet-perf-resume-"))  # removed below
     child: subprocess.Popen[str] | None = None
     try:
         local = LocalStore(work / "runs")

@@ -54,7 +54,6 @@ import re
 import resource
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -63,8 +62,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from bare_client import CpuWindow, chat_body, proc_cpu_s  # noqa: E402
+
+from perf.work import work_folder  # noqa: E402
 
 
 def write_dataset(path: Path, questions: int) -> str:
@@ -339,7 +339,7 @@ def main() -> None:
     from providers.registry import resolve_model
     from simulator.process import start_simulator
 
-    work = Path(tempfile.mkdtemp(prefix="evalfleet-perf-"))
+    work = work_folder("throughput")
     dataset = write_dataset(work / "zerobench", args.questions)
     answers = write_answer_key(dataset, ["zerobench"], work / "answers.jsonl")
     models = [f"openai/sim-0.{5 + i % 5}-m{i}" for i in range(args.models)]
