@@ -30,7 +30,7 @@ def run_request(request: EvalRequest, *, retry_errors: bool = True) -> dict[str,
     from engine.resolve import quick_checks, resolve
     from stack.services import LocalStack
 
-    quick_checks(request)
+    configs = quick_checks(request)
     ray_was_up = _ray_initialized()
     if not ray_was_up:
         _attach_to_running_stack()
@@ -44,7 +44,7 @@ def run_request(request: EvalRequest, *, retry_errors: bool = True) -> dict[str,
     try:
         with STOP.handling():
             stack.start(prefect=not os.environ.get("PREFECT_API_URL"), ray=own_ray)
-            run = resolve(request)
+            run = resolve(request, configs)
             stack.wait(STOP.requested)
             if STOP.requested():
                 raise Interrupted(f"run {run.run_id} interrupted by {STOP.name} before any request")

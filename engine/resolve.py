@@ -14,7 +14,7 @@ from core.types import ConfigError, DatasetError, Part, Sample
 from engine import manifest as manifests
 from engine.items import BenchmarkData
 from engine.request import EvalRequest
-from providers.registry import ModelConfig, resolve_api_key, resolve_model
+from providers.registry import ModelConfig, load_registry, resolve_api_key, resolve_model
 from storage import Store, open_store
 from tasks.secrets import Secret
 
@@ -59,13 +59,14 @@ def quick_checks(request: EvalRequest, store: Store | None = None) -> dict[str, 
     return configs
 
 
-def resolve(request: EvalRequest) -> ResolvedRun:
+def resolve(request: EvalRequest, configs: dict[str, ModelConfig] | None = None) -> ResolvedRun:
     """Everything that can fail before money is spent: models, keys, the store, the data,
-    modalities, the run id. Writes nothing; every failure is one ConfigError line."""
+    modalities, the run id. Writes nothing; every failure is one ConfigError line. `configs`:
+    what `quick_checks` of this request returned, if it ran."""
     run_id = request.resolved_run_id()
     request = request.model_copy(update={"run_id": run_id})
     store = open_store(request.store, s3_endpoint_url=request.s3_endpoint_url)
-    configs = quick_checks(request, store)
+    configs = configs or quick_checks(request, store)
     keys = collect_keys(configs)
     configs = describe_endpoints(configs, keys)
     data = load_benchmarks(request)
@@ -99,10 +100,14 @@ def resolve_models(request: EvalRequest) -> dict[str, ModelConfig]:
     """Every model the run calls (the judge included), with the request's rate limits."""
     judge = [request.judge_model] if request.judge_model else []
     ids = list(dict.fromkeys([*request.models, *judge]))
+    models = load_registry()
     configs: dict[str, ModelConfig] = {}
     for model_id in ids:
         config = resolve_model(
-            model_id, simulator_url=request.simulator_url, endpoint=request.endpoint_for(model_id)
+            model_id,
+            registry=models,
+            simulator_url=request.simulator_url,
+            endpoint=request.endpoint_for(model_id),
         )
         if model_id in request.rpm or model_id in request.tpm:
             config = replace(
