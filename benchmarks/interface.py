@@ -137,7 +137,7 @@ class Answered:
     epoch: int
     response: str | None  # None when the call failed for good
     scores: tuple[Score, ...]
-    judgement: Judgement | None = None
+    judgements: dict[str, Judgement] = field(default_factory=dict)  # by judge scoring mode
 
 
 @dataclass(frozen=True)

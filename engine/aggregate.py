@@ -7,6 +7,7 @@ import logging
 from collections import Counter
 from typing import Any
 
+from engine.agreement import judge_agreement
 from engine.results import markdown, summaries, write_results
 from engine.scoring import score_run
 from engine.stored import load_run
@@ -30,8 +31,13 @@ def aggregate_run(store: Store, run_id: str) -> dict[str, Any]:
         unreadable,
     )
     scored = score_run(run)
-    tables = summaries(scored, {name: d.benchmark for name, d in run.data.items()})
-    version, written = write_results(store, run_id, scored, tables)
+    benchmarks = {name: d.benchmark for name, d in run.data.items()}
+    tables = summaries(scored, benchmarks)
+    extra = {}
+    if run.judges:
+        extra["judges"] = scored.judges
+        extra["judge_agreement"] = judge_agreement(scored.samples, benchmarks, run.judges)
+    version, written = write_results(store, run_id, scored, tables, extra)
     judge_states = Counter(run.judge_state.state.values())
     return {
         "run_id": run_id,
@@ -45,6 +51,7 @@ def aggregate_run(store: Store, run_id: str) -> dict[str, Any]:
         "stale": states["stale"],
         "unreadable": unreadable,
         "judgements": dict(judge_states),
+        "judge_agreement": _records(extra["judge_agreement"]) if "judge_agreement" in extra else [],
     }
 
 

@@ -142,7 +142,8 @@ def judge_parts(run: ResolvedRun, item) -> list:
     """The grader prompt of a judgement item, from the stored answer it grades."""
     graded_key = item.graded[0]
     record = decode_record(run.store.get(graded_key) or b"") or {}
-    made = judge_item(run, item.key.graded(), graded_key, record.get("response") or "")
+    response = record.get("response") or ""
+    made = judge_item(run, item.key.judge, item.key.graded(), graded_key, response)
     if made is None:
         raise RuntimeError(f"the judgement {item.key} no longer has a grader prompt")
     return made[1]

@@ -149,7 +149,7 @@ def estimate_run(run: ResolvedRun, *, retry_errors: bool = True) -> list[dict[st
     wanted = {"missing", "stale", "failed"} if retry_errors else {"missing", "stale"}
 
     answers = answer_items(run)
-    judged = judged_benchmarks(run.judge_model, data)
+    judged = judged_benchmarks(run.judges, data)
     stages = (layout.ANSWER, layout.JUDGE) if judged else (layout.ANSWER,)
     listing = list_records(store, run_id, stages)
     state = reconcile(store, listing, answers, read=True)
@@ -163,12 +163,12 @@ def estimate_run(run: ResolvedRun, *, retry_errors: bool = True) -> list[dict[st
             rows[(layout.ANSWER, model, name)] = _row(
                 measured, layout.ANSWER, model, name, configs[model], bench_data.decodings[0]
             )
-    judge_model = request.judge_model
-    for name in (n for n in data if n in judged):
-        judge_spec = data[name].benchmark.judge
-        rows[(layout.JUDGE, judge_model, name)] = _row(
-            measured, layout.JUDGE, judge_model, name, configs[judge_model], judge_spec.decoding
-        )
+    for judge_model in run.judges:
+        for name in (n for n in data if n in judged):
+            judge_spec = data[name].benchmark.judge
+            rows[(layout.JUDGE, judge_model, name)] = _row(
+                measured, layout.JUDGE, judge_model, name, configs[judge_model], judge_spec.decoding
+            )
 
     prompts: dict[tuple[str, str, str], int] = {}  # (model, benchmark, sample) -> tokens
     for item in answers:
@@ -192,21 +192,23 @@ def estimate_run(run: ResolvedRun, *, retry_errors: bool = True) -> list[dict[st
         judge_spec = bench_data.benchmark.judge
         if not judge_spec.wants(sample, PLACEHOLDER_ANSWER, bench_data.options):
             continue
-        judge_config = configs[judge_model]
         answer_tokens = int(mean.visible / mean.calls + 0.5) if mean else output
         grader = [Part.of_text(judge_spec.prompt(sample, ""))]
-        judge_row = rows[(layout.JUDGE, judge_model, key.benchmark)]
-        judge_mean = measured.mean(layout.JUDGE, judge_model, key.benchmark)
-        judge_output, _ = expected_output_tokens(
-            judge_config, judge_spec.decoding, mean_of(judge_mean)
-        )
-        judge_row.add(
-            estimate_prompt_tokens(judge_config, grader) + answer_tokens,
-            judge_output,
-            judge_config.output_limit(judge_spec.decoding.max_tokens),
-        )
+        for judge_model in run.judges:
+            judge_config = configs[judge_model]
+            judge_row = rows[(layout.JUDGE, judge_model, key.benchmark)]
+            judge_mean = measured.mean(layout.JUDGE, judge_model, key.benchmark)
+            judge_output, _ = expected_output_tokens(
+                judge_config, judge_spec.decoding, mean_of(judge_mean)
+            )
+            judge_row.add(
+                estimate_prompt_tokens(judge_config, grader) + answer_tokens,
+                judge_output,
+                judge_config.output_limit(judge_spec.decoding.max_tokens),
+            )
 
     for item, parts in stored_judgements:
+        judge_model = item.key.judge
         row = rows[(layout.JUDGE, judge_model, item.key.benchmark)]
         if judge_state.state[item.key] not in wanted:
             row.items += 1
@@ -277,7 +279,9 @@ def _measure_results(store: Store, run_id: str, measured: Measured) -> None:
         usage = pd.read_parquet(io.BytesIO(blob))
     except (RunError, ValueError, KeyError, OSError):
         return  # a run whose results cannot be read adds nothing
-    judge = (manifest.get("request") or {}).get("judge_model")
+    request = manifest.get("request") or {}
+    # the usage table's judge columns sum every judge: only one judge's are that judge's
+    judge = request.get("judge_model") if not request.get("extra_judges") else None
     for row in usage.to_dict("records"):
         calls = int(row.get("answers") or 0) - int(row.get("errors") or 0)
         measured.add(

@@ -17,10 +17,10 @@ from engine.resolve import resolved
 log = logging.getLogger("evalfleet")
 
 
-def plan_step(request: EvalRequest, retry_errors: bool = True) -> RunPlan:
+def plan_step(request: EvalRequest, retry_errors: bool = True, answers: bool = True) -> RunPlan:
     """Resolve the request (or take the resolution the command line made), open the run and
-    find what is left to ask."""
-    run_plan = plan(resolved(request), retry_errors=retry_errors)
+    find what is left to ask (with `answers` off, only judgements)."""
+    run_plan = plan(resolved(request), retry_errors=retry_errors, answers=answers)
     report_plan(run_plan)
     return run_plan
 
@@ -46,10 +46,12 @@ def needs_batches(request: EvalRequest, generated: dict[str, Any]) -> bool:
     return request.uses_batches() and not generated.get("stopped")
 
 
-def evaluate_run(request: EvalRequest, *, retry_errors: bool = True) -> dict[str, Any]:
+def evaluate_run(
+    request: EvalRequest, *, retry_errors: bool = True, answers: bool = True
+) -> dict[str, Any]:
     """The whole evaluation without Prefect."""
     with STOP.handling():
-        run_plan = plan_step(request, retry_errors)
+        run_plan = plan_step(request, retry_errors, answers)
         if STOP.requested():
             return {"run_id": run_plan.run.run_id, "submitted": 0, "stopped": True}
         result = generate_step(run_plan)

@@ -84,13 +84,18 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
     def follow_up(outcome):
         if outcome.response is None or outcome.status not in ("ok", "exists"):
             return []
-        if request.judge_model and request.batched(request.judge_model):
-            return []  # judged in a batch job: the batch rounds plan it
-        made = judge_item(run, outcome.key, outcome.store_key, outcome.response)
-        if made is None:
-            return []
-        progress.grow(1)
-        return [made]
+        made = [
+            judgement
+            for judge in run.judges
+            if not request.batched(judge)  # judged in a batch job: the batch rounds plan it
+            if (
+                judgement := judge_item(
+                    run, judge, outcome.key, outcome.store_key, outcome.response
+                )
+            )
+        ]
+        progress.grow(len(made))
+        return made
 
     jobs = [(i, parts_refs[(i.key.benchmark, i.key.sample_id)]) for i in run_plan.todo]
     budget = None

@@ -23,10 +23,14 @@ class RunError(ConfigError):
 
 
 def run_identity(request: EvalRequest, data: dict[str, BenchmarkData]) -> dict[str, Any]:
-    """Everything that changes what is asked: equal identities mean one and the same run."""
+    """Everything that changes what is asked: equal identities mean one and the same run.
+    Extra judges (`extra_judges`, in the order they were added) appear only when there are
+    some, so the identity of a run with one judge reads as it always did."""
+    extra = {"extra_judges": list(request.extra_judges)} if request.extra_judges else {}
     return {
         "models": sorted(request.models),
         "judge_model": request.judge_model,
+        **extra,
         "max_image_side": request.max_image_side,
         "benchmarks": {
             name: {
@@ -43,9 +47,12 @@ def run_identity(request: EvalRequest, data: dict[str, BenchmarkData]) -> dict[s
 def identity_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """What differs between two identities, in words."""
     changes = []
-    for field_name in ("models", "judge_model", "max_image_side"):
-        if old.get(field_name) != new.get(field_name):
-            changes.append(f"{field_name}: {old.get(field_name)} -> {new.get(field_name)}")
+    for field_name in ("models", "judge_model", "extra_judges", "max_image_side"):
+        before, after = old.get(field_name), new.get(field_name)
+        if field_name == "extra_judges":
+            before, after = before or [], after or []
+        if before != after:
+            changes.append(f"{field_name}: {before} -> {after}")
     old_b, new_b = old.get("benchmarks", {}), new.get("benchmarks", {})
     if sorted(old_b) != sorted(new_b):
         changes.append(f"benchmarks: {sorted(old_b)} -> {sorted(new_b)}")
@@ -74,8 +81,11 @@ def _data_words(data: dict[str, Any] | None) -> str:
 
 
 def is_extension(old: dict[str, Any], new: dict[str, Any]) -> bool:
-    """New asks everything old asked, plus more models and/or more epochs."""
+    """New asks everything old asked, plus more models, more epochs and/or more judges."""
     if not set(old.get("models", [])) <= set(new.get("models", [])):
+        return False
+    old_judges, new_judges = old.get("extra_judges") or [], new.get("extra_judges") or []
+    if new_judges[: len(old_judges)] != old_judges:
         return False
     if any(old.get(k) != new.get(k) for k in ("judge_model", "max_image_side")):
         return False

@@ -47,9 +47,9 @@ class BenchmarkData:
         }
 
 
-def judged_benchmarks(judge_model: str | None, data: dict[str, BenchmarkData]) -> set[str]:
-    """The benchmarks whose answers this run's judge grades."""
-    if not judge_model:
+def judged_benchmarks(judges: list[str], data: dict[str, BenchmarkData]) -> set[str]:
+    """The benchmarks whose answers this run's judges grade."""
+    if not judges:
         return set()
     return {name for name, d in data.items() if d.benchmark.judge is not None}
 
@@ -60,14 +60,14 @@ class RunShape(Protocol):
 
     run_id: str
     models: list[str]
-    judge_model: str | None
+    judges: list[str]  # the primary judge first
     api_models: dict[str, str]
     data: dict[str, BenchmarkData]
 
 
 def answer_items(run: RunShape) -> list[WorkItem]:
     """Every answer of the run, epoch-major within a sample, models interleaved."""
-    judged = judged_benchmarks(run.judge_model, run.data)
+    judged = judged_benchmarks(run.judges, run.data)
     items: list[WorkItem] = []
     for name, bench_data in run.data.items():
         for sample in bench_data.samples:
@@ -94,14 +94,13 @@ def answer_items(run: RunShape) -> list[WorkItem]:
 
 
 def judge_item(
-    run: RunShape, answer: ItemKey, answer_store_key: str, response: str
+    run: RunShape, judge_model: str, answer: ItemKey, answer_store_key: str, response: str
 ) -> tuple[WorkItem, list[Part]] | None:
-    """The judgement of one stored answer, with its grader prompt; None if the benchmark's
-    judge does not want this answer (e.g. rule extraction already found one)."""
+    """The judgement of one stored answer by `judge_model`, with its grader prompt; None if
+    the benchmark's judge does not want this answer (e.g. rule extraction already found one)."""
     bench_data = run.data[answer.benchmark]
     judge = bench_data.benchmark.judge
-    judge_model = run.judge_model
-    if judge is None or not judge_model:
+    if judge is None:
         return None
     sample = bench_data.by_id[answer.sample_id]
     if not judge.wants(sample, response, bench_data.options):
@@ -130,15 +129,14 @@ def planned_judgements(
     run: RunShape, answer_state: Reconciled
 ) -> list[tuple[WorkItem, list[Part]]]:
     """The judgements the stored answers call for, with their grader prompts (read from
-    `answer_state.records`): one per answer done whose benchmark's judge wants it."""
-    if not run.judge_model:
-        return []
+    `answer_state.records`): one per judge and answer done whose benchmark's judge wants it."""
     out = []
     for key, record_key in answer_state.record_key.items():
         record = answer_state.records.get(record_key)
         if answer_state.state[key] != "done" or record is None or record.get("error"):
             continue
-        made = judge_item(run, key, record_key, record.get("response") or "")
-        if made is not None:
-            out.append(made)
+        for judge_model in run.judges:
+            made = judge_item(run, judge_model, key, record_key, record.get("response") or "")
+            if made is not None:
+                out.append(made)
     return out

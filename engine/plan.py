@@ -60,23 +60,27 @@ class RunPlan:
         return [(i, p) for i, p in items if i.request_hash not in asked]
 
 
-def plan(run: ResolvedRun, *, retry_errors: bool = True) -> RunPlan:
+def plan(run: ResolvedRun, *, retry_errors: bool = True, answers: bool = True) -> RunPlan:
     """Open (or resume) the run and find what is left to ask.
 
     On a local store every record counted as done is read back; undecodable ones are moved
     to quarantine/ and asked again. On S3 the listing's sizes catch empty records
-    (`evalfleet status` reads them all).
+    (`evalfleet status` reads them all). `answers` False asks nothing of the evaluated
+    models: only the judgements of the answers stored (a judge added to a finished run).
     """
     event = open_run(run.store, run.manifest, run.data, run.request.extend)
     heartbeat.start(run.store, run.run_id)
-    return plan_items(run, event, retry_errors=retry_errors)
+    return plan_items(run, event, retry_errors=retry_errors, answers=answers)
 
 
-def plan_items(run: ResolvedRun, event: str, *, retry_errors: bool = True) -> RunPlan:
+def plan_items(
+    run: ResolvedRun, event: str, *, retry_errors: bool = True, answers: bool = True
+) -> RunPlan:
     """What is left to ask of an open run, from one listing of the store."""
     request, store, run_id = run.request, run.store, run.run_id
+    asked = answers
     answers = answer_items(run)
-    judged = judged_benchmarks(run.judge_model, run.data)
+    judged = judged_benchmarks(run.judges, run.data)
     stages = (layout.ANSWER, layout.JUDGE) if judged else (layout.ANSWER,)
     listing = list_records(store, run_id, stages)
     read = store.writes_are_local
@@ -99,7 +103,9 @@ def plan_items(run: ResolvedRun, event: str, *, retry_errors: bool = True) -> Ru
         run=run,
         event=event,
         answers=answers,
-        todo=[i for i in state.todo(answers, retry_errors) if i.request_hash not in busy],
+        todo=[i for i in state.todo(answers, retry_errors) if i.request_hash not in busy]
+        if asked
+        else [],
         judge_todo=[
             (j, p)
             for j, p in judge_items

@@ -246,6 +246,11 @@ class EvalRequest(BaseModel):
         description="provider/model that grades answers for benchmarks with an LLM judge "
         "(ZeroBench's fallback parser, ROME, DatBench judge rows)",
     )
+    extra_judges: Annotated[list[str], Flag(("--extra-judge",), "PROVIDER/MODEL")] = Field(
+        default_factory=list,
+        description="more judge models, each grading the same answers as judge_model (the "
+        "primary); added to an existing run with extend, or by `evalfleet judge`",
+    )
     run_id: Annotated[str | None, Flag(metavar="ID")] = Field(
         default=None,
         json_schema_extra={"pattern": RUN_ID.pattern},  # the form checks it as you type
@@ -253,7 +258,8 @@ class EvalRequest(BaseModel):
     )
     extend: bool = Field(
         default=False,
-        description="allow this run id to grow: more models or more epochs than it had",
+        description="allow this run id to grow: more models, more epochs or more judges than "
+        "it had",
     )
     store: Annotated[str, Flag(metavar="URL")] = Field(
         default_factory=store_url,
@@ -359,15 +365,24 @@ class EvalRequest(BaseModel):
                     f"endpoint given for {model_id!r}: endpoints are for openai-compatible/NAME "
                     "models"
                 )
-            if model_id not in self.models and model_id != self.judge_model:
+            if model_id not in self.models and model_id not in self.judges():
                 raise ValueError(f"endpoint given for {model_id!r}, which is not a model here")
+        if self.extra_judges and not self.judge_model:
+            raise ValueError("extra judges grade beside a primary one: give judge_model first")
+        judges = self.judges()
+        if len(set(judges)) != len(judges):
+            raise ValueError(f"a judge is named twice: {', '.join(judges)}")
         for model_id in self.batch_models:
-            if model_id not in self.models and model_id != self.judge_model:
+            if model_id not in self.models and model_id not in judges:
                 raise ValueError(
                     f"batch mode asked for {model_id!r}, which is not a model of this request: "
                     "add it with --model, or drop it from --batch"
                 )
         return self
+
+    def judges(self) -> list[str]:
+        """The judge models: the primary first, then the extra ones."""
+        return [self.judge_model, *self.extra_judges] if self.judge_model else []
 
     def uses_batches(self) -> bool:
         return self.batch or bool(self.batch_models)

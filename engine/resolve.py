@@ -38,8 +38,8 @@ class ResolvedRun:
         return self.request.models
 
     @property
-    def judge_model(self) -> str | None:
-        return self.request.judge_model
+    def judges(self) -> list[str]:
+        return self.request.judges()
 
     @property
     def api_models(self) -> dict[str, str]:
@@ -98,8 +98,7 @@ def check_batch_modes(request: EvalRequest, configs: dict[str, ModelConfig]) -> 
 
 def resolve_models(request: EvalRequest) -> dict[str, ModelConfig]:
     """Every model the run calls (the judge included), with the request's rate limits."""
-    judge = [request.judge_model] if request.judge_model else []
-    ids = list(dict.fromkeys([*request.models, *judge]))
+    ids = list(dict.fromkeys([*request.models, *request.judges()]))
     models = load_registry()
     configs: dict[str, ModelConfig] = {}
     for model_id in ids:
@@ -228,5 +227,6 @@ def check_modalities(
                 f"model {config.id} cannot take the {', '.join(refused)} parts that "
                 f"{name} sends: {fix}"
             )
-    if request.judge_model and "text" not in configs[request.judge_model].modalities:
-        raise ConfigError(f"judge model {request.judge_model} cannot take text prompts")
+    for judge in request.judges():
+        if "text" not in configs[judge].modalities:
+            raise ConfigError(f"judge model {judge} cannot take text prompts")

@@ -9,9 +9,12 @@ tables of another.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import io
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -21,6 +24,7 @@ from storage import layout
 from storage.base import Store
 
 WIDTH = 120
+SCORING_MODULES = ("scoring.py", "results.py", "agreement.py")
 USAGE_IN_SUMMARY = [
     "errors",
     "input_tokens",
@@ -79,11 +83,41 @@ def _width(text: str) -> int:
     return max((len(line) for line in text.splitlines()), default=0)
 
 
+@functools.cache
+def scorer_sha256() -> str:
+    """A digest of the code that scores: the benchmarks, the statistics and the engine's
+    scoring and tables (their sources, read here, so it holds without git too)."""
+    root = Path(__file__).resolve().parent.parent
+    sources = [
+        *sorted((root / "benchmarks").rglob("*.py")),
+        *sorted((root / "metrics").rglob("*.py")),
+    ]
+    sources += [root / "engine" / name for name in SCORING_MODULES]
+    digest = hashlib.sha256()
+    for path in sources:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def version_of(scored: Scored) -> str:
+    """A results version is named after the records it scored and the code that scored
+    them: the same records scored again by the same code rewrite it; a scorer change or
+    another set of records makes a new one."""
+    return "v-" + hashlib.sha256(f"{scored.digest}\n{scorer_sha256()}".encode()).hexdigest()[:12]
+
+
 def write_results(
-    store: Store, run_id: str, scored: Scored, tables: dict[str, pd.DataFrame]
+    store: Store,
+    run_id: str,
+    scored: Scored,
+    tables: dict[str, pd.DataFrame],
+    extra: dict[str, pd.DataFrame] | None = None,
 ) -> tuple[str, list[str]]:
-    """Write one aggregation's tables under its version, then move `latest` to it."""
-    version = f"v-{scored.digest[:12]}"
+    """Write one aggregation's tables under its version (with `version.json`: what scored
+    them), then move `latest` to it. `extra`: more tables by file stem (judge agreement)."""
+    from engine.manifest import code_version
+
+    version = version_of(scored)
     files: dict[str, bytes] = {
         "samples.parquet": _parquet(scored.samples),
         "metrics.parquet": _parquet(scored.long),
@@ -92,6 +126,10 @@ def write_results(
         "usage.parquet": _parquet(scored.usage),
     }
     files.update(scored.extra_files)
+    for stem, table in (extra or {}).items():
+        files[f"{stem}.parquet"] = _parquet(table)
+        files[f"{stem}.csv"] = table.to_csv(index=False).encode()
+        files[f"{stem}.md"] = (markdown(table) + "\n").encode()
     for name, table in tables.items():
         files[f"summary_{name}.parquet"] = _parquet(table)
         files[f"summary_{name}.csv"] = table.to_csv(index=False).encode()
@@ -105,9 +143,14 @@ def write_results(
         "version": version,
         "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "records_scored_sha256": scored.digest,
-        "files": sorted(files),
+        "scorer_sha256": scorer_sha256(),
+        "code_version": code_version(),
+        "files": sorted([*files, "version.json"]),
     }
-    store.put(layout.latest_results_key(run_id), json.dumps(latest, indent=2).encode())
+    about = json.dumps(latest, indent=2).encode()
+    store.put(layout.results_key(run_id, version, "version.json"), about)
+    written.append(layout.results_key(run_id, version, "version.json"))
+    store.put(layout.latest_results_key(run_id), about)
     return version, written
 
 

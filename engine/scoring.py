@@ -5,7 +5,7 @@ it asks each one through the interface."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -85,14 +85,33 @@ class Scored:
     usage: pd.DataFrame  # one row per (model, benchmark): tokens and cost, judge apart
     digest: str  # of the set of records scored
     extra_files: dict[str, bytes] = field(default_factory=dict)  # "<benchmark>/<path>"
+    judges: pd.DataFrame | None = None  # per (model, benchmark, judge): judgements, cost
 
 
-def _judgement(run: StoredRun, key: ItemKey) -> Judgement:
-    judge_key = key.judged_by(run.request.judge_model or "")
-    record_key = run.judge_state.record_key.get(judge_key)
-    record = run.judge_state.records.get(record_key) if record_key else None
-    if record is None:
+JUDGE_USAGE_COLUMNS = [
+    "model",
+    "benchmark",
+    "judge",
+    "judgements",
+    "errors",
+    "input_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "cost_usd",
+]
+
+
+def judge_scoring(scoring: str, judge_model: str, primary: bool) -> str:
+    """A judge's scoring mode as the tables name it: the primary judge's as the benchmark
+    names it ("judge"), an extra judge's with its model ("judge@anthropic/claude-x")."""
+    return scoring if primary else f"{scoring}@{judge_model}"
+
+
+def _judgement(run: StoredRun, key: ItemKey, judge_model: str) -> Judgement:
+    found = _judge_record(run, key, judge_model)
+    if found is None:
         return Judgement(reply=None, error="not judged yet")
+    record = found[1]
     if record.get("error"):
         return Judgement(reply=None, error=f"judge call failed: {record['error'].get('type')}")
     return Judgement(reply=record.get("response") or "")
@@ -101,12 +120,12 @@ def _judgement(run: StoredRun, key: ItemKey) -> Judgement:
 def score_run(run: StoredRun) -> Scored:
     rows: list[dict[str, Any]] = []
     usage: dict[tuple[str, str], dict[str, Any]] = {}
+    judge_usage: dict[tuple[str, str, str], dict[str, Any]] = {}
     scored_keys: list[str] = []
-    judge_model = run.request.judge_model
     extra_files: dict[str, bytes] = {}
     for name, data in run.data.items():
         bench, options = data.benchmark, data.options
-        judge = bench.judge if judge_model else None
+        judge = bench.judge if run.judges else None
         answered: list[Answered] = []
         for model in run.request.models:
             spent = usage.setdefault((model, name), dict.fromkeys(USAGE_COLUMNS[2:], 0))
@@ -123,15 +142,21 @@ def score_run(run: StoredRun) -> Scored:
                     response = record.get("response") or ""
                     _spend(spent, "", record, error)
                     scores = bench.score(sample, response, options)
-                    judgement = None
-                    if judge is not None:
+                    judgements: dict[str, Judgement] = {}
+                    for position, judge_model in enumerate(run.judges if judge else []):
+                        judgement = None
                         if not error and judge.wants(sample, response, options):
-                            judgement = _judgement(run, key)
-                            judge_record = _judge_record(run, key)
-                            if judge_record is not None:
-                                scored_keys.append(judge_record[0])
-                                _spend(spent, "judge_", judge_record[1], None)
-                        scores = [*scores, *judge.score(sample, response, options, judgement)]
+                            judgement = _judgement(run, key, judge_model)
+                            found = _judge_record(run, key, judge_model)
+                            if found is not None:
+                                scored_keys.append(found[0])
+                                _spend(spent, "judge_", found[1], None)
+                                _spend_judge(judge_usage, model, name, judge_model, found[1])
+                        for score in judge.score(sample, response, options, judgement):
+                            scoring = judge_scoring(score.scoring, judge_model, position == 0)
+                            scores.append(replace(score, scoring=scoring))
+                            if judgement is not None:
+                                judgements[scoring] = judgement
                     answered.append(
                         Answered(
                             model,
@@ -139,7 +164,7 @@ def score_run(run: StoredRun) -> Scored:
                             epoch,
                             None if error else response,
                             tuple(scores),
-                            judgement,
+                            judgements,
                         )
                     )
                     for score in scores:
@@ -175,15 +200,32 @@ def score_run(run: StoredRun) -> Scored:
     usage_frame["total_cost_usd"] = usage_frame["cost_usd"] + usage_frame["judge_cost_usd"]
     for column in COST_COLUMNS:
         usage_frame[column] = usage_frame[column].astype(float).round(6)
+    judges_frame = pd.DataFrame(
+        [{"model": m, "benchmark": b, "judge": j, **v} for (m, b, j), v in judge_usage.items()],
+        columns=JUDGE_USAGE_COLUMNS,
+    )
+    judges_frame["cost_usd"] = judges_frame["cost_usd"].astype(float).round(6)
     digest = hashlib.sha256("\n".join(sorted(scored_keys)).encode()).hexdigest()
-    return Scored(samples, long, usage_frame, digest, extra_files)
+    return Scored(samples, long, usage_frame, digest, extra_files, judges_frame)
 
 
-def _judge_record(run: StoredRun, key: ItemKey) -> tuple[str, dict[str, Any]] | None:
-    judge_key = key.judged_by(run.request.judge_model or "")
-    record_key = run.judge_state.record_key.get(judge_key)
+def _judge_record(
+    run: StoredRun, key: ItemKey, judge_model: str
+) -> tuple[str, dict[str, Any]] | None:
+    record_key = run.judge_state.record_key.get(key.judged_by(judge_model))
     record = run.judge_state.records.get(record_key) if record_key else None
     return (record_key, record) if record is not None else None
+
+
+def _spend_judge(table, model: str, benchmark: str, judge: str, record: dict[str, Any]) -> None:
+    """One judgement in the per-judge usage table (each judge priced apart)."""
+    row = table.setdefault((model, benchmark, judge), dict.fromkeys(JUDGE_USAGE_COLUMNS[3:], 0))
+    tokens = record.get("usage") or {}
+    row["judgements"] += 1
+    row["errors"] += 1 if record.get("error") else 0
+    for name in ("input_tokens", "output_tokens", "reasoning_tokens"):
+        row[name] += int(tokens.get(name) or 0)
+    row["cost_usd"] += float(record.get("cost_usd") or 0.0)
 
 
 def _spend(spent: dict[str, Any], prefix: str, record: dict[str, Any], error: str | None) -> None:

@@ -41,8 +41,8 @@ class StoredRun:
         return self.request.models
 
     @property
-    def judge_model(self) -> str | None:
-        return self.request.judge_model
+    def judges(self) -> list[str]:
+        return self.request.judges()
 
 
 def load_run(store: Store, run_id: str) -> StoredRun:
@@ -72,7 +72,7 @@ def load_run(store: Store, run_id: str) -> StoredRun:
     api_models = {m: info["api_model"] for m, info in manifest["models"].items()}
     run = StoredRun(manifest, request, store, data, api_models, [], Reconciled(), [], Reconciled())
     run.answers = answer_items(run)
-    stages = (layout.ANSWER, layout.JUDGE) if request.judge_model else (layout.ANSWER,)
+    stages = (layout.ANSWER, layout.JUDGE) if request.judges() else (layout.ANSWER,)
     listing = list_records(store, run_id, stages)
     run.answer_state = reconcile(store, listing, run.answers, read=True)
     run.judgements = [j for j, _ in planned_judgements(run, run.answer_state)]

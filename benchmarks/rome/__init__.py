@@ -177,14 +177,15 @@ class Rome(Benchmark):
                 if score.judged:
                     value = score.value
                     result = None
-                    reply = item.judgement.reply if item.judgement else None
+                    judgement = item.judgements.get(scoring)
+                    reply = judgement.reply if judgement else None
                 else:
                     mode = scoring if scoring in SCORINGS else "upstream"
                     result = score_annotation(annotation, item.response or "", mode)
                     value, reply = result.value, None
                 buckets.append((annotation.get("task") or "all",) * 2 + (value,))
                 updated.append(updated_prediction(prediction, annotation, result, value, reply))
-            folder = f"{model.replace('/', '__')}/{scoring}/epoch-{epoch}"
+            folder = f"{model.replace('/', '__')}/{scoring.replace('/', '__')}/epoch-{epoch}"
             files[f"{folder}/scores.json"] = dumps(scores_json(buckets))
             files[f"{folder}/updated_predictions.json"] = dumps(updated)
         return files

@@ -53,7 +53,7 @@ def test_every_field_has_its_flag_and_the_flags_agree_with_the_schema():
             if key in facts:
                 assert f"{sign} {facts[key]}" in action.help, (name, key)
         checked += 1
-    assert checked == 28  # every field but the composite ones (dataset paths, endpoints, ...)
+    assert checked == 29  # every field but the composite ones (dataset paths, endpoints, ...)
 
 
 def test_the_numbers_the_help_shows_are_the_requests_defaults():

@@ -497,7 +497,8 @@ def write_stored_work(store_url: str, dataset: str, run_id: str) -> None:
         item = items[("openai/sim-0.5", "1", epoch)]
         store.put(item.store_key, record(item, unformatted, 200, 50))
     first = items[("openai/sim-0.5", "1", 0)]
-    judgement, _ = judge_item(prepared, first.key, first.store_key, unformatted)
+    judge = prepared.request.judge_model
+    judgement, _ = judge_item(prepared, judge, first.key, first.store_key, unformatted)
     store.put(judgement.store_key, record(judgement, "{7}", 40, 0))
     item = items[("anthropic/sim-0.5", "1", 0)]
     store.put(item.store_key, record(item, "so {7}", 120, 0))
