@@ -24,13 +24,19 @@ from engine.outcome import Interrupted, interrupted_message
 from engine.request import EvalRequest
 
 
-def run_request(request: EvalRequest, *, retry_errors: bool = True) -> dict[str, Any]:
-    """Run one request end to end from the command line; raise Interrupted on a signal."""
+def run_request(
+    request: EvalRequest, *, retry_errors: bool = True, answers: bool = True
+) -> dict[str, Any]:
+    """Run one request end to end from the command line; raise Interrupted on a signal.
+    With `answers` off (a judge added to a stored run) only the judges are asked."""
     from cli.errors import user_errors
+    from engine.judges import resolve_stored
     from engine.resolve import quick_checks, resolve
     from stack.services import LocalStack
+    from storage import open_store
 
-    configs = quick_checks(request)
+    store = open_store(request.store, s3_endpoint_url=request.s3_endpoint_url)
+    configs = quick_checks(request) if answers else resolve_stored(request, store).configs
     ray_was_up = _ray_initialized()
     if not ray_was_up:
         _attach_to_running_stack()
@@ -44,11 +50,11 @@ def run_request(request: EvalRequest, *, retry_errors: bool = True) -> dict[str,
     try:
         with STOP.handling():
             stack.start(prefect=not os.environ.get("PREFECT_API_URL"), ray=own_ray)
-            run = resolve(request, configs)
+            run = resolve(request, configs) if answers else resolve_stored(request, store)
             stack.wait(STOP.requested)
             if STOP.requested():
                 raise Interrupted(f"run {run.run_id} interrupted by {STOP.name} before any request")
-            result = _run(run.request, retry_errors, stack.prefect_url)
+            result = _run(run.request, retry_errors, stack.prefect_url, answers)
             failed = False
             return result
     except (*user_errors(), Interrupted):
@@ -86,26 +92,31 @@ def _attach_to_running_stack() -> None:
     print(f"using the running evalfleet stack ({where})", file=sys.stderr, flush=True)
 
 
-def _run(request: EvalRequest, retry_errors: bool, prefect_url: str | None) -> dict[str, Any]:
+def _run(
+    request: EvalRequest, retry_errors: bool, prefect_url: str | None, answers: bool
+) -> dict[str, Any]:
     """The flow in this process; the same steps without Prefect if its server is lost."""
     from flows.in_process import PrefectLost, run_flow_here, say_lost
 
     try:
-        return run_flow_here(request, retry_errors, prefect_url)
+        return run_flow_here(request, retry_errors, prefect_url, answers=answers)
     except PrefectLost as lost:
         say_lost(str(lost))
-        return run_without_prefect(request, retry_errors=retry_errors)
+        return run_without_prefect(request, retry_errors=retry_errors, answers=answers)
 
 
-def run_without_prefect(request: EvalRequest, *, retry_errors: bool = True) -> dict[str, Any]:
-    """`evaluate-and-aggregate` without a Prefect server: the same engine steps."""
+def run_without_prefect(
+    request: EvalRequest, *, retry_errors: bool = True, answers: bool = True
+) -> dict[str, Any]:
+    """`evaluate-and-aggregate` (or `judge`) without a Prefect server: the same steps."""
     from engine.aggregate import aggregate_run
     from engine.evaluate import evaluate_run
     from reports.leaderboard import update
+    from reports.report import write_report
     from storage import open_store
 
     with heartbeat.beating(final="finished"):
-        evaluated = evaluate_run(request, retry_errors=retry_errors)
+        evaluated = evaluate_run(request, retry_errors=retry_errors, answers=answers)
         if evaluated.get("stopped"):
             raise Interrupted(interrupted_message(evaluated))
         if evaluated.get("batch_jobs_open"):
@@ -113,6 +124,7 @@ def run_without_prefect(request: EvalRequest, *, retry_errors: bool = True) -> d
             return {**evaluated, "store": None}
         store = open_store(request.store, s3_endpoint_url=request.s3_endpoint_url)
         result = aggregate_run(store, evaluated["run_id"])
+        result["report"] = write_report(store, evaluated["run_id"], result["version"])
         try:
             update(store)
         except Exception as exc:  # the tables are written; the leaderboard can wait

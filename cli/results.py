@@ -29,6 +29,42 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     status.set_defaults(func=cmd_status)
 
+    report = sub.add_parser(
+        "report",
+        help="the run report: every answer with its prompt, verdicts and costs, in one page",
+        description="Write {run}/results/{version}/report.html: the run's identity, coverage "
+        "and headline table, then every answered item, filterable by model, benchmark, "
+        "scoring mode, epoch, verdict, disagreement and text. One self-contained file.",
+    )
+    report.add_argument("run_id")
+    report.add_argument("--version", help="a results version (default: the latest)")
+    report.add_argument(
+        "--media-mb",
+        type=float,
+        default=40.0,
+        help="full-size images and audio embedded, in MB (thumbnails always) (default: 40)",
+    )
+    report.add_argument("--open", action="store_true", help="open the page in a browser")
+    add_store_options(report)
+    report.set_defaults(func=cmd_report)
+
+    compare = sub.add_parser(
+        "compare",
+        help="what differs between two runs (or two models, or two results versions) and "
+        "whether the score moved: paired bootstrap interval, exact McNemar test, flips",
+        description="A and B are RUN_ID, RUN_ID:MODEL or RUN_ID@VERSION[:MODEL]. Prints what "
+        "differs between the two identities, then per benchmark and scoring mode the "
+        "accuracies on the items both hold, the difference with a paired bootstrap 95%% "
+        "interval, McNemar's exact p and the samples that flipped. Kept beside A's results "
+        "(compare/) and shown in A's report.",
+    )
+    compare.add_argument("a")
+    compare.add_argument("b")
+    compare.add_argument("--markdown", metavar="FILE", help="also write the Markdown here")
+    compare.add_argument("--json", metavar="FILE", help="also write the JSON here")
+    add_store_options(compare)
+    compare.set_defaults(func=cmd_compare)
+
     board = sub.add_parser(
         "leaderboard",
         help="every run of a store side by side: tables and plots under leaderboard/",
@@ -43,10 +79,60 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 def cmd_aggregate(args: argparse.Namespace) -> int:
     from engine.aggregate import aggregate_run
+    from reports.report import write_report
     from reports.tables import print_result
 
-    print_result(aggregate_run(store_from(args), args.run_id))
+    store = store_from(args)
+    result = aggregate_run(store, args.run_id)
+    result["report"] = write_report(store, args.run_id, result["version"])
+    print_result(result)
     return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from reports.report import write_report
+
+    store = store_from(args)
+    where = write_report(store, args.run_id, args.version, media_mb=args.media_mb)
+    print(f"report: {where}")
+    if args.open:
+        open_page(where, store)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    import json
+
+    from reports.compare import compare, save, to_markdown
+    from reports.report import write_report
+
+    store = store_from(args)
+    result = compare(store, args.a, args.b)
+    text = to_markdown(result)
+    print(text)
+    if args.markdown:
+        Path(args.markdown).write_text(text)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1))
+    save(store, result)
+    where = write_report(store, result["a"]["run_id"], result["a"]["version"])
+    print(f"kept with the results of {result['a']['label']}; its report: {where}")
+    return 0
+
+
+def open_page(where: str, store) -> None:
+    """Open a page of the store in a browser: a local file as it is, an S3 object through a
+    copy in the current directory."""
+    import webbrowser
+
+    page = Path(where)
+    if "://" in where:
+        key = where[len(store.url.rstrip("/")) + 1 :]
+        page = Path(Path(key).name).resolve()
+        page.write_bytes(store.get(key) or b"")
+        print(f"copied to {page}")
+    with contextlib.suppress(Exception):
+        webbrowser.open(page.as_uri())
 
 
 def cmd_runs(args: argparse.Namespace) -> int:

@@ -21,7 +21,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "cleanly (exit 130) and keeps everything stored; run again with the same --run-id "
         "to resume.",
     )
-    from cli.options import add_request_options
+    from cli.options import add_request_options, add_store_options
 
     add_request_options(run)
     run.add_argument(
@@ -42,6 +42,22 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="on resume, keep terminal errors instead of requesting them again",
     )
     run.set_defaults(func=cmd_run)
+
+    judge = sub.add_parser(
+        "judge",
+        help="judge a stored run's answers with another judge model (nothing asked again)",
+        description="Add a judge model to a run: it grades every stored answer its benchmark's "
+        "judge reads, checkpointed, rate limited and priced like the first judge; the tables "
+        "then give each judge's scores and how far the judges agree. The evaluated models are "
+        "not asked again and their keys are not needed.",
+    )
+    judge.add_argument("run_id")
+    judge.add_argument("--judge", required=True, metavar="PROVIDER/MODEL", help="the judge")
+    judge.add_argument(
+        "--simulator-url", metavar="URL", help="for a simulated judge (default: the run's)"
+    )
+    add_store_options(judge)
+    judge.set_defaults(func=cmd_judge)
 
 
 def request_from_args(args: argparse.Namespace) -> EvalRequest:
@@ -96,6 +112,17 @@ def cmd_run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 3
+    return 0
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    from cli.launch import run_request
+    from cli.options import store_from
+    from engine.judges import judge_request
+    from reports.tables import print_result
+
+    request = judge_request(store_from(args), args.run_id, args.judge, args.simulator_url)
+    print_result(run_request(request, retry_errors=False, answers=False))
     return 0
 
 

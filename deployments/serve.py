@@ -4,6 +4,7 @@
 
 - `evaluate-and-aggregate/on-demand`: the whole job; the UI renders its request as a form.
 - `aggregate/on-demand`: re-score a run and rewrite its tables.
+- `judge/on-demand`: judge a run's stored answers with another judge model.
 - `leaderboard/on-demand`: rebuild the store's leaderboard (aggregate and reevaluate do too).
 - `reevaluate/nightly`: look for new models every night and evaluate them.
 - `poll-batches/every-few-minutes`: collect the batch jobs of `--batch` runs that ended, send
@@ -46,6 +47,7 @@ def build_deployments() -> list:
 
     from engine.reevaluate import ReevaluateRequest
     from flows.aggregate import aggregate
+    from flows.judge import judge
     from flows.leaderboard import leaderboard
     from flows.pipeline import evaluate_and_aggregate
     from flows.poll_batches import poll_batches
@@ -60,6 +62,11 @@ def build_deployments() -> list:
         aggregate.to_deployment(
             name="on-demand",
             description="Score a run's stored completions and write its tables.",
+            tags=["evalfleet"],
+        ),
+        judge.to_deployment(
+            name="on-demand",
+            description="Judge a run's stored answers with another judge model.",
             tags=["evalfleet"],
         ),
         leaderboard.to_deployment(

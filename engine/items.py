@@ -28,10 +28,13 @@ class BenchmarkData:
     decodings: list[Decoding]
     excluded: list[Exclusion] = field(default_factory=list)
     digests: dict[str, str] = field(default_factory=dict)  # sample id -> prompt digest
+    prompts: dict[str, str] = field(default_factory=dict)  # sample id -> prompt text
 
     def __post_init__(self) -> None:
         if not self.digests:
             self.digests = {s.id: parts_digest(s.parts) for s in self.samples}
+        if not self.prompts:
+            self.prompts = {s.id: prompt_text(s) for s in self.samples}
 
     @cached_property
     def by_id(self) -> dict[str, Sample]:
@@ -45,6 +48,11 @@ class BenchmarkData:
             "samples": len(self.samples),
             "sample_ids_sha256": hashlib.sha256(ids).hexdigest(),
         }
+
+
+def prompt_text(sample: Sample) -> str:
+    """The text parts of a prompt, as a person reads them (media apart)."""
+    return "\n\n".join(p.text for p in sample.parts if p.kind == "text" and p.text)
 
 
 def judged_benchmarks(judges: list[str], data: dict[str, BenchmarkData]) -> set[str]:

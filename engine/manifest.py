@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import subprocess
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -152,8 +153,9 @@ def _dumps(obj: Any) -> bytes:
 
 
 def write_plan(store: Store, run_id: str, name: str, bench_data: BenchmarkData) -> None:
-    """What the run asks of one benchmark, so aggregation never needs the dataset again:
-    each sample's id, group, target, choices, metadata and prompt digest."""
+    """What the run asks of one benchmark, so aggregation, a judge added later and the run
+    report never need the dataset again: each sample's id, group, target, choices,
+    metadata, prompt digest and prompt text (its media are not kept)."""
     import pandas as pd
 
     frame = pd.DataFrame(
@@ -167,6 +169,7 @@ def write_plan(store: Store, run_id: str, name: str, bench_data: BenchmarkData) 
                 for s in bench_data.samples
             ],
             "prompt_digest": [bench_data.digests[s.id] for s in bench_data.samples],
+            "prompt": [bench_data.prompts.get(s.id, "") for s in bench_data.samples],
         }
     )
     buffer = io.BytesIO()
@@ -174,8 +177,17 @@ def write_plan(store: Store, run_id: str, name: str, bench_data: BenchmarkData) 
     store.put(layout.plan_key(run_id, name), buffer.getvalue())
 
 
-def read_plan(store: Store, run_id: str, name: str) -> tuple[list[Sample], dict[str, str]]:
-    """The samples (without media) and prompt digests one benchmark of a run asked."""
+@dataclass
+class Plan:
+    """What one benchmark of a run asked, read back: samples without media, each prompt's
+    digest and text ("" in plans written before the text was kept)."""
+
+    samples: list[Sample]
+    digests: dict[str, str]
+    prompts: dict[str, str]
+
+
+def read_plan(store: Store, run_id: str, name: str) -> Plan:
     import pandas as pd
 
     blob = store.get(layout.plan_key(run_id, name))
@@ -193,4 +205,10 @@ def read_plan(store: Store, run_id: str, name: str) -> tuple[list[Sample], dict[
         )
         for row in frame.itertuples(index=False)
     ]
-    return samples, dict(zip(frame["sample_id"], frame["prompt_digest"], strict=True))
+    ids = list(frame["sample_id"])
+    prompts = list(frame["prompt"]) if "prompt" in frame else [""] * len(ids)
+    return Plan(
+        samples,
+        dict(zip(ids, frame["prompt_digest"], strict=True)),
+        dict(zip(ids, prompts, strict=True)),
+    )

@@ -4,7 +4,7 @@ object the rest of the engine works on (`ResolvedRun`). Nothing is written here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from benchmarks import registry
@@ -32,6 +32,10 @@ class ResolvedRun:
     keys: dict[str, Secret]
     data: dict[str, BenchmarkData]
     manifest: dict[str, Any]
+    api_models: dict[str, str] = field(default_factory=dict)  # model id -> the API's name
+
+    def __post_init__(self) -> None:
+        self.api_models = {**self.api_models, **{m: c.api_model for m, c in self.configs.items()}}
 
     @property
     def models(self) -> list[str]:
@@ -40,10 +44,6 @@ class ResolvedRun:
     @property
     def judges(self) -> list[str]:
         return self.request.judges()
-
-    @property
-    def api_models(self) -> dict[str, str]:
-        return {m: c.api_model for m, c in self.configs.items()}
 
 
 # Runs the command line already resolved in this process, reused by the flow it then starts.
@@ -74,8 +74,12 @@ def resolve(request: EvalRequest, configs: dict[str, ModelConfig] | None = None)
     check_batch_modes(request, configs)
     manifest = manifests.build_manifest(request, run_id, configs, data)
     manifests.precheck_run(store, manifest, request.extend)
-    run = ResolvedRun(request, run_id, store, configs, keys, data, manifest)
-    _resolved[request.model_dump_json()] = run
+    return remember(ResolvedRun(request, run_id, store, configs, keys, data, manifest))
+
+
+def remember(run: ResolvedRun) -> ResolvedRun:
+    """Keep a resolution for the flow this process starts next (`resolved`)."""
+    _resolved[run.request.model_dump_json()] = run
     return run
 
 
@@ -96,9 +100,10 @@ def check_batch_modes(request: EvalRequest, configs: dict[str, ModelConfig]) -> 
             check_batch_support(config)
 
 
-def resolve_models(request: EvalRequest) -> dict[str, ModelConfig]:
-    """Every model the run calls (the judge included), with the request's rate limits."""
-    ids = list(dict.fromkeys([*request.models, *request.judges()]))
+def resolve_models(request: EvalRequest, only: list[str] | None = None) -> dict[str, ModelConfig]:
+    """Every model the run calls (the judges included), or `only` those, with the request's
+    rate limits and timeout."""
+    ids = only if only is not None else list(dict.fromkeys([*request.models, *request.judges()]))
     models = load_registry()
     configs: dict[str, ModelConfig] = {}
     for model_id in ids:
@@ -118,7 +123,7 @@ def resolve_models(request: EvalRequest) -> dict[str, ModelConfig]:
             config = replace(config, timeout_s=request.timeout_s)
         configs[model_id] = config
     for name in (*request.rpm, *request.tpm):
-        if name not in configs:
+        if name not in configs and only is None:
             raise ConfigError(f"rate limit given for '{name}', which is not a model of this run")
     return configs
 

@@ -164,10 +164,35 @@ def read_result(store: Store, run_id: str, name: str) -> pd.DataFrame:
     version = latest_version(store, run_id)
     if version is None:
         raise FileNotFoundError(f"run {run_id} has no results yet")
+    return read_version_table(store, run_id, version, name)
+
+
+def read_version_table(store: Store, run_id: str, version: str, name: str) -> pd.DataFrame:
     blob = store.get(layout.results_key(run_id, version, name))
     if blob is None:
         raise FileNotFoundError(f"run {run_id} results {version} have no {name}")
     return pd.read_parquet(io.BytesIO(blob))
+
+
+def results_about(store: Store, run_id: str, version: str | None = None) -> dict[str, Any]:
+    """What scored a results version (its `version.json`): the latest one, or `version`.
+    Versions written before it was kept say only their name. One line if there is none."""
+    from engine.identity import RunError
+
+    if version is None:
+        blob = store.get(layout.latest_results_key(run_id))
+        if blob is None:
+            raise RunError(
+                f"run {run_id} has no results in {store.describe()}: run `evalfleet aggregate "
+                f"{run_id}` (or finish the run) first"
+            )
+        return json.loads(blob)
+    blob = store.get(layout.results_key(run_id, version, "version.json"))
+    if blob is not None:
+        return json.loads(blob)
+    if store.get(layout.results_key(run_id, version, "samples.parquet")) is None:
+        raise RunError(f"run {run_id} has no results version {version} in {store.describe()}")
+    return {"version": version}
 
 
 def _parquet(frame: pd.DataFrame) -> bytes:

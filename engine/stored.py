@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks import registry
+from benchmarks.interface import Exclusion
 from core.types import Decoding
 from engine.identity import RunError
 from engine.items import BenchmarkData, answer_items, planned_judgements
@@ -54,21 +55,7 @@ def load_run(store: Store, run_id: str) -> StoredRun:
             "lists the runs there"
         )
     request = EvalRequest(**manifest["request"])
-    identity = manifest["identity"]["benchmarks"]
-    data: dict[str, BenchmarkData] = {}
-    for name in request.benchmarks:
-        samples, digests = read_plan(store, run_id, name)
-        bench = registry.get(name)
-        data[name] = BenchmarkData(
-            benchmark=bench,
-            options=bench.options(identity[name]["options"]),
-            samples=samples,
-            revision=identity[name]["data"]["revision"],
-            source=manifest["datasets"][name]["source"],
-            protocol=identity[name]["protocol"],
-            decodings=[Decoding(**d) for d in identity[name]["decodings"]],
-            digests=digests,
-        )
+    data = plan_data(store, manifest, request)
     api_models = {m: info["api_model"] for m, info in manifest["models"].items()}
     run = StoredRun(manifest, request, store, data, api_models, [], Reconciled(), [], Reconciled())
     run.answers = answer_items(run)
@@ -78,3 +65,28 @@ def load_run(store: Store, run_id: str) -> StoredRun:
     run.judgements = [j for j, _ in planned_judgements(run, run.answer_state)]
     run.judge_state = reconcile(store, listing, run.judgements, read=True)
     return run
+
+
+def plan_data(
+    store: Store, manifest: dict[str, Any], request: EvalRequest
+) -> dict[str, BenchmarkData]:
+    """Each benchmark of a stored run as it asked it, from its plans: no dataset needed."""
+    run_id = manifest["run_id"]
+    identity = manifest["identity"]["benchmarks"]
+    data: dict[str, BenchmarkData] = {}
+    for name in request.benchmarks:
+        plan = read_plan(store, run_id, name)
+        bench = registry.get(name)
+        data[name] = BenchmarkData(
+            benchmark=bench,
+            options=bench.options(identity[name]["options"]),
+            samples=plan.samples,
+            revision=identity[name]["data"]["revision"],
+            source=manifest["datasets"][name]["source"],
+            protocol=identity[name]["protocol"],
+            decodings=[Decoding(**d) for d in identity[name]["decodings"]],
+            digests=plan.digests,
+            prompts=plan.prompts,
+            excluded=[Exclusion(**e) for e in manifest["datasets"][name].get("excluded", [])],
+        )
+    return data

@@ -4,6 +4,7 @@ as artifacts, and bring the leaderboard up to date."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 from prefect import flow, task
@@ -11,6 +12,7 @@ from prefect.cache_policies import NO_CACHE
 
 from engine.aggregate import aggregate_run
 from flows.control_plane import attached
+from reports.report import write_report
 from storage import Store, open_store
 
 log = logging.getLogger("evalfleet")
@@ -35,10 +37,25 @@ def publish_artifacts(result: dict[str, Any]) -> None:
         log.warning("could not publish artifacts: %s", exc)
 
 
+def publish_report(run_id: str, where: str) -> None:
+    """The report's address as a link artifact (best effort)."""
+    from prefect.artifacts import create_link_artifact
+
+    link = where if "://" in where else Path(where).as_uri()
+    try:
+        create_link_artifact(
+            link=link, link_text=f"report of run {run_id}", description=f"evalfleet run {run_id}"
+        )
+    except Exception as exc:
+        log.warning("could not publish the report's address: %s", exc)
+
+
 @task(name="score-and-write-tables", cache_policy=NO_CACHE, persist_result=False)
 def aggregate_task(store: Store, run_id: str) -> dict[str, Any]:
     result = aggregate_run(store, run_id)
     publish_artifacts(result)
+    result["report"] = write_report(store, run_id, result["version"])
+    publish_report(run_id, result["report"])
     return result
 
 

@@ -33,8 +33,8 @@ def transient(task, task_run, state) -> bool:
 
 
 @task(name="plan-run", cache_policy=NO_CACHE, persist_result=False)
-def plan_task(request: EvalRequest, retry_errors: bool = True) -> RunPlan:
-    return plan_step(request, retry_errors)
+def plan_task(request: EvalRequest, retry_errors: bool = True, answers: bool = True) -> RunPlan:
+    return plan_step(request, retry_errors, answers)
 
 
 @task(
@@ -54,11 +54,13 @@ def batch_task(run_plan: RunPlan, retry_errors: bool = True) -> dict[str, Any]:
     return batch_step(run_plan, retry_errors)
 
 
-def evaluate_steps(request: EvalRequest, retry_errors: bool = True) -> dict[str, Any]:
-    """The flow body shared by `evaluate` and `evaluate-and-aggregate` (the same steps as
-    `engine.evaluate.evaluate_run`, each a task)."""
+def evaluate_steps(
+    request: EvalRequest, retry_errors: bool = True, answers: bool = True
+) -> dict[str, Any]:
+    """The flow body shared by `evaluate`, `evaluate-and-aggregate` and `judge` (the same
+    steps as `engine.evaluate.evaluate_run`, each a task)."""
     with STOP.handling():
-        run_plan = plan_task(request, retry_errors)
+        run_plan = plan_task(request, retry_errors, answers)
         if STOP.requested():
             return {"run_id": run_plan.run.run_id, "submitted": 0, "stopped": True}
         result = generate_task(run_plan)

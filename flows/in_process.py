@@ -1,5 +1,5 @@
-"""Running `evaluate-and-aggregate` in this process, as `evalfleet run` does, and telling a
-lost Prefect server from a failed run."""
+"""Running a flow in this process, as `evalfleet run` (`evaluate-and-aggregate`) and
+`evalfleet judge` (`judge`) do, and telling a lost Prefect server from a failed run."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 from engine.outcome import Interrupted
 from engine.request import EvalRequest
+from flows.judge import judge
 from flows.pipeline import evaluate_and_aggregate
 
 
@@ -17,17 +18,28 @@ class PrefectLost(Exception):
 
 
 def run_flow_here(
-    request: EvalRequest, retry_errors: bool, prefect_url: str | None
+    request: EvalRequest, retry_errors: bool, prefect_url: str | None, *, answers: bool = True
 ) -> dict[str, Any]:
-    """The flow's result; raises Interrupted on a signal, PrefectLost when the server went
-    away (the caller finishes the same steps without it), or the flow's own exception (a
-    ConfigError is one line)."""
+    """The flow's result (`judge` when `answers` is off: only the judges are asked); raises
+    Interrupted on a signal, PrefectLost when the server went away (the caller finishes the
+    same steps without it), or the flow's own exception (a ConfigError is one line)."""
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     settings = temporary_settings({PREFECT_API_URL: prefect_url}) if prefect_url else None
     with settings or contextlib.nullcontext():
         try:
-            state = evaluate_and_aggregate(request, retry_errors, return_state=True)
+            if answers:
+                state = evaluate_and_aggregate(request, retry_errors, return_state=True)
+            else:
+                added = request.judges()[-1]
+                state = judge(
+                    request.run_id,
+                    added,
+                    request.store,
+                    request.s3_endpoint_url,
+                    request.simulator_url,
+                    return_state=True,
+                )
         except Exception as exc:
             if not prefect_lost(exc):
                 raise

@@ -25,8 +25,15 @@ def evaluate_and_aggregate(request: EvalRequest, retry_errors: bool = True):
         request: what to evaluate, how, and where to keep it
         retry_errors: on a resume, request again the items that ended in an error
     """
-    with attached(), heartbeat.beating(final="finished"):
-        evaluated = evaluate_steps(request, retry_errors)
+    with attached():
+        return whole_job(request, retry_errors)
+
+
+def whole_job(request: EvalRequest, retry_errors: bool = True, answers: bool = True):
+    """Evaluate, then score, write the tables and the report, refresh the leaderboard (the
+    body of `evaluate-and-aggregate` and of `judge`, within a flow run)."""
+    with heartbeat.beating(final="finished"):
+        evaluated = evaluate_steps(request, retry_errors, answers)
         if evaluated.get("stopped"):
             return finished_state(evaluated)
         if evaluated.get("batch_jobs_open"):

@@ -19,6 +19,7 @@ import html
 import io
 import json
 import math
+import urllib.parse
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -29,6 +30,7 @@ from benchmarks import registry
 from core.types import ConfigError
 from engine.identity import RunError
 from engine.manifest import read_manifest
+from reports.ranks import rank_rows, rank_text
 from storage import layout
 from storage.base import Store
 
@@ -38,6 +40,10 @@ COLUMNS = [
     "benchmark",
     "scoring",
     "rank",
+    "rank_low",
+    "rank_high",
+    "band",
+    "ranked_among",
     "model",
     "metric",
     "value",
@@ -78,8 +84,11 @@ def _read(store: Store, key: str) -> bytes | None:
         return None
 
 
-def run_rows(store: Store, run_id: str) -> list[dict[str, Any]]:
-    """One row per (model, benchmark, scoring) of a run's latest results ([] without any)."""
+def run_rows(
+    store: Store, run_id: str, samples_of: dict[tuple[str, str], pd.DataFrame] | None = None
+) -> list[dict[str, Any]]:
+    """One row per (model, benchmark, scoring) of a run's latest results ([] without any);
+    its samples table is kept in `samples_of` for the rank intervals."""
     try:
         manifest = read_manifest(store, run_id)
     except RunError:
@@ -100,6 +109,8 @@ def run_rows(store: Store, run_id: str) -> list[dict[str, Any]]:
         tables["usage.parquet"],
         tables["samples.parquet"],
     )
+    if samples_of is not None:
+        samples_of[(run_id, version)] = samples
     identity = manifest["identity"]["benchmarks"]
     correct = samples.groupby(["model", "benchmark", "scoring"])["correct"].sum().to_dict()
     rows = []
@@ -154,11 +165,12 @@ def _number(value: Any) -> float | None:
 def build(store: Store, latest: dict[str, Any] | None = None) -> Board:
     """The leaderboard of every run in a store; `latest` is the last one's latest.json."""
     rows: list[dict[str, Any]] = []
+    samples_of: dict[tuple[str, str], pd.DataFrame] = {}
     with_results = 0
     for run_id in store.list_dirs(""):
         if run_id == PREFIX or run_id.startswith("_"):
             continue
-        found = run_rows(store, run_id)
+        found = run_rows(store, run_id, samples_of)
         with_results += bool(found)
         rows += found
     if not rows:
@@ -171,26 +183,28 @@ def build(store: Store, latest: dict[str, Any] | None = None) -> Board:
     frame["ci95_low"] = (frame["value"] - Z95 * frame["se"].fillna(0.0)).clip(lower=0.0)
     frame["ci95_high"] = (frame["value"] + Z95 * frame["se"].fillna(0.0)).clip(upper=1.0)
     frame["coverage"] = frame["done"].astype(str) + "/" + frame["expected"].astype(str)
-    frame["rank"] = (
-        frame.groupby(["benchmark", "scoring"])["value"]
-        .rank(ascending=False, method="min")
-        .astype("Int64")
-    )
+    frame = rank_rows(frame, samples_of)
     models_before = compared_with(latest, set(frame["model"]))
     frame["new"] = ~frame["model"].isin(models_before)
     order = {name: i for i, name in enumerate(registry.names())}
     frame["_b"] = frame["benchmark"].map(order)
     pairs = zip(frame.benchmark, frame.scoring, strict=True)
     frame["_s"] = [_scoring_order(b, s) for b, s in pairs]
-    frame = frame.sort_values(["_b", "_s", "rank", "model"]).drop(columns=["_b", "_s"])
+    frame["_p"] = ~frame["complete"]  # complete rows first, the partial ones ranked apart
+    frame = frame.sort_values(["_b", "_s", "_p", "rank", "model"]).drop(columns=["_b", "_s", "_p"])
     table = frame[COLUMNS].reset_index(drop=True)
     headline = table[table.scoring == table.benchmark.map(_primary_scoring)]
-    new = [
-        f"{row.model} is new: rank {row.rank} of "
-        f"{int((headline.benchmark == row.benchmark).sum())} on {row.benchmark} ({row.scoring})"
-        for row in headline[headline.new].itertuples(index=False)
-    ]
+    new = [_new_line(row, headline) for row in headline[headline.new].itertuples(index=False)]
     return Board(table, new, with_results, {}, sorted(models_before))
+
+
+def _new_line(row, headline: pd.DataFrame) -> str:
+    peers = (headline.benchmark == row.benchmark) & (headline.ranked_among == row.ranked_among)
+    among = " partial results" if row.ranked_among == "partial" else ""
+    return (
+        f"{row.model} is new: rank {rank_text(row.rank, row.rank_low, row.rank_high)} of "
+        f"{int(peers.sum())}{among} on {row.benchmark} ({row.scoring})"
+    )
 
 
 def _primary_scoring(benchmark: str) -> str:
@@ -235,7 +249,17 @@ def shown_columns(table: pd.DataFrame) -> pd.DataFrame:
         {
             "benchmark": table["benchmark"],
             "scoring": table["scoring"],
-            "rank": table["rank"],
+            "rank": [
+                rank_text(r, lo, hi) + ("" if among == "complete" else " (partial)")
+                for r, lo, hi, among in zip(
+                    table["rank"],
+                    table["rank_low"],
+                    table["rank_high"],
+                    table["ranked_among"],
+                    strict=True,
+                )
+            ],
+            "band": table["band"],
             "model": table["model"],
             "value": table["value"].round(4),
             "95% interval": [
@@ -263,12 +287,19 @@ def html_page(board: Board, files: dict[str, bytes]) -> str:
         "</style></head><body>",
         f"<h1>evalfleet leaderboard</h1><p>{board.runs} runs, {stamp}. Values are the "
         "benchmark's headline metric with a 95 % interval; coverage is answers done / "
-        "expected.</p>",
+        "expected. A rank (low–high) is a 95 % interval from a paired bootstrap over the "
+        "samples every model answered; models whose intervals overlap share a band. Partial "
+        "results are ranked apart. Each model links to its answers in its run's report.</p>",
     ]
     if board.new:
         items = "".join(f"<li>{html.escape(line)}</li>" for line in board.new)
         parts.append(f"<h2>New models</h2><ul>{items}</ul>")
     shown = shown_columns(board.table)
+    links = [report_link(row) for row in board.table.itertuples(index=False)]
+    shown["model"] = [
+        f"<a href='{html.escape(link)}'>{html.escape(model)}</a>"
+        for link, model in zip(links, shown["model"], strict=True)
+    ]
     for (benchmark, scoring), part in shown.groupby(["benchmark", "scoring"], sort=False):
         parts.append(f"<h2>{html.escape(benchmark)} — {html.escape(scoring)}</h2>")
         parts.append(_html_table(part.drop(columns=["benchmark", "scoring"])))
@@ -280,6 +311,15 @@ def html_page(board: Board, files: dict[str, bytes]) -> str:
     return "\n".join(parts)
 
 
+def report_link(row) -> str:
+    """From `{store}/leaderboard/index.html` to the row's items in its run's report."""
+    query = urllib.parse.urlencode(
+        {"model": row.model, "benchmark": row.benchmark, "scoring": row.scoring},
+        quote_via=urllib.parse.quote,
+    )
+    return f"../{row.run_id}/results/{row.version}/report.html#{query}"
+
+
 def _html_table(frame: pd.DataFrame) -> str:
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
     body = []
@@ -288,7 +328,7 @@ def _html_table(frame: pd.DataFrame) -> str:
         for column, value in zip(frame.columns, row, strict=True):
             text = _cell(value)
             cls = " class='l'" if column == "model" else ""
-            cells.append(f"<td{cls}>{html.escape(text)}</td>")
+            cells.append(f"<td{cls}>{text if column == 'model' else html.escape(text)}</td>")
         style = " class='new'" if row[-1] == "new" else ""
         body.append(f"<tr{style}>{''.join(cells)}</tr>")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"

@@ -1,6 +1,7 @@
 """The leaderboard's three PNG plots, one panel per benchmark (its headline scoring mode):
 
-- `accuracy_ci.png`: the headline metric per model with its 95 % interval;
+- `accuracy_ci.png`: the headline metric per model with its 95 % interval, each model's rank
+  interval beside it and the bands of models that cannot be told apart shaded alike;
 - `accuracy_vs_tokens.png`: the metric against mean output tokens per answer, as the ROME
   leaderboard draws it (a model up and to the left answers well and briefly);
 - `cost_per_correct.png`: dollars per correct answer (answers and judge together).
@@ -60,8 +61,22 @@ def _accuracy_ci(primary: pd.DataFrame) -> bytes:
         low = (values - part["ci95_low"].fillna(values)).clip(lower=0)
         high = (part["ci95_high"].fillna(values) - values).clip(lower=0)
         colors = ["#d98c00" if new else "#3a6ea5" for new in part["new"]]
-        ax.barh(part["model"], values, xerr=[low, high], color=colors, capsize=3)
-        ax.set_xlim(0, max(1.0, float((values + high).max() or 0) * 1.05))
+        labels = [
+            model + ("" if among == "complete" else " (partial)")
+            for model, among in zip(part["model"], part["ranked_among"], strict=True)
+        ]
+        ax.barh(labels, values, xerr=[low, high], color=colors, capsize=3)
+        right = max(1.0, float((values + high).max() or 0) * 1.05)
+        ax.set_xlim(0, right * 1.25)  # room for the rank labels
+        for y, row in enumerate(part.itertuples(index=False)):
+            if row.band % 2 == 0:  # bands shaded alternately
+                ax.axhspan(y - 0.5, y + 0.5, color="#ececec", zorder=0)
+            rank = (
+                str(row.rank)
+                if row.rank_low == row.rank_high
+                else (f"{row.rank} ({row.rank_low}–{row.rank_high})")
+            )
+            ax.annotate(f"rank {rank}, band {row.band}", (right, y), fontsize=8, va="center")
         ax.set_title(f"{benchmark} ({part['scoring'].iloc[0]}): {part['metric'].iloc[0]}")
         ax.set_xlabel("value with 95% interval")
     return _save(fig)

@@ -30,8 +30,7 @@ class StoreResults:
 
     def plan(self, run_id: str, benchmark: str) -> list[Sample]:
         self._exists(run_id)
-        samples, _ = read_plan(self.store, run_id, benchmark)
-        return samples
+        return read_plan(self.store, run_id, benchmark).samples
 
     def _exists(self, run_id: str) -> None:
         if read_manifest(self.store, run_id) is None:

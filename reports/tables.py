@@ -21,11 +21,17 @@ def print_result(result: dict[str, Any]) -> None:
         shown = shown.dropna(axis="columns", how="all")
         print(f"\n{name}")
         print(markdown(shown))
+    agreement = pd.DataFrame(result.get("judge_agreement") or [])
+    if not agreement.empty:
+        print("\njudge agreement (percent of the same verdicts, Cohen's kappa)")
+        print(markdown(agreement))
     usage = pd.DataFrame(result.get("usage") or [])
     if not usage.empty:
         spent = usage.loc[:, (usage != 0).any(axis=0)]
         print("\ntokens and cost")
         print(markdown(spent))
+    if result.get("report"):
+        print(f"\nreport: {result['report']}")
     if result.get("missing"):
         print(f"\n{result['missing']} items have no record yet: run again with the same run id")
     if result.get("unreadable"):

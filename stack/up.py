@@ -48,6 +48,7 @@ AUTOMATION = "evalfleet: crash flow runs whose heartbeats stopped"
 DEPLOYMENT_NAMES = (  # what deployments/serve.py serves
     "evaluate-and-aggregate/on-demand",
     "aggregate/on-demand",
+    "judge/on-demand",
     "leaderboard/on-demand",
     "reevaluate/nightly",
     "poll-batches/every-few-minutes",

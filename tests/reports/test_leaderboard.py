@@ -27,7 +27,9 @@ import subprocess
 import sys
 import time
 from datetime import datetime
+from html import escape
 from pathlib import Path
+from urllib.parse import quote
 
 import pandas as pd
 import pytest
@@ -213,14 +215,25 @@ def expected_rows(store: Path, dataset: str) -> list[dict]:
                     "written_at": latest["written_at"],
                 }
             )
-    for row in rows:  # rank: 1 + the models strictly above, within (benchmark, scoring)
+    for row in rows:  # rank: 1 + the models strictly above, within (benchmark, scoring),
+        # partial rows ranked apart from complete ones
         peers = [
-            r for r in rows if (r["benchmark"], r["scoring"]) == (row["benchmark"], row["scoring"])
+            r
+            for r in rows
+            if (r["benchmark"], r["scoring"], r["complete"])
+            == (row["benchmark"], row["scoring"], row["complete"])
         ]
         row["rank"] = 1 + sum(p["value"] > row["value"] for p in peers)
+        row["ranked_among"] = "complete" if row["complete"] else "partial"
     order = {(b, s): i for i, (b, s) in enumerate((b, s) for b in BENCHMARKS for s in SCORINGS)}
     return sorted(
-        rows, key=lambda r: (order[(r["benchmark"], r["scoring"])], r["rank"], r["model"])
+        rows,
+        key=lambda r: (
+            order[(r["benchmark"], r["scoring"])],
+            not r["complete"],
+            r["rank"],
+            r["model"],
+        ),
     )
 
 
@@ -244,7 +257,8 @@ def test_parquet_matches_the_runs_results(board, expected):
     assert len(table) == len(SOURCE) * len(SCORINGS) == len(expected)
     keys = ["benchmark", "scoring", "model"]
     assert table[keys].values.tolist() == [[r[k] for k in keys] for r in expected]
-    exact = ["metric", "rank", "n", "done", "expected", "errors", "coverage", "complete"]
+    exact = ["metric", "rank", "ranked_among", "n", "done", "expected", "errors", "coverage"]
+    exact += ["complete"]
     exact += ["correct", "new", "run_id", "version", "written_at"]
     close = ["value", "se", "ci95_low", "ci95_high", "mean_output_tokens", "cost_usd"]
     for row, want in zip(table.to_dict("records"), expected, strict=True):
@@ -254,6 +268,12 @@ def test_parquet_matches_the_runs_results(board, expected):
         for column in close:
             assert row[column] == pytest.approx(want[column], abs=1e-9), (where, column)
         assert row["cost_per_correct_usd"] == pytest.approx(want["cost_per_correct_usd"], abs=1e-6)
+    # each rank's interval holds it; a partial row is ranked apart, alone here: rank 1 of 1
+    assert (table.rank_low <= table["rank"]).all() and (table["rank"] <= table.rank_high).all()
+    partial = table[~table.complete]
+    assert list(
+        partial[["rank", "rank_low", "rank_high", "band"]].drop_duplicates().values.tolist()
+    ) == [[1, 1, 1, 1]]
     # the data exercise every rule: errors, a partial row, both clips of the interval, a tie
     assert table.errors.max() > 0 and not table.complete.all()
     assert (table.value - Z95 * table.se < 0).any() and (table.value + Z95 * table.se > 1).any()
@@ -336,10 +356,21 @@ def test_new_flags_only_the_model_absent_from_the_previous_board(board, expected
     table = pd.read_parquet(store / "leaderboard" / "leaderboard.parquet")
     assert set(table[table.new].model) == {ADDED}
     assert table[table.model == ADDED].new.all() and len(table[table.new]) == 4
-    rank = {(r["benchmark"], r["scoring"]): r["rank"] for r in expected if r["model"] == ADDED}
+    mine = table[(table.model == ADDED) & (table.scoring == "upstream")].set_index("benchmark")
+    peers = {
+        b: sum(r["complete"] for r in expected if (r["benchmark"], r["scoring"]) == (b, "upstream"))
+        for b in BENCHMARKS
+    }
+    assert all(mine.complete)  # ranked among the complete rows; the partial one apart
+
+    def rank(b: str) -> str:
+        row = mine.loc[b]
+        low, high = row.rank_low, row.rank_high
+        return str(row["rank"]) if low == high else f"{row['rank']} ({low}–{high})"
+
     latest = _latest_json(store)
     assert latest["new"] == [
-        f"{ADDED} is new: rank {rank[(b, 'upstream')]} of 4 on {b} (upstream)" for b in BENCHMARKS
+        f"{ADDED} is new: rank {rank(b)} of {peers[b]} on {b} (upstream)" for b in BENCHMARKS
     ]
     assert latest["models"] == sorted({model for model, _ in SOURCE})
     assert latest["runs"] == 4
@@ -477,8 +508,12 @@ def test_cli_prints_the_board_and_opens_the_page(board, expected, tmp_path):
     assert opened.read_text() == page.as_uri()
     html = page.read_text()
     assert html.startswith("<!doctype html>")
-    for model, _ in SOURCE:
-        assert f"<td class='l'>{model}</td>" in html
+    table = pd.read_parquet(page.parent / "leaderboard.parquet")
+    for row in table.itertuples(index=False):  # each cell links to its answers in its report
+        fragment = f"model={quote(row.model, safe='')}&benchmark={row.benchmark}"
+        link = f"../{row.run_id}/results/{row.version}/report.html#{fragment}"
+        href = escape(f"{link}&scoring={row.scoring}")  # "&" written as "&amp;" in HTML
+        assert f"<td class='l'><a href='{href}'>{row.model}</a></td>" in html
 
 
 def test_cli_on_a_store_without_results(tmp_path, capsys):

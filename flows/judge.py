@@ -1,0 +1,40 @@
+"""The `judge` flow: another judge model for a stored run's answers (`engine.judges`), then
+the tables with each judge's scores and their agreement. Nothing is asked of the evaluated
+models again."""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from engine.judges import judge_request, resolve_stored
+from flows.control_plane import attached
+from flows.pipeline import whole_job
+from storage import open_store
+
+
+@flow(name="judge", log_prints=True)
+def judge(
+    run_id: str,
+    judge: str,
+    store: str | None = None,
+    s3_endpoint_url: str | None = None,
+    simulator_url: str | None = None,
+):
+    """Judge the stored answers of a run with another judge model, and write the tables
+    again with every judge's scores and how far the judges agree.
+
+    Args:
+        run_id: the run whose answers to judge (`evalfleet runs` lists them)
+        judge: the judge model, provider/model (deployments/models.yaml), or
+            provider/sim-<accuracy> against the simulator
+        store: where the run is (empty: the store the deployments were served with,
+            $EVALFLEET_STORE, else ./runs)
+        s3_endpoint_url: for MinIO, R2, Ceph, ... (empty: AWS)
+        simulator_url: where `evalfleet simulate` listens, for a simulated judge (empty: the
+            run's own)
+    """
+    with attached():
+        opened = open_store(store, s3_endpoint_url=s3_endpoint_url)
+        request = judge_request(opened, run_id, judge, simulator_url)
+        resolve_stored(request, opened)
+        return whole_job(request, retry_errors=False, answers=False)

@@ -1,0 +1,53 @@
+"""`evalfleet report RUN_ID`: the run report, written beside the tables it shows as
+`{run}/results/{version}/report.html`, with the comparisons saved for that version."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+
+from engine.results import results_about
+from reports.report_data import MEDIA_BUDGET_MB, gather
+from reports.report_page import render
+from storage import layout
+from storage.base import Store
+
+log = logging.getLogger("evalfleet")
+COMPARE_PREFIX = "compare/"  # comparisons of this version with another, as JSON
+
+
+def report_key(run_id: str, version: str) -> str:
+    return layout.results_key(run_id, version, "report.html")
+
+
+def write_report(
+    store: Store, run_id: str, version: str | None = None, *, media_mb: float = MEDIA_BUDGET_MB
+) -> str:
+    """Build the report of a run's results version (the latest by default) and store it;
+    returns where it is (a path for a local store, else the object's URL)."""
+    version = version or results_about(store, run_id)["version"]
+    data = gather(store, run_id, version, media_mb=media_mb)
+    data.meta["comparisons"] = saved_comparisons(store, run_id, version)
+    page = render(data).encode()
+    key = report_key(run_id, version)
+    store.put(key, page)
+    log.info("run %s: report written (%.1f MB)", run_id, len(page) / 2**20)
+    return where(store, key)
+
+
+def saved_comparisons(store: Store, run_id: str, version: str) -> list[dict]:
+    prefix = layout.results_key(run_id, version, COMPARE_PREFIX)
+    found = []
+    for key in store.list(prefix):
+        if key.endswith(".json"):
+            blob = store.get(key)
+            if blob:
+                found.append(json.loads(blob))
+    return found
+
+
+def where(store: Store, key: str) -> str:
+    """A store key as a person opens it: a file path for a local store, else the URL."""
+    root = getattr(store, "root", None)
+    return os.path.join(root, key) if root is not None else f"{store.url.rstrip('/')}/{key}"
