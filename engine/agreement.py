@@ -37,7 +37,7 @@ def judge_agreement(
             scoring = judge_scoring(bench.judge.scorings[0], judge, position == 0)
             raters[judge] = _verdicts(mine, scoring, judged_only=True)
         for (a, verdicts_a), (b, verdicts_b) in itertools.combinations(raters.items(), 2):
-            both = verdicts_a.join(verdicts_b, how="inner", lsuffix="_a", rsuffix="_b")
+            both = verdicts_a.add_suffix("_a").join(verdicts_b.add_suffix("_b"), how="inner")
             if both.empty:
                 continue
             agree, kappa = cohens_kappa(list(both.correct_a), list(both.correct_b))
