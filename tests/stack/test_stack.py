@@ -231,6 +231,16 @@ def test_runs_through_the_api_fail_fast_or_complete_with_tables(stack, demo_data
     summary = pd.read_csv(results_dir(stack.store, "api") / "summary_zerobench.csv")
     assert set(summary["model"]) == {"openai/sim-0.7"}
     assert set(summary["n_questions"]) == {4}
+    assert (results_dir(stack.store, "api") / "report.html").exists()
+
+    # a judge added from the UI: the judge deployment's form is three fields
+    judge = {"run_id": "api", "judge": "anthropic/sim-0.9", "simulator_url": stack.sim_url}
+    judged = stack.wait(stack.start_run("judge/on-demand", judge))
+    assert judged["state"]["name"] == "Completed", judged["state"]["message"]
+    manifest = json.loads((stack.store / "api" / "manifest.json").read_text())
+    assert manifest["identity"]["judge_model"] == "anthropic/sim-0.9"
+    samples = pd.read_parquet(results_dir(stack.store, "api") / "samples.parquet")
+    assert set(samples.scoring) == {"upstream", "robust", "judge"}
     # the served leaderboard deployment rebuilds it in a flow run of its own
     (board,) = _until(lambda: leaderboard_with(stack, "api"), 60, "leaderboard with run api")
     assert set(board.loc[board["run_id"] == "api", "model"]) == {"openai/sim-0.7"}
