@@ -81,13 +81,16 @@ def _data_words(data: dict[str, Any] | None) -> str:
 
 
 def is_extension(old: dict[str, Any], new: dict[str, Any]) -> bool:
-    """New asks everything old asked, plus more models, more epochs and/or more judges."""
+    """New asks everything old asked, plus more models, more epochs and/or more judges (a
+    first one, or more after it)."""
     if not set(old.get("models", [])) <= set(new.get("models", [])):
         return False
     old_judges, new_judges = old.get("extra_judges") or [], new.get("extra_judges") or []
     if new_judges[: len(old_judges)] != old_judges:
         return False
-    if any(old.get(k) != new.get(k) for k in ("judge_model", "max_image_side")):
+    if old.get("max_image_side") != new.get("max_image_side"):
+        return False
+    if old.get("judge_model") not in (None, new.get("judge_model")):  # a first judge may come
         return False
     old_b, new_b = old.get("benchmarks", {}), new.get("benchmarks", {})
     if sorted(old_b) != sorted(new_b):

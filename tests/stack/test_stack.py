@@ -92,9 +92,12 @@ class Stack:
         raise AssertionError(f"deployment {name} is not registered")
 
     def start_run(self, name: str, request: dict) -> str:
+        return self.start_flow(name, {"request": request})
+
+    def start_flow(self, name: str, parameters: dict) -> str:
         deployment = self.deployment(name)
         run = self.call(
-            f"/deployments/{deployment['id']}/create_flow_run", {"parameters": {"request": request}}
+            f"/deployments/{deployment['id']}/create_flow_run", {"parameters": parameters}
         )
         return run["id"]
 
@@ -235,7 +238,7 @@ def test_runs_through_the_api_fail_fast_or_complete_with_tables(stack, demo_data
 
     # a judge added from the UI: the judge deployment's form is three fields
     judge = {"run_id": "api", "judge": "anthropic/sim-0.9", "simulator_url": stack.sim_url}
-    judged = stack.wait(stack.start_run("judge/on-demand", judge))
+    judged = stack.wait(stack.start_flow("judge/on-demand", judge))
     assert judged["state"]["name"] == "Completed", judged["state"]["message"]
     manifest = json.loads((stack.store / "api" / "manifest.json").read_text())
     assert manifest["identity"]["judge_model"] == "anthropic/sim-0.9"

@@ -44,6 +44,8 @@ RESULTS = sorted(
         "metrics.csv",
         "usage.csv",
         "usage.parquet",
+        "version.json",  # what scored it
+        "report.html",  # the run report
         *(f"summary_{split}.{ext}" for split in SPLITS for ext in ("parquet", "csv", "md")),
     ]
 )
