@@ -308,6 +308,13 @@ class Benchmark(ABC):
         """Simulator answer-key entries for this sample (`simulator.answering`): its prompt's
         hash, the target, and the answer's `template` (the format the prompt asks for)."""
 
+    def resampling_unit(self, sample: Sample) -> str:
+        """The items a bootstrap must resample together because they are not independent
+        (`compare`, rank intervals): by default the sample's group (ZeroBench's subquestions
+        of one main question, DatBench's rotations of one circular question), else itself.
+        A benchmark whose `group_id` only buckets results (ROME's task) returns the id."""
+        return sample.group_id or sample.id
+
     def demo(self) -> Demo | None:
         """What `evalfleet demo -b NAME` runs, or None (not a choice of `demo`)."""
         return None

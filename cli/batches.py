@@ -21,6 +21,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 def cmd_batches_poll(args: argparse.Namespace) -> int:
     from engine.batches import poll_store
+    from reports.leaderboard import update
+    from reports.report import write_report_or_warn
 
     store = store_from(args)
     report = poll_store(store)
@@ -30,4 +32,12 @@ def cmd_batches_poll(args: argparse.Namespace) -> int:
         left = outcome["batch_jobs_open"]
         state = "aggregated" if outcome.get("aggregated") else f"{left} jobs open"
         print(f"run {run_id}: {outcome['batch']} — {state}")
+        if outcome.get("aggregated"):
+            where = write_report_or_warn(store, run_id)
+            print(f"  report: {where}" if where else "  the report was not written (see above)")
+    if any(outcome.get("aggregated") for outcome in report.values()):
+        try:
+            update(store)
+        except Exception as exc:  # the tables are written; the leaderboard can wait
+            print(f"the leaderboard was not updated: {exc}")
     return 0

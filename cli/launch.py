@@ -112,9 +112,13 @@ def run_without_prefect(
     from engine.aggregate import aggregate_run
     from engine.evaluate import evaluate_run
     from reports.leaderboard import update
-    from reports.report import write_report
+    from reports.report import write_report_or_warn
     from storage import open_store
 
+    if not answers:  # a judge-only run resolves from the store, not from the dataset
+        from engine.judges import resolve_stored
+
+        resolve_stored(request, open_store(request.store, s3_endpoint_url=request.s3_endpoint_url))
     with heartbeat.beating(final="finished"):
         evaluated = evaluate_run(request, retry_errors=retry_errors, answers=answers)
         if evaluated.get("stopped"):
@@ -124,7 +128,7 @@ def run_without_prefect(
             return {**evaluated, "store": None}
         store = open_store(request.store, s3_endpoint_url=request.s3_endpoint_url)
         result = aggregate_run(store, evaluated["run_id"])
-        result["report"] = write_report(store, evaluated["run_id"], result["version"])
+        result["report"] = write_report_or_warn(store, evaluated["run_id"], result["version"])
         try:
             update(store)
         except Exception as exc:  # the tables are written; the leaderboard can wait

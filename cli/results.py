@@ -7,6 +7,7 @@ import contextlib
 from pathlib import Path
 
 from cli.options import add_store_options, store_from
+from reports.report_data import MEDIA_BUDGET_MB
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -41,8 +42,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     report.add_argument(
         "--media-mb",
         type=float,
-        default=40.0,
-        help="full-size images and audio embedded, in MB (thumbnails always) (default: 40)",
+        default=MEDIA_BUDGET_MB,
+        help="full-size images and audio embedded, in MB (thumbnails always) (default: "
+        f"{MEDIA_BUDGET_MB:g})",
     )
     report.add_argument("--open", action="store_true", help="open the page in a browser")
     add_store_options(report)
@@ -54,7 +56,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "whether the score moved: paired bootstrap interval, exact McNemar test, flips",
         description="A and B are RUN_ID, RUN_ID:MODEL or RUN_ID@VERSION[:MODEL]. Prints what "
         "differs between the two identities, then per benchmark and scoring mode the "
-        "accuracies on the items both hold, the difference with a paired bootstrap 95%% "
+        "accuracies on the items both hold, the difference with a paired bootstrap 95% "
         "interval, McNemar's exact p and the samples that flipped. Kept beside A's results "
         "(compare/) and shown in A's report.",
     )
@@ -79,12 +81,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 def cmd_aggregate(args: argparse.Namespace) -> int:
     from engine.aggregate import aggregate_run
-    from reports.report import write_report
+    from reports.report import write_report_or_warn
     from reports.tables import print_result
 
     store = store_from(args)
     result = aggregate_run(store, args.run_id)
-    result["report"] = write_report(store, args.run_id, result["version"])
+    result["report"] = write_report_or_warn(store, args.run_id, result["version"])
     print_result(result)
     return 0
 

@@ -27,8 +27,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     run.add_argument(
         "--subset",
         metavar="FILE",
-        help="only the item ids in FILE (from `evalfleet datbench select`), for every chosen "
-        "benchmark that takes a subset",
+        help="only the item ids in FILE (a subset a benchmark's curation command wrote), for "
+        "every chosen benchmark that takes a subset",
     )
     run.add_argument(
         "--estimate",
@@ -122,7 +122,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     from reports.tables import print_result
 
     request = judge_request(store_from(args), args.run_id, args.judge, args.simulator_url)
-    print_result(run_request(request, retry_errors=False, answers=False))
+    print_result(run_request(request, retry_errors=True, answers=False))
     return 0
 
 

@@ -277,11 +277,25 @@ def _measure_results(store: Store, run_id: str, measured: Measured) -> None:
         if blob is None:
             return
         usage = pd.read_parquet(io.BytesIO(blob))
+        judges_blob = store.get(layout.results_key(run_id, version, "judges.parquet"))
+        judges = pd.read_parquet(io.BytesIO(judges_blob)) if judges_blob else None
     except (RunError, ValueError, KeyError, OSError):
         return  # a run whose results cannot be read adds nothing
     request = manifest.get("request") or {}
-    # the usage table's judge columns sum every judge: only one judge's are that judge's
-    judge = request.get("judge_model") if not request.get("extra_judges") else None
+    # each judge's own calls (`judges.parquet`); in older results the usage table's judge
+    # columns, which are the one judge's when there is only one
+    judge = (
+        request.get("judge_model") if judges is None and not request.get("extra_judges") else None
+    )
+    for row in judges.to_dict("records") if judges is not None else []:
+        measured.add(
+            layout.JUDGE,
+            row["judge"],
+            row["benchmark"],
+            int(row.get("output_tokens") or 0),
+            int(row.get("reasoning_tokens") or 0),
+            int(row.get("judgements") or 0) - int(row.get("errors") or 0),
+        )
     for row in usage.to_dict("records"):
         calls = int(row.get("answers") or 0) - int(row.get("errors") or 0)
         measured.add(

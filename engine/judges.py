@@ -9,6 +9,7 @@ rate limited, checkpointed and priced like the first judge's.
 
 from __future__ import annotations
 
+from benchmarks import registry
 from engine.identity import RunError
 from engine.manifest import build_manifest, precheck_run, read_manifest
 from engine.request import EvalRequest
@@ -28,7 +29,8 @@ def judge_request(
     store: Store, run_id: str, judge: str, simulator_url: str | None = None
 ) -> EvalRequest:
     """The run's own request with `judge` added: the primary judge if it had none, else an
-    extra one. One line if the run is not there or already has that judge."""
+    extra one; a judge the run already has is resumed (what it has not judged yet, what
+    failed). One line if the run is not there or has nothing a judge grades."""
     manifest = read_manifest(store, run_id)
     if manifest is None:
         raise RunError(
@@ -36,12 +38,18 @@ def judge_request(
             "lists the runs there"
         )
     request = EvalRequest(**manifest["request"])
-    if judge in request.judges():
-        raise RunError(f"run {run_id} is already judged by {judge}: name another judge model")
     if judge in request.models:
         raise RunError(f"{judge} is a model of run {run_id}: a model does not judge itself here")
+    judged = [name for name in request.benchmarks if registry.get(name).judge is not None]
+    if not judged:
+        raise RunError(
+            f"run {run_id} has no benchmark with a judge ({', '.join(request.benchmarks)}): "
+            "there is nothing for a judge to grade"
+        )
     update: dict = {"extend": True, "store": store.url, "s3_endpoint_url": store.endpoint_url}
-    if request.judge_model:
+    if judge in request.judges():
+        pass  # added before: this resumes it (its missing and failed judgements)
+    elif request.judge_model:
         update["extra_judges"] = [*request.extra_judges, judge]
     else:
         update["judge_model"] = judge
@@ -64,4 +72,5 @@ def resolve_stored(request: EvalRequest, store: Store) -> ResolvedRun:
     manifest["models"] = {**existing["models"], **manifest["models"]}
     manifest["datasets"] = existing["datasets"]
     precheck_run(store, manifest, extend=True)
-    return remember(ResolvedRun(request, run_id, store, judges, keys, data, manifest, api_models))
+    run = ResolvedRun(request, run_id, store, judges, keys, data, manifest, api_models, False)
+    return remember(run)

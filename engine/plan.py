@@ -78,7 +78,7 @@ def plan_items(
 ) -> RunPlan:
     """What is left to ask of an open run, from one listing of the store."""
     request, store, run_id = run.request, run.store, run.run_id
-    asked = answers
+    asked = answers and run.answers
     answers = answer_items(run)
     judged = judged_benchmarks(run.judges, run.data)
     stages = (layout.ANSWER, layout.JUDGE) if judged else (layout.ANSWER,)

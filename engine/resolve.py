@@ -33,6 +33,7 @@ class ResolvedRun:
     data: dict[str, BenchmarkData]
     manifest: dict[str, Any]
     api_models: dict[str, str] = field(default_factory=dict)  # model id -> the API's name
+    answers: bool = True  # False: only judges are asked (a judge added to a stored run)
 
     def __post_init__(self) -> None:
         self.api_models = {**self.api_models, **{m: c.api_model for m, c in self.configs.items()}}

@@ -2,9 +2,9 @@
 own, and a terminal-width Markdown rendering of them.
 
 Each aggregation writes `{run}/results/{version}/` and then points `{run}/results/latest.json`
-at it. The version is derived from the set of records scored, so aggregating the same set
-again rewrites the same version, and a run that scores a different set never overwrites the
-tables of another.
+at it. The version is derived from the set of records scored and from the scoring code, so
+aggregating the same set again with the same code rewrites the same version, and another set
+or a changed scorer never overwrites the tables of another.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ SAMPLE_COLUMNS = [
     "benchmark",
     "sample_id",
     "group_id",
+    "cluster",  # what a bootstrap resamples together (`Benchmark.resampling_unit`)
     "epoch",
     "scoring",
     "target",
@@ -142,6 +143,7 @@ def score_run(run: StoredRun) -> Scored:
                     response = record.get("response") or ""
                     _spend(spent, "", record, error)
                     scores = bench.score(sample, response, options)
+                    cluster = bench.resampling_unit(sample)
                     judgements: dict[str, Judgement] = {}
                     for position, judge_model in enumerate(run.judges if judge else []):
                         judgement = None
@@ -174,6 +176,7 @@ def score_run(run: StoredRun) -> Scored:
                                 "benchmark": name,
                                 "sample_id": sample.id,
                                 "group_id": sample.group_id or sample.id,
+                                "cluster": cluster,
                                 "epoch": epoch,
                                 "scoring": score.scoring,
                                 "target": sample.target,

@@ -26,11 +26,11 @@ class Reconciled:
     undecodable: list[str] = field(default_factory=list)
     records: dict[str, dict[str, Any]] = field(default_factory=dict)  # decoded, when read
 
-    def counts(self) -> dict[tuple[str, str, str], Counter[str]]:
-        """(stage, model, benchmark) -> state counts."""
-        out: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
+    def counts(self) -> dict[tuple[str, str, str, str], Counter[str]]:
+        """(stage, judge, model, benchmark) -> state counts (judge "" for answers)."""
+        out: dict[tuple[str, str, str, str], Counter[str]] = defaultdict(Counter)
         for key, state in self.state.items():
-            out[(key.stage, key.model, key.benchmark)][state] += 1
+            out[(key.stage, key.judge, key.model, key.benchmark)][state] += 1
         return out
 
     def todo(self, items: list[WorkItem], retry_errors: bool = True) -> list[WorkItem]:

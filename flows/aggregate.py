@@ -12,7 +12,7 @@ from prefect.cache_policies import NO_CACHE
 
 from engine.aggregate import aggregate_run
 from flows.control_plane import attached
-from reports.report import write_report
+from reports.report import write_report_or_warn
 from storage import Store, open_store
 
 log = logging.getLogger("evalfleet")
@@ -54,8 +54,9 @@ def publish_report(run_id: str, where: str) -> None:
 def aggregate_task(store: Store, run_id: str) -> dict[str, Any]:
     result = aggregate_run(store, run_id)
     publish_artifacts(result)
-    result["report"] = write_report(store, run_id, result["version"])
-    publish_report(run_id, result["report"])
+    result["report"] = write_report_or_warn(store, run_id, result["version"])
+    if result["report"]:
+        publish_report(run_id, result["report"])
     return result
 
 

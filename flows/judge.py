@@ -37,4 +37,4 @@ def judge(
         opened = open_store(store, s3_endpoint_url=s3_endpoint_url)
         request = judge_request(opened, run_id, judge, simulator_url)
         resolve_stored(request, opened)
-        return whole_job(request, retry_errors=False, answers=False)
+        return whole_job(request, retry_errors=True, answers=False)

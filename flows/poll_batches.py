@@ -8,7 +8,10 @@ from typing import Any
 from prefect import flow
 
 from engine.batches import poll_store
+from flows.aggregate import publish_report
 from flows.control_plane import attached
+from flows.leaderboard import refresh
+from reports.report import write_report_or_warn
 from storage import open_store
 
 
@@ -22,4 +25,13 @@ def poll_batches(store: str | None = None, s3_endpoint_url: str | None = None) -
         s3_endpoint_url: for MinIO, R2, Ceph, ...
     """
     with attached():
-        return poll_store(open_store(store, s3_endpoint_url=s3_endpoint_url))
+        opened = open_store(store, s3_endpoint_url=s3_endpoint_url)
+        report = poll_store(opened)
+        finished = [run_id for run_id, outcome in report.items() if outcome.get("aggregated")]
+        for run_id in finished:
+            where = write_report_or_warn(opened, run_id)
+            if where:
+                publish_report(run_id, where)
+        if finished:
+            refresh(opened)
+        return report

@@ -111,7 +111,7 @@ def pairs(a: Side, b: Side) -> list[tuple[str, str]]:
 def compare(store: Store, spec_a: str, spec_b: str) -> dict[str, Any]:
     a, b = load_side(store, spec_a), load_side(store, spec_b)
     matched = pairs(a, b)
-    rows = []
+    rows, unpaired = [], []
     for model_a, model_b in matched:
         for (benchmark, scoring), part_a in a.samples[a.samples.model == model_a].groupby(
             ["benchmark", "scoring"], sort=False
@@ -123,6 +123,19 @@ def compare(store: Store, spec_a: str, spec_b: str) -> dict[str, Any]:
             ]
             if part_b.empty:
                 continue
+            common = part_a.merge(part_b, on=["sample_id", "epoch"])
+            if common.empty:
+                unpaired.append(
+                    {
+                        "model_a": model_a,
+                        "model_b": model_b,
+                        "benchmark": benchmark,
+                        "scoring": scoring,
+                        "only_in_a": len(part_a),
+                        "only_in_b": len(part_b),
+                    }
+                )
+                continue
             rows.append(_row(model_a, model_b, benchmark, scoring, part_a, part_b))
     return {
         "a": {"label": a.label, "run_id": a.run_id, "version": a.version, "model": a.model},
@@ -130,6 +143,7 @@ def compare(store: Store, spec_a: str, spec_b: str) -> dict[str, Any]:
         "models": [list(p) for p in matched],
         "identity": identity_differences(store, a, b, matched),
         "rows": rows,
+        "unpaired": unpaired,  # (benchmark, scoring) both sides have, on no common item
         "note": NOTE,
     }
 
@@ -141,8 +155,9 @@ def _row(
     both = a.merge(b, on=keys, suffixes=("_a", "_b"))
     only_in_a = len(a) - len(both)
     only_in_b = len(b) - len(both)
+    clusters = both.cluster_a if "cluster_a" in both else both.sample_id  # older tables
     difference = paired_difference(
-        list(both.group_id_a), list(both.value_a.astype(float)), list(both.value_b.astype(float))
+        list(clusters), list(both.value_a.astype(float)), list(both.value_b.astype(float))
     )
     first = both[both.epoch == EPOCH]
     flips_a = sorted(first[first.correct_a & ~first.correct_b].sample_id, key=_natural)
@@ -281,6 +296,11 @@ def to_markdown(result: dict[str, Any]) -> str:
         for r in result["rows"]
     ]
     lines.append(pd.DataFrame(table).to_markdown(index=False) if table else "No common items.")
+    for u in result.get("unpaired", []):
+        lines.append(
+            f"No common items on {u['benchmark']} ({u['scoring']}): {u['only_in_a']} only in A, "
+            f"{u['only_in_b']} only in B (another dataset or sample set?)."
+        )
     lines += ["", result["note"], ""]
     for r in result["rows"]:
         if r["flips_a"] or r["flips_b"]:

@@ -56,7 +56,9 @@ def _save(fig) -> bytes:
 def _accuracy_ci(primary: pd.DataFrame) -> bytes:
     fig, panels = _panels(primary)
     for benchmark, ax in panels:
-        part = primary[primary.benchmark == benchmark].sort_values("value", na_position="first")
+        part = primary[primary.benchmark == benchmark].sort_values(
+            ["ranked_among", "value"], ascending=[False, True], na_position="first"
+        )  # bottom to top: the partial rows, then the complete ones, best at the top
         values = part["value"].fillna(0.0)
         low = (values - part["ci95_low"].fillna(values)).clip(lower=0)
         high = (part["ci95_high"].fillna(values) - values).clip(lower=0)
@@ -69,7 +71,9 @@ def _accuracy_ci(primary: pd.DataFrame) -> bytes:
         right = max(1.0, float((values + high).max() or 0) * 1.05)
         ax.set_xlim(0, right * 1.25)  # room for the rank labels
         for y, row in enumerate(part.itertuples(index=False)):
-            if row.band % 2 == 0:  # bands shaded alternately
+            if row.ranked_among == "partial":  # ranked apart: hatched, not banded
+                ax.axhspan(y - 0.5, y + 0.5, color="#f6e7d0", zorder=0)
+            elif row.band % 2 == 0:  # bands shaded alternately
                 ax.axhspan(y - 0.5, y + 0.5, color="#ececec", zorder=0)
             rank = (
                 str(row.rank)

@@ -50,7 +50,8 @@ def _intervals(
             & (samples.scoring == row.scoring)
         ]
         per_row.append(mine.groupby("sample_id")["value"].mean())
-        groups.update(zip(mine.sample_id, mine.group_id, strict=True))
+        clusters = mine.cluster if "cluster" in mine else mine.sample_id  # older tables
+        groups.update(zip(mine.sample_id, clusters, strict=True))
     common = sorted(set.intersection(*(set(v.index) for v in per_row)))
     if not common:  # no paired samples: nothing to resample
         return points, points

@@ -36,6 +36,16 @@ def write_report(
     return where(store, key)
 
 
+def write_report_or_warn(store: Store, run_id: str, version: str | None = None) -> str | None:
+    """`write_report`, but a report that cannot be built (a dataset gone mid-way, a bug)
+    never fails what wrote the tables before it: it is said, and None returned."""
+    try:
+        return write_report(store, run_id, version)
+    except Exception as exc:
+        log.warning("run %s: the report was not written: %s", run_id, " ".join(str(exc).split()))
+        return None
+
+
 def saved_comparisons(store: Store, run_id: str, version: str) -> list[dict]:
     prefix = layout.results_key(run_id, version, COMPARE_PREFIX)
     found = []

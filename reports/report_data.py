@@ -227,7 +227,7 @@ def _meta(
     for name, data in run.data.items():
         expected = len(data.samples) * len(data.decodings)
         for model in run.request.models:
-            states = counts.get(("answer", model, name), {})
+            states = counts.get(("answer", "", model, name), {})
             coverage.append(
                 {
                     "model": model,
@@ -287,10 +287,11 @@ def _media(
     media: dict[int, list[dict[str, str]]] = {}
     budget = budget_mb * 2**20
     notes = []
+    over = 0  # media left as thumbnails (or out) for the budget
     for name, data in run.data.items():
         path = run.request.dataset_path_for(name)
         try:
-            loaded = data.benchmark.load(path, data.options, None)
+            loaded = data.benchmark.load(path, data.options, run.request.limit)
         except Exception as exc:  # a Hub dataset offline, a moved copy: the texts still show
             notes.append(
                 f"{name}: media not shown, the dataset could not be read ({_one_line(exc)})"
@@ -315,11 +316,16 @@ def _media(
                 if len(part.data) * 4 / 3 <= budget:
                     entry["full"] = _data_uri(part.media_type, part.data)
                     budget -= len(entry["full"])
+                else:
+                    over += 1
                 parts.append(entry)
             if parts:
                 media[where] = parts
-    if budget <= 0:
-        notes.append(f"media beyond {budget_mb:g} MB are shown as thumbnails only (--media-mb)")
+    if over:
+        notes.append(
+            f"{over} media beyond the {budget_mb:g} MB budget are shown as thumbnails only, "
+            "audio not at all (--media-mb)"
+        )
     return media, "; ".join(notes)
 
 

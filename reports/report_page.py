@@ -149,6 +149,7 @@ def comparison_html(comparison: dict[str, Any]) -> str:
         "<h3>Per benchmark and scoring mode, on the items both hold</h3>",
         _table(
             [
+                "model",
                 "benchmark",
                 "scoring",
                 a,
@@ -156,12 +157,13 @@ def comparison_html(comparison: dict[str, Any]) -> str:
                 "difference",
                 "95% interval",
                 "McNemar p",
-                "only A",
-                "only B",
+                "right only in A",
+                "right only in B",
                 "items",
             ],
             [
                 (
+                    _models(r),
                     r["benchmark"],
                     r["scoring"],
                     _number(r["a"]),
@@ -169,22 +171,33 @@ def comparison_html(comparison: dict[str, Any]) -> str:
                     _number(r["difference"]),
                     f"{r['low']:+.3f} to {r['high']:+.3f}",
                     _number(r["p"]),
-                    _flips(r["flips_a"], comparison, r),
-                    _flips(r["flips_b"], comparison, r),
+                    _flips(r["flips_a"], r),
+                    _flips(r["flips_b"], r),
                     f"{r['items']} ({r['only_in_a']} only in A, {r['only_in_b']} only in B)",
-                )  # fmt: skip
+                )
                 for r in comparison["rows"]
             ],
-            raw_columns={7, 8},
+            raw_columns={8, 9},
+        ),
+        *(
+            f"<p class='note'>No common items on {html.escape(u['benchmark'])} "
+            f"({html.escape(u['scoring'])}): {u['only_in_a']} only in A, {u['only_in_b']} only "
+            "in B.</p>"
+            for u in comparison.get("unpaired", [])
         ),
         f"<p class='note'>{html.escape(comparison['note'])}</p>",
     ]
     return "\n".join(parts)
 
 
-def _flips(samples: list[str], comparison: dict[str, Any], row: dict[str, Any]) -> str:
-    """Links to the items that flipped (in the report of A's run)."""
-    model = comparison["a"]["model"] or ""
+def _models(row: dict[str, Any]) -> str:
+    same = row["model_a"] == row["model_b"]
+    return row["model_a"] if same else f"{row['model_a']} / {row['model_b']}"
+
+
+def _flips(samples: list[str], row: dict[str, Any]) -> str:
+    """Links to A's items that flipped (this is A's report)."""
+    model = row["model_a"]
     links = [
         f"<a href='#benchmark={html.escape(row['benchmark'])}&sample="
         f"{html.escape(row['benchmark'])}/{html.escape(s)}/{row['epoch']}/{html.escape(model)}'>"

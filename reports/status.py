@@ -79,22 +79,26 @@ def run_status(
     bad = [*run.answer_state.undecodable, *run.judge_state.undecodable]
     if move_aside:
         quarantine(store, run_id, bad)
-    bad_by_shard: dict[tuple[str, str, str], int] = {}
+    bad_by_shard: dict[tuple[str, str, str, str], int] = {}
     for key in bad:
         name = layout.parse_record_key(run_id, key)
         if name is not None:
-            shard = (name.item.stage, name.item.model, name.item.benchmark)
+            item = name.item
+            shard = (item.stage, item.judge, item.model, item.benchmark)
             bad_by_shard[shard] = bad_by_shard.get(shard, 0) + 1
     rows = []
     for state in (run.answer_state, run.judge_state):
-        for (stage, model, benchmark), counts in sorted(state.counts().items()):
+        for shard, counts in sorted(state.counts().items()):
+            stage, judge, model, benchmark = shard
             rows.append(
                 {
                     "stage": stage,
+                    # which judge, where the run has any (a row per judge)
+                    **({"judge": judge or "-"} if run.judges else {}),
                     "model": model,
                     "benchmark": benchmark,
                     **{name: counts.get(name, 0) for name in STATES},
-                    "unreadable": bad_by_shard.get((stage, model, benchmark), 0),
+                    "unreadable": bad_by_shard.get(shard, 0),
                 }
             )
     return pd.DataFrame(rows), bad

@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
-import uuid
+import secrets
 from collections.abc import Iterable
 
 from storage.base import Store, StoreError
 from storage.keys import TMP_PREFIX, check_key, norm_prefix
+
+_TMPFILE = getattr(os, "O_TMPFILE", None)  # Linux
+# Temp names unique within a process without a syscall each (uuid4 reads /dev/urandom).
+_names = (f"{secrets.token_hex(4)}-{n}" for n in itertools.count())
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    written = os.write(fd, data)  # all of it, but for huge writes or a full disk
+    if written < len(data):
+        view = memoryview(data)[written:]
+        while view:
+            view = view[os.write(fd, view) :]
 
 
 class LocalStore(Store):
@@ -31,6 +44,8 @@ class LocalStore(Store):
             )
         self.url = self.root
         self.fsync = fsync
+        self._made: set[str] = set()  # directories known to exist
+        self._fd: int | None = None
         self.writes_are_local = not fsync  # an fsync costs milliseconds: keep it off the loop
 
     def describe(self) -> str:
@@ -39,9 +54,35 @@ class LocalStore(Store):
     # -- writes ---------------------------------------------------------------
 
     def put_if_absent(self, key: str, data: bytes) -> bool:
+        """Write `data` under `key` unless it exists, atomically: readers never see part of
+        it, and of two writers one wins and the other is told. An unnamed file (O_TMPFILE)
+        written and then linked under its name: open, write, link, close, nothing to clean
+        up; where the filesystem has no O_TMPFILE, a named temp file linked and removed."""
         path = self._path(key)
-        if os.path.lexists(path):  # cheap fast path; os.link below is the real guard
-            return False
+        directory = self._directory(path)
+        if _TMPFILE is not None and not self.fsync:
+            try:
+                fd = os.open(directory, os.O_WRONLY | _TMPFILE, 0o666)
+            except OSError:
+                pass  # no O_TMPFILE here: the named temp file below
+            else:
+                try:
+                    _write_all(fd, data)
+                    # linkat(AT_SYMLINK_FOLLOW): a dir fd makes os.link call linkat, which
+                    # follows /proc's link to the open file (link() would not)
+                    os.link(
+                        f"/proc/self/fd/{fd}",
+                        path,
+                        src_dir_fd=self._root_fd(),
+                        follow_symlinks=True,
+                    )
+                    return True
+                except FileExistsError:
+                    return False
+                except OSError as exc:
+                    raise StoreError(f"cannot create {key!r} in {self.root}: {exc}") from exc
+                finally:
+                    os.close(fd)
         tmp = self._write_temp(path, data, key)
         try:
             os.link(tmp, path)
@@ -79,7 +120,7 @@ class LocalStore(Store):
                 f"cannot write to the store {self.root} ({existing} is a file): pick a "
                 "writable directory with --store"
             )
-        probe = os.path.join(existing, f"{TMP_PREFIX}probe-{uuid.uuid4().hex}")
+        probe = os.path.join(existing, f"{TMP_PREFIX}probe-{os.getpid()}-{next(_names)}")
         try:
             fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
             os.close(fd)
@@ -161,10 +202,26 @@ class LocalStore(Store):
     def _path(self, key: str) -> str:
         return os.path.join(self.root, *check_key(key).split("/"))
 
+    def _root_fd(self) -> int:
+        """An fd of the root, kept open (it only lets os.link call linkat)."""
+        if self._fd is None:
+            self._fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+        return self._fd
+
+    def _directory(self, path: str) -> str:
+        """The directory of `path`, made if this store has not seen it yet."""
+        directory = os.path.dirname(path)
+        if directory not in self._made:
+            os.makedirs(directory, exist_ok=True)
+            if len(self._made) > 100_000:
+                self._made.clear()
+            self._made.add(directory)
+        return directory
+
     def _write_temp(self, path: str, data: bytes, key: str) -> str:
         """Write ``data`` to a fresh temp file beside ``path``; return the temp path."""
         directory = os.path.dirname(path)
-        tmp = os.path.join(directory, f"{TMP_PREFIX}{uuid.uuid4().hex}")
+        tmp = os.path.join(directory, f"{TMP_PREFIX}{os.getpid()}-{next(_names)}")
         try:
             os.makedirs(directory, exist_ok=True)
             # os.open instead of mkstemp: mkstemp forces mode 0600, we want the umask.

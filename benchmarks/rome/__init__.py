@@ -190,6 +190,9 @@ class Rome(Benchmark):
             files[f"{folder}/updated_predictions.json"] = dumps(updated)
         return files
 
+    def resampling_unit(self, sample: Sample) -> str:
+        return sample.id  # `group_id` is the task: a bucket of the tables, not a cluster
+
     def demo(self) -> Demo:
         from benchmarks.rome.demo import write_rome_demo
 

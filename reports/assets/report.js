@@ -89,7 +89,11 @@ function applyFilters() {
       if (state.status === "correct" && letter !== "R" && letter !== "r") continue;
       if (state.status === "incorrect" && letter !== "W" && letter !== "w") continue;
       if (state.status === "error" && letter !== "E") continue;
-      if (state.status === "judged" && !(letter && letter !== letter.toUpperCase())) continue;
+      if (state.status === "judged") {
+        // under a scoring chosen: its verdict came from a judge; else any judge's verdict
+        const judged = state.scoring ? letter && letter !== letter.toUpperCase() : /[a-z]/.test(it[4]);
+        if (!judged) continue;
+      }
       if (state.status === "score-error" && letter !== "S" && letter !== "s") continue;
     }
     if (split && split[it[1] + "|" + it[2] + "|" + it[3]] !== 3) continue;

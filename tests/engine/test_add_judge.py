@@ -47,6 +47,7 @@ def test_only_the_new_judge_is_asked_once_per_judgeable_answer(judged, capsys):
     runs, before, requests, again = judged
     judgeable = before[(before.scoring == "judge") & before.judged]
     assert len(judgeable) == 16  # the diagrams questions: 2 models x 2 questions x 4 epochs
+    # every request came in the first `evalfleet judge`; the second found nothing left
     assert Counter(r["model"] for r in requests) == {"sim-0.8": len(judgeable)}
     assert all(r["status"] == 200 for r in requests)
     stored = list((runs / "rome" / "judgements" / "openai%2Fsim-0.8").rglob("*.json"))
@@ -55,7 +56,7 @@ def test_only_the_new_judge_is_asked_once_per_judgeable_answer(judged, capsys):
     assert manifest["identity"]["judge_model"] == FIRST
     assert manifest["identity"]["extra_judges"] == [SECOND]
     assert [h["event"] for h in manifest["history"]] == ["created", "extended"]
-    assert again == 2  # the same judge twice is refused in one line
+    assert again == 0  # the same judge again resumes it: nothing is left, nothing is asked
 
 
 def test_each_judge_is_scored_and_priced_apart(judged):

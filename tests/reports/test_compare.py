@@ -78,7 +78,7 @@ def test_two_models_of_one_run(run, capsys):
     # the interval: the documented draws (numpy's default_rng(0), 2000 x 200 picks of groups
     # numbered in order of first appearance), each group one sample here, the difference of
     # the means over the samples drawn
-    order = list(dict.fromkeys(samples[samples.model == STRONG].group_id))
+    order = list(dict.fromkeys(samples[samples.model == STRONG].cluster))
     a_value = strong.astype(float).reindex(order).to_numpy()
     b_value = weak.astype(float).reindex(order).to_numpy()
     picks = np.random.default_rng(0).integers(0, len(order), size=(2000, len(order)))
@@ -92,13 +92,17 @@ def test_two_models_of_one_run(run, capsys):
     assert [d["field"] for d in result["identity"]] == ["model", f"{STRONG} version reported"]
 
 
-def test_a_run_against_itself(run, capsys):
+@pytest.mark.parametrize("side", ["cmp", f"cmp:{STRONG}"])
+def test_a_run_against_itself(run, capsys, side):
     runs, work = run
-    result = compare(capsys, runs, work, f"cmp:{STRONG}", f"cmp:{STRONG}")
+    result = compare(capsys, runs, work, side, side)
+    assert result["rows"]
     for row in result["rows"]:
         assert (row["difference"], row["low"], row["high"], row["p"]) == (0.0, 0.0, 0.0, 1.0)
         assert row["flips_a"] == row["flips_b"] == []
     assert result["identity"] == []
+    if side == "cmp":  # every model against itself
+        assert result["models"] == [[STRONG, STRONG], [WEAK, WEAK]]
 
 
 def test_two_results_versions_show_the_scorer_change(run, capsys, monkeypatch):

@@ -163,4 +163,6 @@ def test_a_leaderboard_cell_leads_to_its_answers(store, browser):
     assert "/results/" in browser.current_url and "report.html#" in browser.current_url
     assert browser.find_element("id", "f-model").get_attribute("value") == "openai/sim-0.7"
     benchmark = browser.find_element("id", "f-benchmark").get_attribute("value")
-    assert benchmark and all(r[0] == "openai/sim-0.7" and r[1] == benchmark for r in rows(browser))
+    shown = rows(browser)
+    assert benchmark and shown
+    assert all(r[0] == "openai/sim-0.7" and r[1] == benchmark for r in shown)

@@ -267,12 +267,18 @@ def test_local_leftover_temp_files_are_invisible(tmp_path: Path) -> None:
     ]
 
 
-def test_local_crash_between_temp_write_and_link(tmp_path: Path) -> None:
-    """The process dies (os._exit, so no cleanup runs) right before os.link."""
+@pytest.mark.parametrize("unnamed", [True, False], ids=["o_tmpfile", "named-temp"])
+def test_local_crash_between_temp_write_and_link(tmp_path: Path, unnamed: bool) -> None:
+    """The process dies (os._exit, so no cleanup runs) right before os.link. An unnamed
+    temp file (O_TMPFILE) leaves nothing behind; a named one (filesystems without it) is
+    left, invisible to readers."""
     script = textwrap.dedent(
         f"""
         import os
+        import storage.local
         from storage import LocalStore
+        if not {unnamed}:
+            storage.local._TMPFILE = None
         os.link = lambda *a, **k: os._exit(17)
         LocalStore({str(tmp_path)!r}).put_if_absent("run1/m/7/0.json", b"complete record")
         """
@@ -281,7 +287,10 @@ def test_local_crash_between_temp_write_and_link(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", script], env=env, timeout=60)
     assert done.returncode == 17
     leftovers = [p.name for p in (tmp_path / "run1" / "m" / "7").iterdir()]
-    assert len(leftovers) == 1 and leftovers[0].startswith(TMP_PREFIX)
+    if unnamed:
+        assert leftovers == []
+    else:
+        assert len(leftovers) == 1 and leftovers[0].startswith(TMP_PREFIX)
     store = LocalStore(tmp_path)
     assert store.list("") == []
     assert store.exists("run1/m/7/0.json") is False
