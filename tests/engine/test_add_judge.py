@@ -55,7 +55,8 @@ def test_only_the_new_judge_is_asked_once_per_judgeable_answer(judged, capsys):
     manifest = json.loads((runs / "rome" / "manifest.json").read_text())
     assert manifest["identity"]["judge_model"] == FIRST
     assert manifest["identity"]["extra_judges"] == [SECOND]
-    assert [h["event"] for h in manifest["history"]] == ["created", "extended"]
+    # the second `evalfleet judge` resumed the judge the first one added
+    assert [h["event"] for h in manifest["history"]] == ["created", "extended", "resumed"]
     assert again == 0  # the same judge again resumes it: nothing is left, nothing is asked
 
 
