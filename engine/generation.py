@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections import Counter
 from typing import Any
 
 from engine.interrupts import STOP
@@ -50,6 +49,15 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
     )
     budgets = join_rate_budgets(run)
     spread = os.environ.get("EVALFLEET_WORKER_PLACEMENT", "SPREAD")
+    # Each sample's parts go to the object store once; workers get them by index.
+    needed = {(i.key.benchmark, i.key.sample_id) for i in run_plan.todo}
+    index: dict[tuple[str, str], int] = {}
+    parts_refs = []
+    for name, bench_data in run.data.items():
+        for sample in bench_data.samples:
+            if (name, sample.id) in needed:
+                index[(name, sample.id)] = len(parts_refs)
+                parts_refs.append(ray.put(sample.parts))
 
     def make_worker():
         # SPREAD: on a cluster the workers go to different nodes, so one node lost stops
@@ -63,18 +71,12 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
             run.keys,
             retry,
             budgets,
+            [parts_refs],  # wrapped: the refs stay refs, fetched by the worker when needed
         )
 
     # A small run needs no second worker: each starts a process and imports the SDKs.
     count = min(request.workers, -(-total // ITEMS_PER_WORKER))
     workers = [make_worker() for _ in range(count)]
-    needed = {(i.key.benchmark, i.key.sample_id) for i in run_plan.todo}
-    parts_refs = {
-        (name, sample.id): ray.put(sample.parts)
-        for name, bench_data in run.data.items()
-        for sample in bench_data.samples
-        if (name, sample.id) in needed
-    }
     ray.get([worker.ready.remote() for worker in workers])
     done_before = len(run_plan.answers) - len(run_plan.todo) + run_plan.judge_states["done"]
     progress = Progress(
@@ -97,7 +99,7 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
         progress.grow(len(made))
         return made
 
-    jobs = [(i, parts_refs[(i.key.benchmark, i.key.sample_id)]) for i in run_plan.todo]
+    jobs = [(i, index[(i.key.benchmark, i.key.sample_id)]) for i in run_plan.todo]
     budget = None
     if request.max_cost_usd is not None:
         budget = Budget(request.max_cost_usd, run_plan.spent_usd, item_cost_model(run))
@@ -179,17 +181,12 @@ def item_cost_model(run: ResolvedRun):
 
 
 def summarize_outcomes(dispatched, elapsed: float) -> dict[str, Any]:
-    outcomes = dispatched.outcomes
-    statuses = Counter(o.status for o in outcomes)
-    errors = Counter(o.error_kind for o in outcomes if o.error_kind)
-    cost = Counter()
-    for outcome in outcomes:
-        cost[outcome.key.stage] += outcome.cost_usd
+    statuses, errors = dispatched.statuses, dispatched.errors
     log.info(
         "requested %d items in %.1f s (%.1f items/s): %s",
-        len(outcomes),
+        dispatched.submitted,
         elapsed,
-        len(outcomes) / elapsed if elapsed else 0.0,
+        dispatched.submitted / elapsed if elapsed else 0.0,
         dict(statuses),
     )
     if errors:
@@ -201,12 +198,12 @@ def summarize_outcomes(dispatched, elapsed: float) -> dict[str, Any]:
             statuses["write_failed"],
         )
     return {
-        "submitted": len(outcomes),
+        "submitted": dispatched.submitted,
         "statuses": dict(statuses),
         "errors": dict(errors),
         "elapsed_s": elapsed,
-        "cost_usd": round(cost[layout.ANSWER], 6),
-        "judge_cost_usd": round(cost[layout.JUDGE], 6),
+        "cost_usd": round(dispatched.cost_usd[layout.ANSWER], 6),
+        "judge_cost_usd": round(dispatched.cost_usd[layout.JUDGE], 6),
         "stopped": dispatched.stopped,
         "abandoned": dispatched.abandoned,
         "not_started": dispatched.not_started,

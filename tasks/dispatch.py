@@ -1,8 +1,11 @@
 """Feed work items to the worker actors with bounded concurrency, per model and overall.
 
-Judgements join the queue as the answers they grade arrive (`follow_up`). A stop request
-(Ctrl-C, SIGTERM) ends submission at once; calls already in flight get `drain_s` seconds to
-land (their records are checkpointed by the workers), then the rest are cancelled.
+Items go to a worker in chunks (`CompletionWorker.submit`) and come back in chunks as they
+land (`collect`, one outstanding per worker): a few actor calls per dozens of items. Models
+take turns, so one slow or rate-limited model never starves the others. Judgements join the
+queue as the answers they grade arrive (`follow_up`). A stop request (Ctrl-C, SIGTERM) ends
+submission at once; calls already in flight get `drain_s` seconds to land (their records are
+checkpointed by the workers), then the rest are cancelled.
 
 A worker lost with its node is replaced, and the items it had in flight are sent again
 marked `recheck`: the new worker first looks for a record the lost one may have stored, so
@@ -15,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +27,7 @@ import ray
 import ray.exceptions
 
 from core.types import Part
+from storage.layout import ItemKey
 from tasks.work import WorkItem
 from tasks.worker import Outcome
 
@@ -32,6 +36,8 @@ FollowUp = Callable[[Outcome], list[tuple[WorkItem, list[Part]]]]
 log = logging.getLogger("evalfleet.dispatch")
 
 WORKER_LOST = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
+CHUNK = 64  # items per submit
+POLL_S = 0.2  # how often the loop looks at a stop request when nothing lands
 
 
 class Budget:
@@ -74,20 +80,32 @@ class Budget:
 
 @dataclass
 class Dispatched:
-    outcomes: list[Outcome] = field(default_factory=list)
+    """What happened, in counts: the outcomes themselves are handed to `on_progress` and
+    `follow_up` as they land and not kept (a run of a million items would hold them all)."""
+
+    submitted: int = 0  # outcomes received
+    statuses: Counter[str] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)  # terminal errors by kind
+    cost_usd: Counter[str] = field(default_factory=Counter)  # by stage
     stopped: bool = False  # a stop was requested before everything was submitted
     abandoned: int = 0  # in flight when the drain time ran out (nothing stored for them)
     not_started: int = 0
     redispatched: int = 0  # sent again after their worker was lost
     budget_reached: bool = False
 
+    def count(self, outcomes: list[Outcome]) -> None:
+        self.submitted += len(outcomes)
+        for outcome in outcomes:
+            self.statuses[outcome.status] += 1
+            if outcome.error_kind:
+                self.errors[outcome.error_kind] += 1
+            self.cost_usd[outcome.key.stage] += outcome.cost_usd
+
 
 @dataclass
-class _InFlight:
-    model: str
-    item: WorkItem
-    holder: list[Any]
-    worker: int
+class _Worker:
+    actor: Any
+    outstanding: dict[ItemKey, tuple[WorkItem, Any]] = field(default_factory=dict)
 
 
 def dispatch(
@@ -104,110 +122,128 @@ def dispatch(
     budget: Budget | None = None,
     started_workers: list[Any] | None = None,
 ) -> Dispatched:
-    """Submit one actor call per job; never more than the limits in flight; collect outcomes.
+    """Run every job on the workers; never more than the limits in flight.
 
-    A job is (item, prompt): the prompt is the ObjectRef of a sample's parts (fetched once
-    per worker) or, for a judgement, the list of its parts itself.
-
-    Models take turns (by the model each call goes to) so that one slow or rate-limited model
-    never starves the others.
+    A job is (item, prompt): the prompt is a sample's index in the workers' `samples` or,
+    for a judgement, the list of its parts itself.
     """
-    pool = list(started_workers or [make_worker() for _ in range(workers)])
-    queues: dict[str, deque[tuple[WorkItem, list[Any]]]] = {}
+    pool = [_Worker(w) for w in (started_workers or [make_worker() for _ in range(workers)])]
+    queues: dict[str, deque[tuple[WorkItem, Any]]] = {}
 
-    def enqueue(item: WorkItem, holder: list[Any], front: bool = False) -> None:
+    def enqueue(item: WorkItem, prompt: Any, front: bool = False) -> None:
         queue = queues.setdefault(item.key.caller, deque())
-        (queue.appendleft if front else queue.append)((item, holder))
+        (queue.appendleft if front else queue.append)((item, prompt))
 
     for item, prompt in jobs:
-        enqueue(item, [prompt])
-    in_flight_per_model: dict[str, int] = {}
-    pending: dict[Any, _InFlight] = {}
+        enqueue(item, prompt)
+    busy: Counter[str] = Counter()  # in flight per model
+    collecting: dict[Any, int] = {}  # a collect call in flight -> its worker
     result = Dispatched()
-    turn = 0
+
+    def in_flight() -> int:
+        return sum(len(w.outstanding) for w in pool)
 
     def fill() -> None:
-        nonlocal turn
+        """Take items, models in turn, up to the limits; send them in chunks, each to the
+        least busy worker."""
+        room = max_in_flight - in_flight()
+        picked: list[tuple[WorkItem, Any]] = []
         progressed = True
-        while progressed and len(pending) < max_in_flight and not result.budget_reached:
+        while progressed and room > 0 and not result.budget_reached:
             progressed = False
             for model, queue in queues.items():
-                busy = in_flight_per_model.get(model, 0)
-                if not queue or busy >= per_model_limit.get(model, 1 << 30):
+                if not queue or busy[model] >= per_model_limit.get(model, 1 << 30):
                     continue
-                item, holder = queue[0]
+                item, prompt = queue[0]
                 cost = budget.admit(item) if budget is not None else 0.0
                 if cost is None:
                     result.budget_reached = True
-                    return
+                    break
                 queue.popleft()
-                index = turn % len(pool)
-                turn += 1
-                ref = pool[index].run.remote(item, holder)
                 if budget is not None:
-                    budget.track(ref, cost)
-                pending[ref] = _InFlight(model, item, holder, index)
-                in_flight_per_model[model] = busy + 1
+                    budget.track(item.key, cost)
+                picked.append((item, prompt))
+                busy[model] += 1
+                room -= 1
                 progressed = True
-                if len(pending) >= max_in_flight:
-                    return
+                if room <= 0:
+                    break
+        for start in range(0, len(picked), CHUNK):
+            chunk = picked[start : start + CHUNK]
+            worker = min(pool, key=lambda w: len(w.outstanding))
+            for item, prompt in chunk:
+                worker.outstanding[item.key] = (item, prompt)
+            worker.actor.submit.remote(chunk)  # its outcomes come back through `collect`
 
-    def lost(ref: Any, flight: _InFlight, exc: Exception) -> None:
-        """The worker died (node lost): replace it and send its item again, rechecked."""
-        if _is_dead(pool[flight.worker]):
+    def lost(index: int, exc: Exception) -> None:
+        """The worker died (node lost): replace it and send its items again, rechecked."""
+        worker = pool[index]
+        if _is_dead(worker.actor):
             log.warning("a worker was lost (%s); starting a replacement", type(exc).__name__)
-            pool[flight.worker] = make_worker()
-        enqueue(dataclasses.replace(flight.item, recheck=True), flight.holder, front=True)
-        result.redispatched += 1
+            pool[index] = _Worker(make_worker())
+            for item, prompt in worker.outstanding.values():
+                busy[item.key.caller] -= 1
+                if budget is not None:
+                    budget.settle(item.key, None)
+                enqueue(dataclasses.replace(item, recheck=True), prompt, front=True)
+                result.redispatched += 1
+        else:  # only unavailable for a moment: its items are still in it
+            pool[index].outstanding = worker.outstanding
+
+    def landed(index: int, outcomes: list[Outcome]) -> None:
+        worker = pool[index]
+        for outcome in outcomes:
+            worker.outstanding.pop(outcome.key, None)
+            busy[outcome.key.caller] -= 1
+            if budget is not None:
+                budget.settle(outcome.key, outcome)
+        result.count(outcomes)
+        if follow_up is not None:
+            for outcome in outcomes:
+                for item, parts in follow_up(outcome):
+                    enqueue(item, parts)
+        if on_progress is not None and outcomes:
+            on_progress(outcomes)
 
     def collect(timeout: float) -> None:
-        ready, _ = ray.wait(list(pending), num_returns=1, timeout=timeout)
-        if not ready:
+        for index, worker in enumerate(pool):  # one collect in flight per worker
+            if worker.outstanding and index not in collecting.values():
+                collecting[worker.actor.collect.remote()] = index
+        if not collecting:
             return
-        # Take everything else that is already done too, without waiting.
-        more, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0)
-        done: list[Outcome] = []
-        for ref in dict.fromkeys([*ready, *more]):
-            flight = pending.pop(ref)
-            in_flight_per_model[flight.model] -= 1
+        ready, _ = ray.wait(list(collecting), num_returns=1, timeout=timeout)
+        if ready:
+            more, _ = ray.wait(list(collecting), num_returns=len(collecting), timeout=0)
+            ready = list(dict.fromkeys([*ready, *more]))
+        for ref in ready:
+            index = collecting.pop(ref)
             try:
-                outcome = ray.get(ref)
+                outcomes = ray.get(ref)
             except WORKER_LOST as exc:
-                if budget is not None:
-                    budget.settle(ref, None)
-                lost(ref, flight, exc)
+                lost(index, exc)
                 continue
-            if budget is not None:
-                budget.settle(ref, outcome)
-            done.append(outcome)
-        result.outcomes.extend(done)
-        if follow_up is not None:
-            for outcome in done:
-                for item, parts in follow_up(outcome):
-                    enqueue(item, [parts])
-        if on_progress is not None and done:
-            on_progress(done)
+            landed(index, outcomes)
 
     try:
         if not stop_requested():
             fill()
-        while pending and not stop_requested():
-            collect(timeout=0.2)
+        while in_flight() and not stop_requested():
+            collect(timeout=POLL_S)
             if not stop_requested():
                 fill()
         left = sum(len(q) for q in queues.values())
-        result.stopped = bool(pending or (left and not result.budget_reached))
-        if pending:
+        result.stopped = bool(in_flight() or (left and not result.budget_reached))
+        if in_flight():
             deadline = time.monotonic() + drain_s
-            while pending and time.monotonic() < deadline:
-                collect(timeout=min(0.2, max(0.0, deadline - time.monotonic())))
-            result.abandoned = len(pending)
-            for ref in pending:
-                ray.cancel(ref)
+            while in_flight() and time.monotonic() < deadline:
+                collect(timeout=min(POLL_S, max(0.0, deadline - time.monotonic())))
+            result.abandoned = in_flight()
         result.not_started = sum(len(q) for q in queues.values())
     finally:
+        for ref in collecting:
+            ray.cancel(ref)
         for worker in pool:
-            ray.kill(worker)
+            ray.kill(worker.actor)
     return result
 
 

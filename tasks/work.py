@@ -13,7 +13,7 @@ from storage import layout
 from storage.layout import ItemKey
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WorkItem:
     run_id: str
     key: ItemKey

@@ -1,4 +1,10 @@
-"""The Ray actor that turns one work item into one stored completion record."""
+"""The Ray actor that turns work items into stored completion records, many at a time.
+
+The driver hands a worker items in chunks (`submit`) and takes back what has landed, in
+chunks too (`collect`): two actor calls per a few dozen items, instead of one per item, each
+paying for serialisation on both sides and a trip through Ray's threads. A record is written
+(checkpointed) before its outcome is ever collected.
+"""
 
 from __future__ import annotations
 
@@ -31,7 +37,7 @@ log = logging.getLogger("evalfleet.worker")
 PARTS_CACHE_SIZE = 512
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """What the driver needs to know about one item (the record itself stays in the store)."""
 
@@ -50,7 +56,15 @@ class Outcome:
 # head node started with --num-cpus=0, as KubeRay advises, hosts no worker.
 @ray.remote(num_cpus=0.01)
 class CompletionWorker:
-    """Hosts provider clients for many concurrent calls (an async actor)."""
+    """Hosts provider clients for many concurrent calls (an async actor).
+
+    A job is (item, prompt): the prompt is the index of a sample in `samples` (its parts,
+    fetched from the object store once per worker) or, for a judgement, the list of its
+    parts itself.
+    """
+
+    LINGER_S = 0.005  # a collect waits this long after the first landing, for the next ones
+    CHUNK = 64  # a collect returns at once when this many have landed
 
     def __init__(
         self,
@@ -60,6 +74,7 @@ class CompletionWorker:
         keys: dict[str, Secret],
         retry: RetryPolicy,
         budgets: dict[str, Any] | None = None,
+        samples: list[list[Any]] | None = None,
     ) -> None:
         # Hundreds of calls in flight allocate many short-lived SDK objects: collect the
         # young generation less often (its default of 700 allocations runs it constantly).
@@ -73,6 +88,10 @@ class CompletionWorker:
         self._leases: dict[str, Lease] = {}
         self._io = ThreadPoolExecutor(max_workers=32, thread_name_prefix="store")
         self._parts_cache: OrderedDict[Any, list[Part]] = OrderedDict()
+        self._samples = samples[0] if samples else []  # wrapped: Ray leaves the refs alone
+        self._landed: list[Outcome | BaseException] = []
+        self._landing: asyncio.Event | None = None  # made on the actor's event loop
+        self._running: set[asyncio.Task] = set()
 
     def _client(self, model: str) -> ProviderClient:
         client = self._clients.get(model)
@@ -88,33 +107,73 @@ class CompletionWorker:
             self._leases[config.id] = lease
         return lease
 
-    async def _parts(self, holder: list[Any]) -> list[Part]:
-        """A sample's parts, fetched from the object store once per worker, not once per call.
+    # -- the driver's two calls --------------------------------------------------------
 
-        The ObjectRef comes wrapped in a list so Ray does not resolve it for every call: a
-        ZeroBench image can be megabytes, and each sample is asked for epochs x models times.
-        """
-        ref = holder[0]
-        if isinstance(ref, list):  # inline parts (a judgement's grader prompt)
-            return ref
-        parts = self._parts_cache.get(ref)
+    async def submit(self, jobs: list[tuple[WorkItem, Any]]) -> int:
+        """Start every job of the chunk; their outcomes are collected as they land."""
+        for item, prompt in jobs:
+            task = asyncio.create_task(self._land(item, prompt))
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
+        return len(jobs)
+
+    async def collect(self, timeout_s: float = 1.0) -> list[Outcome]:
+        """The outcomes landed since the last collect: waits for the first one (at most
+        `timeout_s`, then returns none), then a few milliseconds for others landing with it.
+        A job that raised (a bug, not a provider error) is raised here."""
+        landing = self._event()
+        if not self._landed:
+            try:
+                await asyncio.wait_for(landing.wait(), timeout_s)
+            except TimeoutError:
+                return []
+        if len(self._landed) < self.CHUNK:
+            await asyncio.sleep(self.LINGER_S)
+        landed, self._landed = self._landed, []
+        landing.clear()
+        for outcome in landed:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return landed
+
+    def _event(self) -> asyncio.Event:
+        if self._landing is None:
+            self._landing = asyncio.Event()
+        return self._landing
+
+    async def _land(self, item: WorkItem, prompt: Any) -> None:
+        try:
+            outcome: Outcome | BaseException = await self.run(item, prompt)
+        except Exception as exc:  # surfaced to the driver by the next collect
+            outcome = exc
+        self._landed.append(outcome)
+        self._event().set()
+
+    # -- one item ------------------------------------------------------------------------
+
+    async def _parts(self, prompt: Any) -> list[Part]:
+        """A sample's parts, fetched from the object store once per worker, not once per call
+        (a ZeroBench image can be megabytes, and each sample is asked epochs x models times);
+        a judgement's grader prompt comes inline."""
+        if isinstance(prompt, list):
+            return prompt
+        parts = self._parts_cache.get(prompt)
         if parts is None:
-            parts = await ref
-            self._parts_cache[ref] = parts
+            parts = await self._samples[prompt]
+            self._parts_cache[prompt] = parts
             if len(self._parts_cache) > PARTS_CACHE_SIZE:
                 self._parts_cache.popitem(last=False)
         else:
-            self._parts_cache.move_to_end(ref)
+            self._parts_cache.move_to_end(prompt)
         return parts
 
-    async def run(self, item: WorkItem, parts_holder: list[Any]) -> Outcome:
-        """Ask, retry by kind, store the record put-if-absent. `parts_holder` is [ObjectRef]
-        for a sample's prompt, or [list of parts] for a judgement's (small) grader prompt."""
+    async def run(self, item: WorkItem, prompt: Any) -> Outcome:
+        """Ask, retry by kind, store the record put-if-absent."""
         if item.recheck:
             stored = await self._stored(item)
             if stored is not None:
                 return stored
-        parts = await self._parts(parts_holder)
+        parts = await self._parts(prompt)
         caller = item.key.caller
         config = self._models[caller]
         client = self._client(caller)
@@ -224,6 +283,8 @@ class CompletionWorker:
         return True
 
     async def close(self) -> None:
+        for task in list(self._running):
+            task.cancel()
         for client in self._clients.values():
             await client.aclose()
         self._clients.clear()
