@@ -155,10 +155,12 @@ def _dumps(obj: Any) -> bytes:
 def write_plan(store: Store, run_id: str, name: str, bench_data: BenchmarkData) -> None:
     """What the run asks of one benchmark, so aggregation, a judge added later and the run
     report never need the dataset again: each sample's id, group, target, choices,
-    metadata, prompt digest and prompt text (its media are not kept)."""
-    import pandas as pd
+    metadata, prompt digest and prompt text (its media are not kept). Written with pyarrow
+    alone: the driver of a run need not import pandas."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
-    frame = pd.DataFrame(
+    table = pa.table(
         {
             "sample_id": [s.id for s in bench_data.samples],
             "group_id": [s.group_id for s in bench_data.samples],
@@ -170,11 +172,28 @@ def write_plan(store: Store, run_id: str, name: str, bench_data: BenchmarkData) 
             ],
             "prompt_digest": [bench_data.digests[s.id] for s in bench_data.samples],
             "prompt": [bench_data.prompts.get(s.id, "") for s in bench_data.samples],
-        }
+        },
+        schema=_plan_schema(),
     )
     buffer = io.BytesIO()
-    frame.to_parquet(buffer, index=False)
+    pq.write_table(table, buffer)
     store.put(layout.plan_key(run_id, name), buffer.getvalue())
+
+
+def _plan_schema():
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("sample_id", pa.string()),
+            ("group_id", pa.string()),
+            ("target", pa.string()),
+            ("choices", pa.string()),
+            ("metadata", pa.string()),
+            ("prompt_digest", pa.string()),
+            ("prompt", pa.string()),
+        ]
+    )
 
 
 @dataclass
@@ -188,27 +207,34 @@ class Plan:
 
 
 def read_plan(store: Store, run_id: str, name: str) -> Plan:
-    import pandas as pd
+    import pyarrow.parquet as pq
 
     blob = store.get(layout.plan_key(run_id, name))
     if blob is None:
         raise RunError(f"run {run_id} has no plan for {name} in {store.describe()}")
-    frame = pd.read_parquet(io.BytesIO(blob))
+    columns = pq.read_table(io.BytesIO(blob)).to_pydict()
+    ids = columns["sample_id"]
     samples = [
         Sample(
-            id=row.sample_id,
+            id=sample_id,
             parts=[],
-            target=row.target,
-            group_id=row.group_id,
-            choices=json.loads(row.choices),
-            metadata=json.loads(row.metadata),
+            target=target,
+            group_id=group_id,
+            choices=json.loads(choices),
+            metadata=json.loads(metadata),
         )
-        for row in frame.itertuples(index=False)
+        for sample_id, target, group_id, choices, metadata in zip(
+            ids,
+            columns["target"],
+            columns["group_id"],
+            columns["choices"],
+            columns["metadata"],
+            strict=True,
+        )
     ]
-    ids = list(frame["sample_id"])
-    prompts = list(frame["prompt"]) if "prompt" in frame else [""] * len(ids)
+    prompts = columns.get("prompt") or [""] * len(ids)
     return Plan(
         samples,
-        dict(zip(ids, frame["prompt_digest"], strict=True)),
+        dict(zip(ids, columns["prompt_digest"], strict=True)),
         dict(zip(ids, prompts, strict=True)),
     )

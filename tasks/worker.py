@@ -21,7 +21,6 @@ import ray
 
 from core.types import Part
 from providers.base import ProviderClient
-from providers.clients import make_client
 from providers.registry import ModelConfig
 from providers.retry import RetryPolicy, call_with_retries
 from providers.token_rules import estimate_prompt_tokens
@@ -96,6 +95,9 @@ class CompletionWorker:
     def _client(self, model: str) -> ProviderClient:
         client = self._clients.get(model)
         if client is None:
+            # imported here: the driver, which imports this class, never loads the SDKs
+            from providers.clients import make_client
+
             client = make_client(self._models[model], self._keys[model].reveal())
             self._clients[model] = client
         return client
