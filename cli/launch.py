@@ -30,6 +30,7 @@ def run_request(
     """Run one request end to end from the command line; raise Interrupted on a signal.
     With `answers` off (a judge added to a stored run) only the judges are asked."""
     from cli.errors import user_errors
+    from engine.generation import prestart_workers
     from engine.judges import resolve_stored
     from engine.resolve import quick_checks, resolve
     from stack.services import LocalStack
@@ -50,10 +51,14 @@ def run_request(
     try:
         with STOP.handling():
             stack.start(prefect=not os.environ.get("PREFECT_API_URL"), ray=own_ray)
+            import flows.in_process  # noqa: F401  (Prefect's import, while the services start)
+
             run = resolve(request, configs) if answers else resolve_stored(request, store)
             stack.wait(STOP.requested)
             if STOP.requested():
                 raise Interrupted(f"run {run.run_id} interrupted by {STOP.name} before any request")
+            if own_ray and answers:
+                prestart_workers(run)
             result = _run(run.request, retry_errors, stack.prefect_url, answers)
             failed = False
             return result

@@ -7,7 +7,7 @@ import contextlib
 from pathlib import Path
 
 from cli.options import add_store_options, store_from
-from reports.report_data import MEDIA_BUDGET_MB
+from reports import MEDIA_BUDGET_MB
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

@@ -5,7 +5,6 @@ stored. A stop request (first Ctrl-C or SIGTERM) ends submission; see `tasks.dis
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import Any
 
@@ -33,7 +32,8 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
     from engine.ray_session import ensure_ray
     from providers.retry import RetryPolicy
     from tasks.dispatch import Budget, dispatch
-    from tasks.worker import CompletionWorker
+    from tasks.pool import Crew
+    from tasks.worker import WorkerSetup
 
     run_plan = run_plan.online_part()
     run, request = run_plan.run, run_plan.run.request
@@ -47,8 +47,6 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
         max_total_s=request.max_retry_seconds,
         max_rate_limited_s=request.max_rate_limited_seconds,
     )
-    budgets = join_rate_budgets(run)
-    spread = os.environ.get("EVALFLEET_WORKER_PLACEMENT", "SPREAD")
     # Each sample's parts go to the object store once; workers get them by index.
     needed = {(i.key.benchmark, i.key.sample_id) for i in run_plan.todo}
     index: dict[tuple[str, str], int] = {}
@@ -58,26 +56,16 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
             if (name, sample.id) in needed:
                 index[(name, sample.id)] = len(parts_refs)
                 parts_refs.append(ray.put(sample.parts))
-
-    def make_worker():
-        # SPREAD: on a cluster the workers go to different nodes, so one node lost stops
-        # only part of the run (its items are sent again to a replacement).
-        return CompletionWorker.options(
-            max_concurrency=max(64, request.max_in_flight), scheduling_strategy=spread
-        ).remote(
-            run.store.url,
-            request.s3_endpoint_url,
-            run.configs,
-            run.keys,
-            retry,
-            budgets,
-            [parts_refs],  # wrapped: the refs stay refs, fetched by the worker when needed
-        )
-
-    # A small run needs no second worker: each starts a process and imports the SDKs.
-    count = min(request.workers, -(-total // ITEMS_PER_WORKER))
-    workers = [make_worker() for _ in range(count)]
-    ray.get([worker.ready.remote() for worker in workers])
+    setup = WorkerSetup(
+        store_url=run.store.url,
+        s3_endpoint_url=request.s3_endpoint_url,
+        models=run.configs,
+        keys=run.keys,
+        retry=retry,
+        budgets=join_rate_budgets(run),
+        samples=parts_refs,
+    )
+    crew = Crew(setup, run_apis(run))
     done_before = len(run_plan.answers) - len(run_plan.todo) + run_plan.judge_states["done"]
     progress = Progress(
         total=done_before + total, already_done=done_before, description=f"run {run.run_id}"
@@ -103,13 +91,13 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
     budget = None
     if request.max_cost_usd is not None:
         budget = Budget(request.max_cost_usd, run_plan.spent_usd, item_cost_model(run))
+    workers = crew.gather(workers_for(request.workers, total))  # ended by dispatch
     started = time.monotonic()
     try:
         dispatched = dispatch(
             [*jobs, *run_plan.judge_todo],
-            make_worker,
-            count,
-            started_workers=workers,
+            crew,
+            workers,
             max_in_flight=request.max_in_flight,
             per_model_limit={m: c.max_concurrency for m, c in run.configs.items()},
             on_progress=progress.update,
@@ -120,8 +108,6 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
         )
     finally:
         progress.close()
-        for worker in workers:
-            ray.kill(worker)
     summary = summarize_outcomes(dispatched, time.monotonic() - started)
     if dispatched.budget_reached and budget is not None:
         summary["budget_reached"] = (
@@ -130,6 +116,28 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
         )
         log.warning("run %s: budget reached: %s", run.run_id, summary["budget_reached"])
     return summary
+
+
+def workers_for(requested: int, items: int) -> int:
+    """A small run needs fewer workers: each one started costs a process and the SDKs."""
+    return max(1, min(requested, -(-items // ITEMS_PER_WORKER)))
+
+
+def prestart_workers(run: ResolvedRun) -> None:
+    """Start the run's worker actors now, without waiting, so that their start-up (a
+    process, Ray, the SDK imports) overlaps the flow run's creation and the planning.
+    `generate` takes them (`tasks.pool`)."""
+    from engine.ray_session import ensure_ray
+    from tasks.pool import prestart
+
+    planned = len(run.models) * sum(len(b.samples) * len(b.decodings) for b in run.data.values())
+    ensure_ray()
+    prestart(workers_for(run.request.workers, planned), run_apis(run))
+
+
+def run_apis(run: ResolvedRun) -> list[str]:
+    """The wire APIs of a run's models and judges: the SDKs its workers import."""
+    return sorted({config.api for config in run.configs.values()})
 
 
 def join_rate_budgets(run: ResolvedRun) -> dict[str, Any]:

@@ -15,13 +15,14 @@ import io
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from engine.scoring import Scored
 from storage import layout
 from storage.base import Store
+
+if TYPE_CHECKING:  # loaded where a table is read: the command line starts without it
+    import pandas as pd
 
 WIDTH = 120
 SCORING_MODULES = ("scoring.py", "results.py", "agreement.py")
@@ -171,6 +172,8 @@ def read_version_table(store: Store, run_id: str, version: str, name: str) -> pd
     blob = store.get(layout.results_key(run_id, version, name))
     if blob is None:
         raise FileNotFoundError(f"run {run_id} results {version} have no {name}")
+    import pandas as pd
+
     return pd.read_parquet(io.BytesIO(blob))
 
 

@@ -8,7 +8,8 @@ import logging
 import os
 
 from engine.results import results_about
-from reports.report_data import MEDIA_BUDGET_MB, gather
+from reports import MEDIA_BUDGET_MB
+from reports.report_data import gather
 from reports.report_page import render
 from storage import layout
 from storage.base import Store

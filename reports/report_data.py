@@ -24,20 +24,21 @@ import json
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from engine.items import BenchmarkData
 from engine.results import read_version_table, results_about
 from engine.stored import StoredRun, load_run
+from reports import MEDIA_BUDGET_MB
 from storage.base import Store
 from storage.layout import ItemKey
+
+if TYPE_CHECKING:  # loaded where a table is read: the command line starts without it
+    import pandas as pd
 
 log = logging.getLogger("evalfleet")
 CHUNK = 500
 THUMB_SIDE = 192
-MEDIA_BUDGET_MB = 40.0  # full-size images and audio embedded, in all
 Z95 = 1.959964
 
 

@@ -5,25 +5,27 @@ APIs (OpenAI Files + Batches, Anthropic Message Batches, Gemini batchGenerateCon
 lines the same engine answers (``batches``, ``openai_batch``, ``anthropic_batch``,
 ``gemini_batch``)."""
 
-from simulator.answering import AnswerKey, AnswerKeyError, draw_correct, prompt_sha256
-from simulator.config import ConfigError, SimulatorConfig, load_config
-from simulator.process import (
-    SimulatorHandle,
-    SimulatorStartError,
-    start_simulator,
-    start_simulator_in_thread,
-)
+from importlib import import_module
+from typing import Any
 
-__all__ = [
-    "AnswerKey",
-    "AnswerKeyError",
-    "ConfigError",
-    "SimulatorConfig",
-    "SimulatorHandle",
-    "SimulatorStartError",
-    "draw_correct",
-    "load_config",
-    "prompt_sha256",
-    "start_simulator",
-    "start_simulator_in_thread",
-]
+# Loaded on first use: `evalfleet --help` must not import the server (aiohttp, uvloop).
+_HOMES = {
+    "AnswerKey": "simulator.answering",
+    "AnswerKeyError": "simulator.answering",
+    "draw_correct": "simulator.answering",
+    "prompt_sha256": "simulator.answering",
+    "ConfigError": "simulator.config",
+    "SimulatorConfig": "simulator.config",
+    "load_config": "simulator.config",
+    "SimulatorHandle": "simulator.process",
+    "SimulatorStartError": "simulator.process",
+    "start_simulator": "simulator.process",
+    "start_simulator_in_thread": "simulator.process",
+}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'simulator' has no attribute {name!r}")
+    return getattr(import_module(_HOMES[name]), name)

@@ -10,9 +10,7 @@ import argparse
 import asyncio
 import signal
 import sys
-from typing import Any
-
-import uvloop
+from typing import TYPE_CHECKING, Any
 
 from simulator.answering import AnswerKey, AnswerKeyError
 from simulator.config import (
@@ -22,7 +20,9 @@ from simulator.config import (
     config_from_dict,
     load_config,
 )
-from simulator.server import SimulatorServer
+
+if TYPE_CHECKING:  # the server (aiohttp, uvloop) loads only when the simulator serves
+    from simulator.server import SimulatorServer
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -133,6 +133,10 @@ async def _serve(server: SimulatorServer) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import uvloop
+
+    from simulator.server import SimulatorServer
+
     try:
         config = build_config(args)
         key = AnswerKey.load(args.answers) if args.answers else AnswerKey()

@@ -13,6 +13,7 @@ run never waits for it, and Prefect's client retries carry its calls over the ga
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import secrets
 import signal
@@ -148,8 +149,9 @@ class LocalStack:
             self._start_ray(ray_cpus)
 
     def _start_prefect(self) -> None:
-        import prefect as prefect_package
-
+        # Found, not imported: importing Prefect here would hold the server's start a second.
+        spec = importlib.util.find_spec("prefect")
+        assert spec is not None and spec.origin is not None, "prefect is a dependency"
         port = self._prefect_port = self._prefect_port or free_port()
         database = state_dir() / "prefect-runs.db"
         env = {
@@ -166,7 +168,7 @@ class LocalStack:
             "-m",
             "uvicorn",
             "--app-dir",
-            str(Path(prefect_package.__file__).resolve().parent.parent),
+            str(Path(spec.origin).resolve().parent.parent),
             "--factory",
             "prefect.server.api.server:create_app",
             "--host",
@@ -252,7 +254,9 @@ class LocalStack:
         if self._watchdog is not None:
             self._watchdog.join(timeout=5)
         if self.ray is not None:
-            self.ray.stop(grace_s=15)
+            # A throwaway head holds nothing to save (every record is in the store), and its
+            # orderly shutdown takes seconds: its process group is killed outright.
+            self.ray.stop(grace_s=0)
         if self.prefect is not None:
             self.prefect.stop(grace_s=5)
         kept = self.scratch.keep_logs() if keep_logs and (self.ray or self.prefect) else None

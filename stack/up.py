@@ -362,6 +362,33 @@ def start_ray(folder: Path, token: str) -> Daemon:
     return daemon
 
 
+def start_warm_workers(folder: Path, address: str, token: str) -> None:
+    """The head's warm worker actors (`stack.warm_workers`), as many as a run uses by
+    default; their start-up is logged beside the head's."""
+    from engine.request import EvalRequest
+
+    count = EvalRequest.model_fields["workers"].default
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env.update(_ray_client_env(address, token))
+    log = folder / "ray.log"
+    with log.open("ab") as out:
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "stack.warm_workers", str(count)],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=Path(__file__).resolve().parent.parent,
+                timeout=READY_TIMEOUT_S,
+                check=False,
+            )
+            failed = done.returncode != 0
+        except subprocess.TimeoutExpired:
+            failed = True
+    if failed:
+        raise ServiceError(f"the Ray head's warm workers did not start: {_tail(str(log))}")
+
+
 # --- up / down / attach ----------------------------------------------------------------------
 
 
@@ -414,6 +441,7 @@ def _bring_up(
         notes["ray"] = "started"
         stack.ray_token = secrets.token_hex(32)
         stack.ray = start_ray(path, stack.ray_token)
+        start_warm_workers(path, stack.ray.address, stack.ray_token)
         stack.serve = _stop_stale(stack.serve)  # it must be started with RAY_ADDRESS
         save(stack)
     elif stack.ray and stack.ray.alive():

@@ -28,8 +28,9 @@ import ray.exceptions
 
 from core.types import Part
 from storage.layout import ItemKey
+from tasks.pool import Crew
 from tasks.work import WorkItem
-from tasks.worker import Outcome
+from tasks.worker import ClaimLost, Outcome
 
 ProgressCallback = Callable[[list[Outcome]], None]
 FollowUp = Callable[[Outcome], list[tuple[WorkItem, list[Part]]]]
@@ -110,8 +111,8 @@ class _Worker:
 
 def dispatch(
     jobs: Sequence[tuple[WorkItem, Any]],
-    make_worker: Callable[[], Any],
-    workers: int,
+    crew: Crew,
+    workers: list[Any],
     *,
     max_in_flight: int,
     per_model_limit: dict[str, int],
@@ -120,14 +121,14 @@ def dispatch(
     stop_requested: Callable[[], bool] = lambda: False,
     drain_s: float = 10.0,
     budget: Budget | None = None,
-    started_workers: list[Any] | None = None,
 ) -> Dispatched:
-    """Run every job on the workers; never more than the limits in flight.
+    """Run every job on the crew's `workers` (claimed, see `tasks.pool`); never more than
+    the limits in flight. The workers, replacements included, are ended with the crew.
 
     A job is (item, prompt): the prompt is a sample's index in the workers' `samples` or,
     for a judgement, the list of its parts itself.
     """
-    pool = [_Worker(w) for w in (started_workers or [make_worker() for _ in range(workers)])]
+    pool = [_Worker(w) for w in workers]
     queues: dict[str, deque[tuple[WorkItem, Any]]] = {}
 
     def enqueue(item: WorkItem, prompt: Any, front: bool = False) -> None:
@@ -137,6 +138,7 @@ def dispatch(
     for item, prompt in jobs:
         enqueue(item, prompt)
     busy: Counter[str] = Counter()  # in flight per model
+    retired: list[Any] = []  # replaced workers, ended with the others
     collecting: dict[Any, int] = {}  # a collect call in flight -> its worker
     result = Dispatched()
 
@@ -173,14 +175,17 @@ def dispatch(
             worker = min(pool, key=lambda w: len(w.outstanding))
             for item, prompt in chunk:
                 worker.outstanding[item.key] = (item, prompt)
-            worker.actor.submit.remote(chunk)  # its outcomes come back through `collect`
+            # its outcomes come back through `collect`
+            worker.actor.submit.remote(crew.claim, chunk)
 
     def lost(index: int, exc: Exception) -> None:
-        """The worker died (node lost): replace it and send its items again, rechecked."""
+        """The worker died (node lost) or no longer serves the run's claim: replace it and
+        send its items again, rechecked."""
         worker = pool[index]
-        if _is_dead(worker.actor):
+        if isinstance(exc, ClaimLost) or _is_dead(worker.actor):
             log.warning("a worker was lost (%s); starting a replacement", type(exc).__name__)
-            pool[index] = _Worker(make_worker())
+            pool[index] = _Worker(crew.new())
+            retired.append(worker.actor)
             for item, prompt in worker.outstanding.values():
                 busy[item.key.caller] -= 1
                 if budget is not None:
@@ -206,9 +211,10 @@ def dispatch(
             on_progress(outcomes)
 
     def collect(timeout: float) -> None:
-        for index, worker in enumerate(pool):  # one collect in flight per worker
-            if worker.outstanding and index not in collecting.values():
-                collecting[worker.actor.collect.remote()] = index
+        # One collect in flight per worker, even an idle one: it keeps the claim alive.
+        for index, worker in enumerate(pool):
+            if index not in collecting.values():
+                collecting[worker.actor.collect.remote(crew.claim)] = index
         if not collecting:
             return
         ready, _ = ray.wait(list(collecting), num_returns=1, timeout=timeout)
@@ -221,6 +227,11 @@ def dispatch(
                 outcomes = ray.get(ref)
             except WORKER_LOST as exc:
                 lost(index, exc)
+                continue
+            except ray.exceptions.RayTaskError as exc:
+                if not isinstance(exc.cause, ClaimLost):
+                    raise
+                lost(index, exc.cause)
                 continue
             landed(index, outcomes)
 
@@ -242,8 +253,7 @@ def dispatch(
     finally:
         for ref in collecting:
             ray.cancel(ref)
-        for worker in pool:
-            ray.kill(worker.actor)
+        crew.end([*(w.actor for w in pool), *retired])
     return result
 
 

@@ -4,6 +4,12 @@ The driver hands a worker items in chunks (`submit`) and takes back what has lan
 chunks too (`collect`): two actor calls per a few dozen items, instead of one per item, each
 paying for serialisation on both sides and a trip through Ray's threads. A record is written
 (checkpointed) before its outcome is ever collected.
+
+A worker serves one run at a time, the one that claimed it (`claim`, with the run's
+`WorkerSetup`): a run's own workers are claimed as they start, a warm worker kept by the
+stack's Ray head (`tasks.pool`) when a run borrows it. Giving it back (`unclaim`) cancels
+what is still in flight and forgets the run's keys and clients. A warm worker whose claimant
+stops calling for `CLAIM_S` (its process was killed) is given back by itself.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import gc
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +33,7 @@ from providers.retry import RetryPolicy, call_with_retries
 from providers.token_rules import estimate_prompt_tokens
 from providers.types import ErrorKind, ProviderError, ProviderResponse
 from storage import open_store
+from storage.base import Store
 from storage.layout import ItemKey
 from tasks.limiter import Lease
 from tasks.records import build_record, decode_record, encode_record
@@ -34,6 +42,7 @@ from tasks.work import WorkItem
 
 log = logging.getLogger("evalfleet.worker")
 PARTS_CACHE_SIZE = 512
+CLAIM_S = 15.0  # a warm worker's claimant that has not called for this long is gone
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,46 +60,125 @@ class Outcome:
     response: str | None = None  # only when the item asked for it (an answer to judge)
 
 
+@dataclass(frozen=True)
+class WorkerSetup:
+    """What a run tells the workers it claims. `samples` are the object refs of the run's
+    samples' parts (Ray leaves refs inside an argument as refs: each worker fetches a
+    sample once, when it first needs it); `budgets` the shared rate budget actor of each
+    limited model."""
+
+    store_url: str
+    s3_endpoint_url: str | None
+    models: dict[str, ModelConfig]
+    keys: dict[str, Secret]
+    retry: RetryPolicy
+    budgets: dict[str, Any]
+    samples: list[Any]
+
+
+class ClaimLost(Exception):
+    """The worker no longer serves this claim (it was given back, or taken over after the
+    claimant went silent): the driver replaces it and rechecks what was in flight."""
+
+
+def preload(apis: Sequence[str]) -> None:
+    """Import the SDK clients of these wire APIs now, not on the first call."""
+    from providers.clients import client_class
+
+    for api in apis:
+        client_class(api)
+
+
 # A hundredth of a CPU: nothing for the calls (they wait on the network), but enough that a
 # head node started with --num-cpus=0, as KubeRay advises, hosts no worker.
 @ray.remote(num_cpus=0.01)
 class CompletionWorker:
     """Hosts provider clients for many concurrent calls (an async actor).
 
-    A job is (item, prompt): the prompt is the index of a sample in `samples` (its parts,
-    fetched from the object store once per worker) or, for a judgement, the list of its
-    parts itself.
+    A job is (item, prompt): the prompt is the index of a sample in the claim's `samples`
+    (its parts, fetched from the object store once per worker) or, for a judgement, the
+    list of its parts itself.
     """
 
     LINGER_S = 0.005  # a collect waits this long after the first landing, for the next ones
     CHUNK = 64  # a collect returns at once when this many have landed
 
-    def __init__(
-        self,
-        store_url: str,
-        s3_endpoint_url: str | None,
-        models: dict[str, ModelConfig],
-        keys: dict[str, Secret],
-        retry: RetryPolicy,
-        budgets: dict[str, Any] | None = None,
-        samples: list[list[Any]] | None = None,
-    ) -> None:
+    def __init__(self, apis: Sequence[str] = (), *, expires: bool = False) -> None:
         # Hundreds of calls in flight allocate many short-lived SDK objects: collect the
         # young generation less often (its default of 700 allocations runs it constantly).
         gc.set_threshold(50_000, 20, 20)
-        self._store = open_store(store_url, s3_endpoint_url=s3_endpoint_url)
-        self._models = models
-        self._keys = keys
-        self._retry = retry
-        self._clients: dict[str, ProviderClient] = {}
-        self._budgets = budgets or {}  # model id -> its SharedRateLimit actor (limited models)
-        self._leases: dict[str, Lease] = {}
         self._io = ThreadPoolExecutor(max_workers=32, thread_name_prefix="store")
+        self._expires = expires  # a warm worker: its claim lapses when the claimant is silent
+        self._claim: str | None = None
+        self._seen = 0.0  # when the claimant last called
+        self._code = _code()  # of the code this process loaded, whatever the disk holds later
+        self._forget()
+        preload(apis)
+
+    def _forget(self) -> None:
+        self._store: Store | None = None
+        self._models: dict[str, ModelConfig] = {}
+        self._keys: dict[str, Secret] = {}
+        self._retry = RetryPolicy()
+        self._clients: dict[str, ProviderClient] = {}
+        self._budgets: dict[str, Any] = {}  # model id -> its SharedRateLimit actor
+        self._leases: dict[str, Lease] = {}
         self._parts_cache: OrderedDict[Any, list[Part]] = OrderedDict()
-        self._samples = samples[0] if samples else []  # wrapped: Ray leaves the refs alone
+        self._samples: list[Any] = []
         self._landed: list[Outcome | BaseException] = []
         self._landing: asyncio.Event | None = None  # made on the actor's event loop
         self._running: set[asyncio.Task] = set()
+
+    # -- claims --------------------------------------------------------------------------
+
+    async def claim(self, claim: str, setup: WorkerSetup, code: str | None = None) -> bool:
+        """Serve `claim`'s run from now on; False when another live claim holds the worker
+        or, given `code` (the driver's `tasks.pool.code_digest`), when this worker runs
+        other code."""
+        if code is not None and code != self._code:
+            return False
+        if self._claim is not None and self._claim != claim:
+            if not (self._expires and time.monotonic() - self._seen > CLAIM_S):
+                return False
+            await self._give_back()
+        self._claim, self._seen = claim, time.monotonic()
+        self._store = open_store(setup.store_url, s3_endpoint_url=setup.s3_endpoint_url)
+        self._models, self._keys, self._retry = setup.models, setup.keys, setup.retry
+        self._budgets, self._samples = setup.budgets, setup.samples
+        preload(sorted({c.api for c in setup.models.values()}))
+        if self._expires:
+            asyncio.get_running_loop().create_task(self._watch(claim))
+        return True
+
+    async def unclaim(self, claim: str) -> None:
+        """Give the worker back: what is in flight is cancelled (its records not written)."""
+        if self._claim == claim:
+            await self._give_back()
+
+    async def _give_back(self) -> None:
+        running = list(self._running)
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        for client in self._clients.values():
+            try:
+                await client.aclose()
+            except Exception as exc:  # a client that cannot close cleanly is dropped anyway
+                log.warning("closing a client failed: %s", exc)
+        self._claim = None
+        self._forget()
+
+    async def _watch(self, claim: str) -> None:
+        while self._claim == claim:
+            await asyncio.sleep(1.0)
+            if self._claim == claim and time.monotonic() - self._seen > CLAIM_S:
+                log.warning("claim %s silent for %.0f s: the worker is given back", claim, CLAIM_S)
+                await self._give_back()
+
+    def _check(self, claim: str) -> None:
+        if self._claim != claim:
+            raise ClaimLost(f"this worker no longer serves claim {claim}")
+        self._seen = time.monotonic()
 
     def _client(self, model: str) -> ProviderClient:
         client = self._clients.get(model)
@@ -111,18 +199,21 @@ class CompletionWorker:
 
     # -- the driver's two calls --------------------------------------------------------
 
-    async def submit(self, jobs: list[tuple[WorkItem, Any]]) -> int:
+    async def submit(self, claim: str, jobs: list[tuple[WorkItem, Any]]) -> int:
         """Start every job of the chunk; their outcomes are collected as they land."""
+        self._check(claim)
         for item, prompt in jobs:
             task = asyncio.create_task(self._land(item, prompt))
             self._running.add(task)
             task.add_done_callback(self._running.discard)
         return len(jobs)
 
-    async def collect(self, timeout_s: float = 1.0) -> list[Outcome]:
+    async def collect(self, claim: str, timeout_s: float = 1.0) -> list[Outcome]:
         """The outcomes landed since the last collect: waits for the first one (at most
         `timeout_s`, then returns none), then a few milliseconds for others landing with it.
-        A job that raised (a bug, not a provider error) is raised here."""
+        A job that raised (a bug, not a provider error) is raised here. The driver keeps one
+        collect outstanding per worker, which keeps its claim alive."""
+        self._check(claim)
         landing = self._event()
         if not self._landed:
             try:
@@ -284,9 +375,8 @@ class CompletionWorker:
         """Answered once the actor (and its process) is up: lets timing start after start-up."""
         return True
 
-    async def close(self) -> None:
-        for task in list(self._running):
-            task.cancel()
-        for client in self._clients.values():
-            await client.aclose()
-        self._clients.clear()
+
+def _code() -> str:
+    from tasks.pool import code_digest
+
+    return code_digest()

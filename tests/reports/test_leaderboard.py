@@ -139,7 +139,7 @@ def board(ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path_facto
         before, _ = update(open_store(str(store)))
         seen["before_added"] = before
         _after(store, "c-partial")
-        evaluate_and_aggregate(request("d-added"))  # its leaderboard refresh is a Prefect flow
+        evaluate_and_aggregate(request("d-added"))  # refreshed within its flow run
     return store, seen
 
 
@@ -352,7 +352,7 @@ def test_new_flags_only_the_model_absent_from_the_previous_board(board, expected
     assert [line.split(" is new")[0] for line in before.new] == ["openai/sim-0.5"] * 2
     assert set(before.table[before.table["new"]].model) == {"openai/sim-0.5"}
     assert set(before.table.model) == {"openai/sim-0.3", "openai/sim-0.5", "openai/sim-0.8"}
-    # d-added's refresh (the leaderboard flow) flags sim-0.6, and only it
+    # d-added's refresh (within its flow run) flags sim-0.6, and only it
     table = pd.read_parquet(store / "leaderboard" / "leaderboard.parquet")
     assert set(table[table.new].model) == {ADDED}
     assert table[table.model == ADDED].new.all() and len(table[table.new]) == 4
