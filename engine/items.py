@@ -11,8 +11,8 @@ from typing import Protocol
 from benchmarks.interface import Benchmark, BenchmarkOptions, Exclusion
 from core.types import Decoding, Part, Sample
 from engine.state import Reconciled
-from storage.layout import ItemKey
-from tasks.work import WorkItem, parts_digest, request_hash, text_digest
+from storage.layout import ANSWER, ItemKey
+from tasks.work import WorkItem, answer_hasher, parts_digest, request_hash, text_digest
 
 
 @dataclass
@@ -78,24 +78,34 @@ def answer_items(run: RunShape) -> list[WorkItem]:
     judged = judged_benchmarks(run.judges, run.data)
     items: list[WorkItem] = []
     for name, bench_data in run.data.items():
+        hashers = [
+            [
+                (
+                    model_id,
+                    answer_hasher(
+                        model=model_id,
+                        api_model=run.api_models[model_id],
+                        benchmark=name,
+                        dataset_revision=bench_data.revision,
+                        decoding=decoding,
+                    ),
+                )
+                for model_id in run.models
+            ]
+            for decoding in bench_data.decodings
+        ]
+        returned = name in judged
         for sample in bench_data.samples:
             digest = bench_data.digests[sample.id]
             for epoch, decoding in enumerate(bench_data.decodings):
-                for model_id in run.models:
+                for model_id, hashed in hashers[epoch]:
                     items.append(
                         WorkItem(
                             run_id=run.run_id,
-                            key=ItemKey.answer(model_id, name, sample.id, epoch),
+                            key=ItemKey(ANSWER, "", model_id, name, sample.id, epoch),
                             decoding=decoding,
-                            request_hash=request_hash(
-                                model=model_id,
-                                api_model=run.api_models[model_id],
-                                benchmark=name,
-                                dataset_revision=bench_data.revision,
-                                prompt_digest=digest,
-                                decoding=decoding,
-                            ),
-                            return_response=name in judged,
+                            request_hash=hashed(digest),
+                            return_response=returned,
                         )
                     )
     return items

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import subprocess
+from array import array
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -155,29 +156,48 @@ def _dumps(obj: Any) -> bytes:
 def write_plan(store: Store, run_id: str, name: str, bench_data: BenchmarkData) -> None:
     """What the run asks of one benchmark, so aggregation, a judge added later and the run
     report never need the dataset again: each sample's id, group, target, choices,
-    metadata, prompt digest and prompt text (its media are not kept). Written with pyarrow
-    alone: the driver of a run need not import pandas."""
+    metadata, prompt digest and prompt text (its media are not kept)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pa.table(
-        {
-            "sample_id": [s.id for s in bench_data.samples],
-            "group_id": [s.group_id for s in bench_data.samples],
-            "target": [s.target for s in bench_data.samples],
-            "choices": [json.dumps(s.choices) for s in bench_data.samples],
-            "metadata": [
-                json.dumps(s.metadata, ensure_ascii=False, sort_keys=True, default=str)
-                for s in bench_data.samples
-            ],
-            "prompt_digest": [bench_data.digests[s.id] for s in bench_data.samples],
-            "prompt": [bench_data.prompts.get(s.id, "") for s in bench_data.samples],
-        },
-        schema=_plan_schema(),
-    )
+    samples = bench_data.samples
+    columns = {
+        "sample_id": [s.id for s in samples],
+        "group_id": [s.group_id for s in samples],
+        "target": [s.target for s in samples],
+        "choices": [json.dumps(s.choices) for s in samples],
+        "metadata": [
+            json.dumps(s.metadata, ensure_ascii=False, sort_keys=True, default=str) for s in samples
+        ],
+        "prompt_digest": [bench_data.digests[s.id] for s in samples],
+        "prompt": [bench_data.prompts.get(s.id, "") for s in samples],
+    }
+    schema = _plan_schema()
+    table = pa.Table.from_arrays([string_array(columns[f.name]) for f in schema], schema=schema)
     buffer = io.BytesIO()
     pq.write_table(table, buffer)
     store.put(layout.plan_key(run_id, name), buffer.getvalue())
+
+
+def string_array(values: list[str | None]):
+    """An Arrow string column built from its buffers: `pyarrow.array` on Python objects
+    imports pandas (50 MB and a second in a run's driver) to check for its types."""
+    import pyarrow as pa
+
+    encoded = [(v or "").encode() for v in values]
+    offsets = array("i", [0])
+    for blob in encoded:
+        offsets.append(offsets[-1] + len(blob))
+    validity = None
+    if any(v is None for v in values):
+        bits = bytearray((len(values) + 7) // 8)
+        for i, v in enumerate(values):
+            if v is not None:
+                bits[i // 8] |= 1 << (i % 8)
+        validity = pa.py_buffer(bytes(bits))
+    return pa.StringArray.from_buffers(
+        len(values), pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(encoded)), validity
+    )
 
 
 def _plan_schema():

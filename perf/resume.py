@@ -19,7 +19,7 @@ prefix, so one listing of 100,000 keys takes about a minute: the whole script ~5
 Progress goes to stdout; the last line is
 `plan_s_local=<x> plan_s_s3=<y> list_floor_s3=<z> objects=<n>`.
 
-Usage: python perf/resume.py [--samples 10000] [--models 2] [--epochs 4] [--repeat 2]
+Usage: python perf/resume.py [--samples 10000] [--models 2] [--epochs 5] [--repeat 2]
                              [--profile]
 """
 
@@ -40,6 +40,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from storage.base import Store  # noqa: E402
 
@@ -52,52 +53,14 @@ def say(message: str) -> None:
     print(message, flush=True)
 
 
-def synthetic_items(samples: int, models: int, epochs: int):
-    from types import SimpleNamespace
+def synthetic_items(samples: int, models: int, epochs: int, work: Path):
+    from synthetic import synthetic_run
 
-    from benchmarks import registry
-    from benchmarks.protocols import Sampling, decodings
-    from core.types import Part, Sample
-    from engine.items import BenchmarkData, answer_items
-    from engine.request import EvalRequest
-    from engine.resolve import resolve_models
+    from engine.items import answer_items
 
-    request = EvalRequest(
-        models=[f"openai/sim-0.{3 + i % 6}-m{i}" for i in range(models)],
-        benchmarks=["zerobench"],
-        protocol="sampled-k",
-        epochs=epochs,
-        run_id=RUN_ID,
-        simulator_url="http://127.0.0.1:9",  # never contacted: nothing is requested
+    return answer_items(
+        synthetic_run(RUN_ID, work / "plan-store", models=models, samples=samples, epochs=epochs)
     )
-    configs = resolve_models(request)
-    bench = registry.get("zerobench")
-    data = BenchmarkData(
-        benchmark=bench,
-        options=bench.options(),
-        samples=[
-            Sample(
-                id=str(i + 1),
-                parts=[Part.of_text(f"Synthetic question {i + 1}: what is {i} mod 97?")],
-                target=str(i % 97),
-                group_id=str(i + 1),
-            )
-            for i in range(samples)
-        ],
-        revision="synthetic:perf-resume",
-        source="synthetic",
-        protocol="sampled-k",
-        decodings=decodings("sampled-k", epochs, Sampling(0.7, 0.95, 16000, 42)),
-    )
-    api_models = {m: c.api_model for m, c in configs.items()}
-    run = SimpleNamespace(
-        run_id=RUN_ID,
-        models=request.models,
-        judge_model=None,
-        api_models=api_models,
-        data={"zerobench": data},
-    )
-    return answer_items(run)
 
 
 def record_bytes(item) -> bytes:
@@ -212,7 +175,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--samples", type=int, default=10_000)
     parser.add_argument("--models", type=int, default=2)
-    parser.add_argument("--epochs", type=int, default=4, help="sampled epochs (+1 greedy)")
+    parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--profile", action="store_true", help="profile one S3 plan")
     parser.add_argument("--serve-s3", metavar="FILE", help=argparse.SUPPRESS)
@@ -232,13 +195,13 @@ def main() -> None:
 
     from storage import LocalStore, layout, open_store
 
+    work = Path(tempfile.mkdtemp(prefix="evalfleet-perf-resume-"))  # removed below
     t0 = time.perf_counter()
-    items = synthetic_items(args.samples, args.models, args.epochs)
+    items = synthetic_items(args.samples, args.models, args.epochs, work)
     n = len(items)
     say(f"built {n} work items in {time.perf_counter() - t0:.2f} s")
     bodies = {item.store_key: record_bytes(item) for item in items}
 
-    work = Path(tempfile.mkdtemp(prefix="evalfleet-perf-resume-"))  # removed below
     child: subprocess.Popen[str] | None = None
     try:
         local = LocalStore(work / "runs")

@@ -256,24 +256,39 @@ class DispatchProbe:
 
 
 def run_pipeline(args, dataset: str, work: Path, sim, models: list[str]) -> dict[str, Any]:
-    from engine.request import EvalRequest
-    from flows.evaluate import evaluate
+    """The `evaluate` flow in this process, as `evalfleet run` runs it: against a temporary
+    Prefect server and a private Ray head that this process starts (not Prefect's in-process
+    ephemeral mode, which would load Prefect's server into the driver)."""
+    from stack.services import LocalStack
 
-    probe = DispatchProbe(sim.pid)
-    probe.install()
-    request = EvalRequest(
-        models=models,
-        benchmarks=["zerobench"],
-        dataset_path=dataset,
-        run_id="throughput",
-        store=str(work / "runs"),
-        simulator_url=sim.url,
-        max_in_flight=args.in_flight,
-        workers=args.workers,
-    )
-    started = time.monotonic()
-    result = evaluate(request)
-    total = time.monotonic() - started
+    stack = LocalStack()
+    stack.use_private_ray()
+    stack.start(prefect=True, ray=True)
+    try:
+        stack.wait()
+        from engine.request import EvalRequest
+        from flows.evaluate import evaluate
+
+        probe = DispatchProbe(sim.pid)
+        probe.install()
+        request = EvalRequest(
+            models=models,
+            benchmarks=["zerobench"],
+            dataset_path=dataset,
+            run_id="throughput",
+            store=str(work / "runs"),
+            simulator_url=sim.url,
+            max_in_flight=args.in_flight,
+            workers=args.workers,
+        )
+        started = time.monotonic()
+        result = evaluate(request)
+        total = time.monotonic() - started
+    finally:
+        import ray
+
+        ray.shutdown()  # its daemons stay out of the bare pass
+        stack.stop()
     return {**result, "flow_total_s": total, **probe.figures}
 
 
@@ -365,9 +380,6 @@ def main() -> None:
         check_same_bodies(dataset, api_models[0], configs[0])
         print(f"load_before_pipeline={os.getloadavg()[0]:.2f}", flush=True)
         pipe = run_pipeline(args, dataset, work, sim, models)
-        import ray
-
-        ray.shutdown()  # its daemons stay out of the bare pass
         print(f"load_before_bare={os.getloadavg()[0]:.2f}", flush=True)
         bare = run_bare(args, dataset, work, sim, [f"{m}-bare" for m in api_models], per_model)
         same = same_requests(sim.read_log(), api_models)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,3 +85,36 @@ def request_hash(
         payload["graded"] = graded
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()
+
+
+def answer_hasher(
+    *, model: str, api_model: str, benchmark: str, dataset_revision: str, decoding: Decoding
+) -> Callable[[str], str]:
+    """`request_hash` of an answer as a function of its prompt digest alone, for the many
+    samples of one (model, benchmark, epoch): the JSON before the prompt (its keys sort
+    first) is hashed once and the state copied. The same hash as `request_hash`, in a fifth
+    of the time (a plan of a million items spends most of its time here)."""
+    probe = "\0"
+    head = json.dumps(
+        {
+            "model": model,
+            "api_model": api_model,
+            "benchmark": benchmark,
+            "dataset_revision": dataset_revision,
+            "prompt": probe,
+            "decoding": decoding.to_dict(),
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    before, after = head.split(json.dumps(probe), 1)
+    start = hashlib.sha256(before.encode())
+    tail = after.encode()
+
+    def hashed(prompt_digest: str) -> str:
+        digest = start.copy()
+        digest.update(json.dumps(prompt_digest).encode())
+        digest.update(tail)
+        return digest.hexdigest()
+
+    return hashed
