@@ -86,6 +86,10 @@ def _attach_to_running_stack() -> None:
     if stack is None:
         return
     os.environ["PREFECT_API_URL"] = stack.api_url
+    if "prefect" in sys.modules:  # Prefect reads its settings when imported (the launcher)
+        from flows.settings import refresh_prefect_settings
+
+        refresh_prefect_settings()
     where = f"Prefect {stack.prefect.address}"
     if stack.ray is not None and not os.environ.get("RAY_ADDRESS"):
         os.environ.update(ray_client_env(stack))

@@ -10,8 +10,6 @@ import os
 import sys
 from collections.abc import Sequence
 
-from cli.errors import one_line, user_errors
-
 
 def build_parser() -> argparse.ArgumentParser:
     from cli import batches, extensions, results, run, up
@@ -33,6 +31,8 @@ def quiet_defaults() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from cli.errors import one_line, user_errors
+
     quiet_defaults()
     try:
         args = build_parser().parse_args(argv)
@@ -67,16 +67,26 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
-    """The `evalfleet` executable: `main`, then a prompt exit. Everything a command does is
-    finished (stored, flushed, its services stopped) when `main` returns; the interpreter's
-    teardown (joining Prefect's and tqdm's idle threads, freeing every object) would add
-    half a second to each command for nothing. Exit handlers still run."""
-    code = main()
+    """The `evalfleet` executable: in the stack's warm launcher when one runs (`cli.warm`),
+    else `main` here; then a prompt exit. Everything a command does is finished (stored,
+    flushed, its services stopped) when `main` returns; the interpreter's teardown (joining
+    Prefect's and tqdm's idle threads, freeing every object) would add half a second to each
+    command for nothing. Exit handlers still run."""
+    from cli.warm import delegate
+
+    code = delegate(sys.argv[1:])
+    if code is None:
+        code = main()
+        finish()
+    os._exit(code)
+
+
+def finish() -> None:
+    """What a command's process does before it exits without the interpreter's teardown."""
     atexit._run_exitfuncs()  # what asked to run at exit still does (a server Prefect started)
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ together by one flag (`--dataset-path [BENCHMARK=]PATH`, `--base-url [MODEL=]URL
 from __future__ import annotations
 
 import argparse
-import os
+import functools
 import types
 import typing
 from typing import Any
@@ -92,9 +92,15 @@ def help_text(description: str, facts: dict[str, Any], *, repeatable: bool = Fal
     return text
 
 
+@functools.cache
+def request_schema() -> dict[str, Any]:
+    """The request's JSON schema (a few hundred milliseconds to make: made once)."""
+    return EvalRequest.model_json_schema()
+
+
 def add_request_options(parser: argparse.ArgumentParser) -> None:
     """One flag per request field (composite ones as one flag each), then each benchmark's."""
-    schema = EvalRequest.model_json_schema()["properties"]
+    schema = request_schema()["properties"]
     fields = EvalRequest.model_fields
     for name, info in fields.items():
         flag = _flag(info)
@@ -330,7 +336,3 @@ def add_store_options(parser: argparse.ArgumentParser) -> None:
 def store_from(args: argparse.Namespace) -> Store:
     """The store the command's --store names (else $EVALFLEET_STORE, else ./runs), opened."""
     return open_store(args.store, s3_endpoint_url=args.s3_endpoint_url)
-
-
-def simulator_default() -> str | None:
-    return os.environ.get("EVALFLEET_SIMULATOR_URL") or None

@@ -90,7 +90,6 @@ def _apply_subset(path: str, fields: dict[str, Any]) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from cli.launch import resume_hint, run_request
-    from reports.tables import print_result
 
     request = request_from_args(args)
     args.run_id = request.run_id  # the resume hint names it even when it was generated
@@ -104,6 +103,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             "deployment) collects them and writes the tables once they end"
         )
         return 0
+    from reports.tables import print_result  # pandas: loaded once the run is done
+
     print_result(result)
     if result.get("budget_reached"):
         print(f"budget reached: {result['budget_reached']}", file=sys.stderr)

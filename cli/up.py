@@ -27,6 +27,27 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     up.add_argument("--port", type=int, help="Prefect server port (default 4200, else a free one)")
     up.add_argument("--ray", action="store_true", help="also start a shared Ray head")
     up.add_argument(
+        "--ray-nodes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="a Ray cluster of a head that hosts no work and N worker nodes, each its own "
+        "`ray start --address` (implies --ray)",
+    )
+    up.add_argument(
+        "--pool",
+        action="store_true",
+        help="run the deployments of deployments/prefect.yaml on the process work pool "
+        "'evalfleet' with `prefect worker` processes, instead of one serve process",
+    )
+    up.add_argument(
+        "--workers",
+        type=int,
+        default=2,
+        metavar="N",
+        help="with --pool: how many `prefect worker` processes (default 2)",
+    )
+    up.add_argument(
         "--store",
         help="default store of runs started from the UI (made absolute; default "
         "$EVALFLEET_STORE, else ./runs; a later `up` without it keeps the current one)",
@@ -100,6 +121,14 @@ def read_reevaluate_request(path: str) -> str:
 def cmd_up(args: argparse.Namespace) -> int:
     from stack.up import up
 
+    if args.ray_nodes < 0 or args.workers < 1:
+        raise ConfigError("--ray-nodes takes 0 or more, --workers 1 or more")
+    scheduled = args.reevaluate_request or args.reevaluate_every or args.reevaluate_cron
+    if args.pool and scheduled:
+        raise ConfigError(
+            "--reevaluate-* set the served deployments' schedule: with --pool, edit the "
+            "schedules and parameters in deployments/prefect.yaml instead"
+        )
     settings = {}
     if args.reevaluate_request:
         settings["EVALFLEET_REEVALUATE_REQUEST"] = read_reevaluate_request(args.reevaluate_request)
@@ -111,6 +140,9 @@ def cmd_up(args: argparse.Namespace) -> int:
         folder=args.state_dir,
         port=args.port,
         ray=args.ray,
+        ray_nodes=args.ray_nodes,
+        pool=args.pool,
+        workers=args.workers,
         store=args.store,
         serve_settings=settings,
     )

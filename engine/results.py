@@ -17,12 +17,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.scoring import Scored
 from storage import layout
 from storage.base import Store
 
 if TYPE_CHECKING:  # loaded where a table is read: the command line starts without it
     import pandas as pd
+
+    from engine.scoring import Scored
 
 WIDTH = 120
 SCORING_MODULES = ("scoring.py", "results.py", "agreement.py")

@@ -10,9 +10,7 @@ from typing import Any
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from engine.aggregate import aggregate_run
 from flows.control_plane import attached
-from reports.report import write_report_or_warn
 from storage import Store, open_store
 
 log = logging.getLogger("evalfleet")
@@ -52,6 +50,10 @@ def publish_report(run_id: str, where: str) -> None:
 
 @task(name="score-and-write-tables", cache_policy=NO_CACHE, persist_result=False)
 def aggregate_task(store: Store, run_id: str) -> dict[str, Any]:
+    # Scoring loads pandas: imported here, after the run's requests, not while it starts.
+    from engine.aggregate import aggregate_run
+    from reports.report import write_report_or_warn
+
     result = aggregate_run(store, run_id)
     publish_artifacts(result)
     result["report"] = write_report_or_warn(store, run_id, result["version"])

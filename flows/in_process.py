@@ -12,6 +12,8 @@ from engine.request import EvalRequest
 from flows.judge import judge
 from flows.pipeline import evaluate_and_aggregate
 
+HEARTBEAT_S = 30  # as the stack's runners beat (`stack.prefect_server`)
+
 
 class PrefectLost(Exception):
     """The Prefect server could not be reached to finish the flow run (the work went on)."""
@@ -23,10 +25,17 @@ def run_flow_here(
     """The flow's result (`judge` when `answers` is off: only the judges are asked); raises
     Interrupted on a signal, PrefectLost when the server went away (the caller finishes the
     same steps without it), or the flow's own exception (a ConfigError is one line)."""
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.settings import (
+        PREFECT_API_URL,
+        PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
+        temporary_settings,
+    )
 
-    settings = temporary_settings({PREFECT_API_URL: prefect_url}) if prefect_url else None
-    with settings or contextlib.nullcontext():
+    if prefect_url:  # the command's own temporary server: no automation watches heartbeats
+        updates = {PREFECT_API_URL: prefect_url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
+    else:  # a stack's server, whose crash automation expects a beat every 30 s
+        updates = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: HEARTBEAT_S}
+    with temporary_settings(updates):
         try:
             if answers:
                 state = evaluate_and_aggregate(request, retry_errors, return_state=True)

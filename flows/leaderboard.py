@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import base64
 import logging
+from typing import TYPE_CHECKING
 
 from prefect import flow
 
-from engine.results import markdown
 from flows.control_plane import attached
-from reports.leaderboard import PLOTS, Board, shown_columns, update
 from storage import Store, open_store
+
+if TYPE_CHECKING:  # the tables and plots load pandas and matplotlib: imported when used
+    from reports.leaderboard import Board
 
 log = logging.getLogger("evalfleet")
 DEPLOYMENT = "leaderboard/on-demand"
@@ -21,6 +23,9 @@ DEPLOYMENT = "leaderboard/on-demand"
 def publish_artifacts(board: Board, where: str) -> None:
     """The table and the plots in the Prefect UI (best effort: they are in the store)."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+    from engine.results import markdown
+    from reports.leaderboard import PLOTS, shown_columns
 
     shown = shown_columns(board.table)
     try:
@@ -56,6 +61,8 @@ def leaderboard(store: str | None = None, s3_endpoint_url: str | None = None) ->
             the store the deployments were served with, $EVALFLEET_STORE, else ./runs)
         s3_endpoint_url: for MinIO, R2, Ceph, ... (empty: AWS)
     """
+    from reports.leaderboard import update
+
     with attached():
         board, where = update(open_store(store, s3_endpoint_url=s3_endpoint_url))
         publish_artifacts(board, where)
@@ -73,6 +80,8 @@ def refresh(store: Store) -> None:
     """
     try:
         if not _started_where_served(store):
+            from reports.leaderboard import update
+
             # Within the caller's flow run: a subflow run of its own costs about a second.
             board, where = update(store)
             publish_artifacts(board, where)

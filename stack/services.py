@@ -5,9 +5,11 @@ stops them in order) and is bound to the command's life (`core.fate`), so neithe
 it, even after a SIGKILL. Both start at once, while the command plans the run.
 
 The Prefect server keeps its database under the evalfleet state directory (`EVALFLEET_HOME`,
-default ~/.evalfleet), apart from the user's own Prefect profile, so that it starts without
-migrations after the first time. If it dies mid-run it is started again on the same port: the
-run never waits for it, and Prefect's client retries carry its calls over the gap.
+default ~/.evalfleet), apart from the user's own Prefect profile. The first server of a Prefect
+version migrates it and registers Prefect's block types; once it has answered, a marker names
+that version, and later servers of the same version skip both (about 2.5 s of CPU each). If
+it dies mid-run it is started again on the same port: the run never waits for it, and
+Prefect's client retries carry its calls over the gap.
 """
 
 from __future__ import annotations
@@ -36,6 +38,29 @@ def state_dir() -> Path:
     path = Path(os.environ.get("EVALFLEET_HOME", "~/.evalfleet")).expanduser()
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def _prefect_version() -> str:
+    from importlib.metadata import version
+
+    return version("prefect")
+
+
+def _marker(database: Path) -> Path:
+    return database.with_name(database.name + ".prepared")
+
+
+def _prepared_for(database: Path) -> str | None:
+    """The Prefect version that last migrated `database`, if it still exists."""
+    try:
+        return _marker(database).read_text().strip() if database.exists() else None
+    except OSError:
+        return None
+
+
+def _mark_prepared(database: Path, version: str) -> None:
+    with contextlib.suppress(OSError):
+        _marker(database).write_text(version)
 
 
 class ServiceError(RuntimeError):
@@ -123,6 +148,7 @@ class LocalStack:
         self.prefect_url: str | None = None
         self.ray_address: str | None = None
         self._prefect_port = 0
+        self._prefect_prepared = False
         self._stopping = threading.Event()
         self._watchdog: threading.Thread | None = None
         self.ray_env = {
@@ -154,6 +180,7 @@ class LocalStack:
         assert spec is not None and spec.origin is not None, "prefect is a dependency"
         port = self._prefect_port = self._prefect_port or free_port()
         database = state_dir() / "prefect-runs.db"
+        self._prefect_prepared = _prepared_for(database) == _prefect_version()
         env = {
             **os.environ,
             "PREFECT_UI_ENABLED": "0",
@@ -162,6 +189,9 @@ class LocalStack:
             "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
             "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{database}",
         }
+        if self._prefect_prepared:
+            env["PREFECT_API_DATABASE_MIGRATE_ON_START"] = "false"
+            env["PREFECT_API_BLOCKS_REGISTER_ON_START"] = "false"
         env.pop("PREFECT_API_URL", None)
         command = [
             sys.executable,
@@ -187,7 +217,8 @@ class LocalStack:
         port = free_port()
         env = {**os.environ, **self.ray_env}
         env.pop("RAY_ADDRESS", None)
-        command = ray_head_command(port, self.workdir / "ray")
+        # No autoscaler monitor: a head of one command's life never scales (0.6 s of CPU).
+        command = [*ray_head_command(port, self.workdir / "ray"), "--no-monitor"]
         if cpus:
             command.append(f"--num-cpus={cpus}")
         self.ray = Child("ray head", command, env, self.workdir / "ray.log")
@@ -212,6 +243,8 @@ class LocalStack:
             if pending:
                 time.sleep(0.1)
         if self.prefect_url:
+            if not self._prefect_prepared:
+                _mark_prepared(state_dir() / "prefect-runs.db", _prefect_version())
             os.environ["PREFECT_API_URL"] = self.prefect_url
             self._watchdog = threading.Thread(
                 target=self._keep_prefect_up, name="prefect-watchdog", daemon=True

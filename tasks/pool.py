@@ -15,16 +15,15 @@ end and kills its own.
 from __future__ import annotations
 
 import functools
-import hashlib
 import logging
 import os
 import uuid
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import ray
 
+from core.checkout import checkout_digest
 from tasks.limiter import NAMESPACE
 from tasks.worker import CompletionWorker, WorkerSetup
 
@@ -41,12 +40,7 @@ _prestarted: list[Any] = []
 def code_digest() -> str:
     """A digest of the code a worker runs: a warm worker started before an upgrade is not
     used by a run of the new code."""
-    root = Path(__file__).resolve().parent.parent
-    digest = hashlib.sha256()
-    for package in WORKER_PACKAGES:
-        for path in sorted((root / package).rglob("*.py")):
-            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:16]
+    return checkout_digest(WORKER_PACKAGES)
 
 
 def all_apis() -> list[str]:

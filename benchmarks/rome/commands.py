@@ -26,7 +26,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         default="upstream",
         help="upstream's verdict parse (default) or the last 'Judgement: 0|1'",
     )
-    p.add_argument("--simulator-url", default=os.environ.get("EVALFLEET_SIMULATOR_URL"))
+    p.add_argument("--simulator-url", help="the simulator's URL (else $EVALFLEET_SIMULATOR_URL)")
     p.add_argument("--output", help="directory for the two files (default: beside predictions)")
 
 
@@ -45,7 +45,10 @@ def _score(args: argparse.Namespace, context: CommandContext) -> int:
 
         def judge(prompts: list[str]) -> list[str | None]:
             return context.ask_judge(
-                args.judge_model, prompts, RomeJudge.decoding, args.simulator_url
+                args.judge_model,
+                prompts,
+                RomeJudge.decoding,
+                args.simulator_url or os.environ.get("EVALFLEET_SIMULATOR_URL"),
             )
 
     scores, updated = score_predictions(

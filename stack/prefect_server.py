@@ -1,0 +1,133 @@
+"""The stack's Prefect server (`prefect server start` on 127.0.0.1, its SQLite database, home
+and UI files under the state folder) and the automation that marks a flow run Crashed when
+its heartbeats stop (its process or machine is gone)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from pathlib import Path
+
+from stack.services import ServiceError, free_port
+from stack.state import Daemon, get_json, post_json, spawn, wait_ready
+
+HEARTBEAT_S = 30  # Prefect's own flow-run heartbeat (its minimum)
+AUTOMATION = "evalfleet: crash flow runs whose heartbeats stopped"
+TERMINAL = ("Completed", "Failed", "Cancelled", "Crashed")
+
+
+def crash_after_s() -> int:
+    """How long a flow run may go without a heartbeat before it is marked Crashed:
+    EVALFLEET_CRASH_AFTER_S, default 90. It must exceed the heartbeat's 30 s, or healthy runs
+    would be marked."""
+    raw = os.environ.get("EVALFLEET_CRASH_AFTER_S", "90")
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < HEARTBEAT_S + 5:
+        raise ServiceError(
+            f"EVALFLEET_CRASH_AFTER_S={raw}: give whole seconds of at least {HEARTBEAT_S + 5} "
+            f"(flow runs send a heartbeat every {HEARTBEAT_S} s)"
+        )
+    return value
+
+
+def prefect_env(folder: Path, port: int) -> dict[str, str]:
+    api = f"http://127.0.0.1:{port}/api"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(
+        PREFECT_HOME=str(folder / "prefect-home"),
+        PREFECT_SERVER_DATABASE_CONNECTION_URL=f"sqlite+aiosqlite:///{folder / 'prefect.db'}",
+        PREFECT_SERVER_API_HOST="127.0.0.1",
+        PREFECT_SERVER_API_PORT=str(port),
+        PREFECT_API_URL=api,
+        PREFECT_SERVER_UI_API_URL=api,  # or the UI calls port 4200
+        PREFECT_SERVER_UI_STATIC_DIRECTORY=str(folder / "ui"),
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT="false",
+        # SQLite on a busy machine: wait for the lock rather than answer 503
+        PREFECT_SERVER_DATABASE_TIMEOUT="30",
+        PREFECT_SERVER_DATABASE_CONNECTION_TIMEOUT="30",
+        PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS=os.environ.get(
+            "EVALFLEET_SCHEDULER_LOOP_S", "60"
+        ),
+        DO_NOT_TRACK="1",
+    )
+    return env
+
+
+def start_prefect(folder: Path, port: int | None) -> Daemon:
+    if port is None:
+        port = 4200 if port_free(4200) else free_port()
+    elif not port_free(port):
+        raise ServiceError(f"port {port} is taken: choose another with --port, or leave it out")
+    prefect_cli = str(Path(sys.executable).with_name("prefect"))
+    command = [prefect_cli, "server", "start", "--host", "127.0.0.1", "--port", str(port)]
+    daemon = spawn("Prefect server", command, prefect_env(folder, port), folder / "prefect.log")
+    daemon.address = f"http://127.0.0.1:{port}"
+    wait_ready(daemon, lambda: prefect_healthy(f"{daemon.address}/api"), "Prefect server")
+    return daemon
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server will
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def prefect_healthy(api_url: str) -> bool:
+    try:
+        return get_json(f"{api_url}/health") is True
+    except (OSError, ValueError):
+        return False
+
+
+def ensure_crash_automation(api_url: str, after_s: int) -> str:
+    """The automation that marks a flow run Crashed when no heartbeat came for `after_s` (a
+    process SIGKILLed, a worker or node lost): created once, found by name afterwards, made
+    again if its window changed."""
+    found = post_json(f"{api_url}/automations/filter", {"limit": 200})
+    for automation in found or []:
+        if automation.get("name") != AUTOMATION:
+            continue
+        if automation.get("trigger", {}).get("within") == float(after_s):
+            return automation["id"]
+        _delete(f"{api_url}/automations/{automation['id']}")
+    body = {
+        "name": AUTOMATION,
+        "description": f"evalfleet up: a flow run with no heartbeat for {after_s} s has lost "
+        "its process",
+        "enabled": True,
+        "trigger": {
+            "type": "event",
+            "match": {"prefect.resource.id": ["prefect.flow-run.*"]},
+            "after": ["prefect.flow-run.heartbeat"],
+            "expect": ["prefect.flow-run.heartbeat", *(f"prefect.flow-run.{s}" for s in TERMINAL)],
+            "for_each": ["prefect.resource.id"],
+            "posture": "Proactive",
+            "threshold": 1,
+            "within": float(after_s),
+        },
+        "actions": [
+            {
+                "type": "change-flow-run-state",
+                "state": "CRASHED",
+                "message": f"no heartbeat for {after_s} s: the process running it is gone; "
+                "retry the run to resume it from the store",
+            }
+        ],
+    }
+    return post_json(f"{api_url}/automations/", body)["id"]
+
+
+def _delete(url: str) -> None:
+    import urllib.request
+
+    with urllib.request.urlopen(urllib.request.Request(url, method="DELETE"), timeout=5):
+        pass
