@@ -15,10 +15,8 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
 from collections import Counter
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -29,86 +27,13 @@ from simulator.process import start_simulator
 from stack.services import free_port
 from tests.browser import close, headless_chromium
 from tests.helpers import parse, results_dir, tagged_processes, wait_for_no_processes
+from tests.stack.harness import Stack
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 
 
 REPO = Path(__file__).resolve().parents[2]
-EVALFLEET = str(Path(sys.executable).with_name("evalfleet"))
 SHOTS = REPO / "tests" / "output" / "stack"
-ENDED = {"Completed", "Failed", "Crashed", "Cancelled"}
-
-
-@dataclass
-class Stack:
-    env: dict[str, str]
-    tag: str
-    ui: str  # http://127.0.0.1:PORT
-    store: Path
-    sim_url: str
-    sim_log: Path
-    root: Path
-
-    @property
-    def api(self) -> str:
-        return f"{self.ui}/api"
-
-    def cli(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [EVALFLEET, *args],
-            cwd=REPO,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-
-    def call(self, path: str, body: object | None = None) -> object:
-        """One API call; a 503 (SQLite busy on a loaded machine) is asked again for 60 s."""
-        data = None if body is None else json.dumps(body).encode()
-        deadline = time.monotonic() + 60
-        while True:
-            request = urllib.request.Request(
-                f"{self.api}{path}",
-                data=data,
-                method="GET" if body is None else "POST",
-                headers={"Content-Type": "application/json"},
-            )
-            try:
-                with urllib.request.urlopen(request, timeout=30) as response:
-                    raw = response.read()
-                return json.loads(raw) if raw else None
-            except urllib.error.HTTPError as error:
-                if error.code != 503 or time.monotonic() > deadline:
-                    raise
-                time.sleep(1)
-
-    def deployment(self, name: str) -> dict:
-        flow_name, deployment_name = name.split("/")
-        for found in self.call("/deployments/filter", {}):
-            flow = self.call(f"/flows/{found['flow_id']}")
-            if (flow["name"], found["name"]) == (flow_name, deployment_name):
-                return found
-        raise AssertionError(f"deployment {name} is not registered")
-
-    def start_run(self, name: str, request: dict) -> str:
-        return self.start_flow(name, {"request": request})
-
-    def start_flow(self, name: str, parameters: dict) -> str:
-        deployment = self.deployment(name)
-        run = self.call(
-            f"/deployments/{deployment['id']}/create_flow_run", {"parameters": parameters}
-        )
-        return run["id"]
-
-    def wait(self, flow_run_id: str, states: set[str] = ENDED, timeout: float = 240) -> dict:
-        deadline = time.monotonic() + timeout
-        while True:
-            run = self.call(f"/flow_runs/{flow_run_id}")
-            if run["state"] and run["state"]["name"] in states:
-                return run
-            assert time.monotonic() < deadline, f"flow run stuck in {run['state']}"
-            time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
