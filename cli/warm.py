@@ -260,10 +260,19 @@ def serve(path: Path) -> None:
         conn.close()
 
 
-def _same_user(conn: socket.socket) -> bool:
+def _peer(conn: socket.socket) -> tuple[int, int]:
+    """The caller's pid and uid, as the kernel tells them."""
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", creds)
-    return uid == os.getuid()
+    pid, uid, _gid = struct.unpack("3i", creds)
+    return pid, uid
+
+
+def _peer_pid(conn: socket.socket) -> int:
+    return _peer(conn)[0]
+
+
+def _same_user(conn: socket.socket) -> bool:
+    return _peer(conn)[1] == os.getuid()
 
 
 def _run_child(conn: socket.socket, digest: str) -> None:
@@ -277,6 +286,8 @@ def _run_child(conn: socket.socket, digest: str) -> None:
         _send(conn, {"refused": "the launcher runs other code"})
         return
     _send(conn, {"pid": os.getpid()})
+    command = next((a for a in request["argv"] if not a.startswith("-")), "?")
+    print(f"pid {os.getpid()}: `evalfleet {command}` for pid {_peer_pid(conn)}", flush=True)
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 from array import array
 from dataclasses import dataclass
@@ -26,6 +27,10 @@ MANIFEST_VERSION = 2
 
 
 def code_version() -> str:
+    """The checkout's commit, or EVALFLEET_CODE_VERSION where there is no checkout (an
+    image built with `--build-arg CODE_VERSION=$(git rev-parse --short=12 HEAD)`)."""
+    if os.environ.get("EVALFLEET_CODE_VERSION"):
+        return os.environ["EVALFLEET_CODE_VERSION"]
     root = Path(__file__).resolve().parent.parent
     try:
         out = subprocess.run(
