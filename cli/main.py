@@ -67,12 +67,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
-    """The `evalfleet` executable: in the stack's warm launcher when one runs (`cli.warm`),
+    """The `evalfleet` executable: in the stack's warm launcher when one runs (`cli.launcher`),
     else `main` here; then a prompt exit. Everything a command does is finished (stored,
     flushed, its services stopped) when `main` returns; the interpreter's teardown (joining
     Prefect's and tqdm's idle threads, freeing every object) would add half a second to each
     command for nothing. Exit handlers still run."""
-    from cli.warm import delegate
+    from cli.launcher_client import delegate
 
     code = delegate(sys.argv[1:])
     if code is None:

@@ -54,7 +54,7 @@ def run_flow_here(
                 raise
             raise PrefectLost(type(exc).__name__) from exc
         finally:
-            _drain_prefect()
+            drain_prefect()
     lost = _lost_in_state(state)
     if lost is not None:
         raise PrefectLost(type(lost).__name__) from lost
@@ -63,7 +63,7 @@ def run_flow_here(
     return state.result()
 
 
-def _drain_prefect() -> None:
+def drain_prefect() -> None:
     """Send the logs and events Prefect still holds while its server is up (best effort)."""
     from prefect.events.worker import EventsWorker
     from prefect.logging.handlers import APILogHandler

@@ -1,13 +1,15 @@
 """Time to first result: a 10-question, 2-epoch ZeroBench run (20 requests) at 200 ms simulated
 latency, timed as a user types it, from `evalfleet run` to its exit with tables written.
 
-- cold: no stack; the command starts its own Prefect server and Ray head and stops them.
-- warm: `evalfleet up --ray` is running; the command attaches to its Prefect server and Ray head.
+- cold: no stack; the command starts its own Prefect server and Ray head and stops them (the
+  Prefect database under ~/.evalfleet prepared by an earlier command, as after a first run).
+- warm: `evalfleet up --ray` is running; the command is forked from the stack's launcher, and
+  attaches to its Prefect server, Ray head and warm workers.
 
 The dataset, the answer key and the simulator are prepared before timing. Figures (last line):
   cold_s   wall time of the cold run
   warm_s   wall time of the warm run (median of --warm-runs)
-Targets: warm <= 8 s, cold <= 20 s.
+Targets: warm <= 4 s, cold <= 10 s.
 
 Usage: python perf/first_result.py [--latency-ms 200] [--warm-runs 3]
 """

@@ -287,6 +287,9 @@ def run_pipeline(args, dataset: str, work: Path, sim, models: list[str]) -> dict
     finally:
         import ray
 
+        from flows.in_process import drain_prefect
+
+        drain_prefect()  # Prefect's logs and events, sent while its server is up
         ray.shutdown()  # its daemons stay out of the bare pass
         stack.stop()
     return {**result, "flow_total_s": total, **probe.figures}

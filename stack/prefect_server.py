@@ -9,6 +9,7 @@ import socket
 import sys
 from pathlib import Path
 
+from core.types import ConfigError
 from stack.services import ServiceError, free_port
 from stack.state import Daemon, get_json, post_json, spawn, wait_ready
 
@@ -27,7 +28,7 @@ def crash_after_s() -> int:
     except ValueError:
         value = 0
     if value < HEARTBEAT_S + 5:
-        raise ServiceError(
+        raise ConfigError(
             f"EVALFLEET_CRASH_AFTER_S={raw}: give whole seconds of at least {HEARTBEAT_S + 5} "
             f"(flow runs send a heartbeat every {HEARTBEAT_S} s)"
         )
@@ -131,3 +132,25 @@ def _delete(url: str) -> None:
 
     with urllib.request.urlopen(urllib.request.Request(url, method="DELETE"), timeout=5):
         pass
+
+
+def main() -> int:
+    """`python -m stack.prefect_server`: the crash automation on the Prefect server that
+    PREFECT_API_URL names (for a server `evalfleet up` did not start)."""
+    import sys
+
+    api_url = os.environ.get("PREFECT_API_URL", "").rstrip("/")
+    if not api_url:
+        print("error: set PREFECT_API_URL to the Prefect server's API", file=sys.stderr)
+        return 2
+    try:
+        after = crash_after_s()
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"crash automation {ensure_crash_automation(api_url, after)} ({after} s) on {api_url}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

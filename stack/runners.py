@@ -134,10 +134,10 @@ def launcher_path(folder: Path) -> Path:
 
 
 def start_launcher(folder: Path, env: dict[str, str]) -> Daemon:
-    """The warm launcher of `evalfleet` commands (`cli.warm`)."""
+    """The warm launcher of `evalfleet` commands (`cli.launcher`)."""
     path = launcher_path(folder)
     env = {**env, "MPLBACKEND": "Agg"}
-    command = [sys.executable, "-m", "cli.warm", str(path)]
+    command = [sys.executable, "-m", "cli.launcher", str(path)]
     log = folder / "launcher.log"
     ready = logged_since(log, b"launcher ready")
     daemon = spawn("launcher", command, env, log)

@@ -48,7 +48,7 @@ class Stack:
     workers: list[Daemon] = field(default_factory=list)  # `prefect worker start` processes
     ray: Daemon | None = None
     ray_nodes: list[Daemon] = field(default_factory=list)  # `ray start --address` processes
-    launcher: Daemon | None = None  # the warm launcher of `evalfleet` commands (`cli.warm`)
+    launcher: Daemon | None = None  # the warm launcher of `evalfleet` commands (`cli.launcher`)
     ray_token: str = ""  # the Ray head's auth token (the state file is private: 0600)
     extras: dict[str, Any] = field(default_factory=dict)
 

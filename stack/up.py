@@ -9,7 +9,7 @@
 3. what runs the deployments' flow runs (`stack.runners`): one `serve` process, or with
    `--pool` the deployments of `deployments/prefect.yaml` on a process work pool and N
    `prefect worker` processes;
-4. the warm launcher of `evalfleet` commands (`cli.warm`).
+4. the warm launcher of `evalfleet` commands (`cli.launcher`).
 
 It waits until each answers, records what it started in `stack.json` (`stack.state`), and
 prints where everything is. A second `up` reports what is running and starts only what is

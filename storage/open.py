@@ -63,7 +63,7 @@ def _open(url: str, s3_endpoint_url: str | None) -> Store:
     if match is None:
         if re.match(r"^(s3|file):", text, re.IGNORECASE):
             raise StoreError(f"malformed store URL {_show(text)}: {_FORMS}")
-        return LocalStore(text)
+        return LocalStore(text, fsync=_fsync())
     scheme = match.group(1).lower()
     if scheme == "file":
         return _open_file(text)
@@ -81,7 +81,13 @@ def _open_file(text: str) -> LocalStore:
         )
     if parts.query or parts.fragment:
         raise StoreError(f"bad file URL {_show(text)}: remove the '?…'/'#…' part")
-    return LocalStore(unquote(parts.path))
+    return LocalStore(unquote(parts.path), fsync=_fsync())
+
+
+def _fsync() -> bool:
+    """EVALFLEET_FSYNC=1: local writes are flushed to disk before they count (see
+    `LocalStore`); read where the store is opened, so set it where the workers run too."""
+    return os.environ.get("EVALFLEET_FSYNC", "") == "1"
 
 
 def _open_s3(text: str, endpoint_url: str | None) -> S3Store:

@@ -14,7 +14,6 @@ end and kills its own.
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import uuid
@@ -23,24 +22,15 @@ from typing import Any
 
 import ray
 
-from core.checkout import checkout_digest
 from tasks.limiter import NAMESPACE
-from tasks.worker import CompletionWorker, WorkerSetup
+from tasks.worker import CompletionWorker, WorkerSetup, code_digest
 
 log = logging.getLogger("evalfleet")
 WARM_PREFIX = "evalfleet-worker-"
 MAX_WARM = 64
 MAX_CONCURRENCY = 1024  # actor calls at once (submit and collect); items run as tasks
 UNCLAIM_TIMEOUT_S = 30.0
-WORKER_PACKAGES = ("core", "providers", "storage", "tasks")  # the code a worker runs
 _prestarted: list[Any] = []
-
-
-@functools.cache
-def code_digest() -> str:
-    """A digest of the code a worker runs: a warm worker started before an upgrade is not
-    used by a run of the new code."""
-    return checkout_digest(WORKER_PACKAGES)
 
 
 def all_apis() -> list[str]:

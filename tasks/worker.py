@@ -15,6 +15,7 @@ stops calling for `CLAIM_S` (its process was killed) is given back by itself.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import logging
 import time
@@ -26,6 +27,7 @@ from typing import Any
 
 import ray
 
+from core.checkout import checkout_digest
 from core.types import Part
 from providers.base import ProviderClient
 from providers.registry import ModelConfig
@@ -42,6 +44,7 @@ from tasks.work import WorkItem
 
 log = logging.getLogger("evalfleet.worker")
 PARTS_CACHE_SIZE = 512
+WORKER_PACKAGES = ("core", "providers", "storage", "tasks")  # the code a worker runs
 CLAIM_S = 15.0  # a warm worker's claimant that has not called for this long is gone
 
 
@@ -111,7 +114,7 @@ class CompletionWorker:
         self._expires = expires  # a warm worker: its claim lapses when the claimant is silent
         self._claim: str | None = None
         self._seen = 0.0  # when the claimant last called
-        self._code = _code()  # of the code this process loaded, whatever the disk holds later
+        self._code = code_digest()  # of the code this process loaded, whatever the disk holds later
         self._forget()
         preload(apis)
 
@@ -133,7 +136,7 @@ class CompletionWorker:
 
     async def claim(self, claim: str, setup: WorkerSetup, code: str | None = None) -> bool:
         """Serve `claim`'s run from now on; False when another live claim holds the worker
-        or, given `code` (the driver's `tasks.pool.code_digest`), when this worker runs
+        or, given `code` (the driver's `code_digest`), when this worker runs
         other code."""
         if code is not None and code != self._code:
             return False
@@ -376,7 +379,8 @@ class CompletionWorker:
         return True
 
 
-def _code() -> str:
-    from tasks.pool import code_digest
-
-    return code_digest()
+@functools.cache
+def code_digest() -> str:
+    """A digest of the code a worker runs: a warm worker started before an upgrade is not
+    used by a run of the new code."""
+    return checkout_digest(WORKER_PACKAGES)

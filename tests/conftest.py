@@ -80,6 +80,7 @@ def answer_key(demo_dataset, tmp_path_factory) -> Path:
 # end with one of them alone on a long file.
 SLOW_FILES = (
     "test_stack.py",
+    "test_pool.py",
     "test_batch.py",
     "test_interrupts.py",
     "test_leaderboard.py",
@@ -94,6 +95,7 @@ SLOW_FILES = (
     "test_fleet_ratelimit.py",
     "test_budget.py",
     "test_node_loss.py",
+    "test_launcher.py",
 )
 
 

@@ -580,3 +580,15 @@ def test_check_writable(store: Store, tmp_path: Path) -> None:
     assert not (tmp_path / "new").exists()  # checking creates nothing
     with pytest.raises(StoreError, match="^cannot write to the store /proc/evalfleet"):
         LocalStore("/proc/evalfleet").check_writable()
+
+
+def test_evalfleet_fsync_turns_on_flushed_writes(tmp_path: Path, monkeypatch) -> None:
+    from storage import open_store
+
+    monkeypatch.setenv("EVALFLEET_FSYNC", "1")
+    flushed = open_store(str(tmp_path / "flushed"))
+    assert flushed.fsync is True and flushed.writes_are_local is False
+    assert flushed.put_if_absent("a/b.json", b"{}") and not flushed.put_if_absent("a/b.json", b"")
+    assert flushed.get("a/b.json") == b"{}"
+    monkeypatch.delenv("EVALFLEET_FSYNC")
+    assert open_store(f"file://{tmp_path / 'plain'}").fsync is False

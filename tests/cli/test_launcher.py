@@ -1,4 +1,4 @@
-"""The stack's warm launcher (`cli.warm`), started as `evalfleet up` starts it and recorded in a
+"""The stack's warm launcher (`cli.launcher`), started as `evalfleet up` starts it and recorded in a
 stack state file: a delegated command prints and exits exactly as it does run locally, in the
 caller's directory and environment; Ctrl-C reaches the run through the caller and the run
 stops as a local one does; a SIGKILLed caller takes its run with it; a caller of other code
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cli import warm
+from cli import launcher_client
 from simulator.process import start_simulator
 from stack.state import Daemon, Stack, process_start_ticks, save
 from tests.helpers import wait_for_no_processes
@@ -36,7 +36,7 @@ def launcher(tmp_path_factory):
     log = state / "launcher.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "RAY_"))}
     process = subprocess.Popen(
-        [sys.executable, "-m", "cli.warm", str(path)],
+        [sys.executable, "-m", "cli.launcher", str(path)],
         cwd=REPO,
         env={**env, "MPLBACKEND": "Agg"},
         stdout=log.open("w"),
@@ -93,8 +93,8 @@ def test_a_caller_of_other_code_is_refused(launcher):
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(str(launcher / "launcher.sock"))
     request = {"argv": ["runs"], "cwd": "/", "umask": 0o22, "env": {}, "digest": "0" * 16}
-    warm._send(conn, request, fds=[0, 1, 2])
-    assert warm._receive(conn) == {"refused": "the launcher runs other code"}
+    launcher_client.send_message(conn, request, fds=[0, 1, 2])
+    assert launcher_client.receive_message(conn) == {"refused": "the launcher runs other code"}
     conn.close()
 
 
