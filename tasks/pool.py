@@ -45,10 +45,10 @@ def _placement() -> str:
     return os.environ.get("EVALFLEET_WORKER_PLACEMENT", "SPREAD")
 
 
-def _own(apis: Sequence[str]) -> Any:
+def _own(apis: Sequence[str], claim: tuple[str, WorkerSetup] | None = None) -> Any:
     return CompletionWorker.options(
         max_concurrency=MAX_CONCURRENCY, scheduling_strategy=_placement()
-    ).remote(list(apis))
+    ).remote(list(apis), claim=claim)
 
 
 def start_warm(count: int) -> list[Any]:
@@ -88,13 +88,16 @@ class Crew:
         they answer."""
         found = self._claim_warm(count)
         borrowed = len(found)
+        waits = []
         while len(found) < count and _prestarted:
             actor = _prestarted.pop()
-            actor.claim.remote(self.claim, self.setup)  # runs before any submit of ours
+            # Awaited below: an async actor may run a later call (a submit) before it.
+            waits.append(actor.claim.remote(self.claim, self.setup))
             found.append(actor)
-        fresh = count - len(found)
-        found.extend(self.new() for _ in range(fresh))
-        ray.get([actor.ready.remote() for actor in found])
+        fresh = [self.new() for _ in range(count - len(found))]
+        found.extend(fresh)
+        if not all(ray.get([*waits, *(actor.ready.remote() for actor in fresh)])):
+            raise RuntimeError("a worker this process started refused its run's claim")
         if borrowed:
             log.info("%d warm worker(s) of the cluster serve this run", borrowed)
         return found
@@ -119,10 +122,8 @@ class Crew:
         return found
 
     def new(self) -> Any:
-        """A new worker of this run, claimed (the claim runs before any submit)."""
-        actor = _own(self.apis)
-        actor.claim.remote(self.claim, self.setup)
-        return actor
+        """A new worker of this run, born claimed (its constructor runs before any call)."""
+        return _own(self.apis, claim=(self.claim, self.setup))
 
     def end(self, actors: Sequence[Any]) -> None:
         """Give the warm workers back (once nothing of this run is in flight in them) and

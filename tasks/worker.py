@@ -106,7 +106,16 @@ class CompletionWorker:
     LINGER_S = 0.005  # a collect waits this long after the first landing, for the next ones
     CHUNK = 64  # a collect returns at once when this many have landed
 
-    def __init__(self, apis: Sequence[str] = (), *, expires: bool = False) -> None:
+    def __init__(
+        self,
+        apis: Sequence[str] = (),
+        *,
+        expires: bool = False,
+        claim: tuple[str, WorkerSetup] | None = None,
+    ) -> None:
+        """`claim`: a run's own worker is born claimed. (An async actor's calls may start in
+        any order, even from one caller: a `claim` call sent first could run after the
+        run's first `submit`.)"""
         # Hundreds of calls in flight allocate many short-lived SDK objects: collect the
         # young generation less often (its default of 700 allocations runs it constantly).
         gc.set_threshold(50_000, 20, 20)
@@ -117,6 +126,8 @@ class CompletionWorker:
         self._code = code_digest()  # of the code this process loaded, whatever the disk holds later
         self._forget()
         preload(apis)
+        if claim is not None:
+            self._take(*claim)
 
     def _forget(self) -> None:
         self._store: Store | None = None
@@ -144,14 +155,17 @@ class CompletionWorker:
             if not (self._expires and time.monotonic() - self._seen > CLAIM_S):
                 return False
             await self._give_back()
+        self._take(claim, setup)
+        if self._expires:
+            asyncio.get_running_loop().create_task(self._watch(claim))
+        return True
+
+    def _take(self, claim: str, setup: WorkerSetup) -> None:
         self._claim, self._seen = claim, time.monotonic()
         self._store = open_store(setup.store_url, s3_endpoint_url=setup.s3_endpoint_url)
         self._models, self._keys, self._retry = setup.models, setup.keys, setup.retry
         self._budgets, self._samples = setup.budgets, setup.samples
         preload(sorted({c.api for c in setup.models.values()}))
-        if self._expires:
-            asyncio.get_running_loop().create_task(self._watch(claim))
-        return True
 
     async def unclaim(self, claim: str) -> None:
         """Give the worker back: what is in flight is cancelled (its records not written)."""
