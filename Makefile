@@ -28,7 +28,7 @@ test: install browser
 	.venv/bin/python -m pytest -q -n 2 --dist loadfile
 
 # Everything but the tests marked slow (those that start Ray, a Prefect server, a browser or a
-# subprocess stack): well under a minute.
+# subprocess stack), or that take over ten seconds: about a minute.
 test-fast: install
 	.venv/bin/ruff check .
 	.venv/bin/python -m pytest -q -n 2 -m "not slow"

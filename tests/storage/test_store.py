@@ -182,6 +182,7 @@ def test_put_many_if_absent(store: Store) -> None:
     }
 
 
+@pytest.mark.slow  # 1,500 objects written to moto: about 16 s
 def test_listing_beyond_one_s3_page(store: Store) -> None:
     items = {f"run1/completions/m/zb/{i}/0.json": b"%d" % i for i in range(1500)}
     assert store.put_many_if_absent(items, max_workers=32) == dict.fromkeys(items, True)
