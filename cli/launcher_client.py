@@ -27,22 +27,10 @@ import struct
 import sys
 from pathlib import Path
 
+from core.checkout import project_digest
+from core.places import process_start_ticks, stack_folder
+
 DELEGATED = {"run", "judge", "aggregate", "report", "compare", "leaderboard", "status", "runs"}
-CODE_ROOMS = (
-    "cli",
-    "flows",
-    "stack",
-    "reports",
-    "engine",
-    "tasks",
-    "providers",
-    "simulator",
-    "benchmarks",
-    "storage",
-    "metrics",
-    "core",
-    "deployments",
-)
 MAGIC = b"EVF1"
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
@@ -50,27 +38,17 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 def code_digest() -> str:
     """Which code this checkout holds (`core.checkout`): the launcher compares it with its
     own."""
-    from core.checkout import checkout_digest
-
-    return checkout_digest(CODE_ROOMS)
+    return project_digest()
 
 
 def launcher_socket() -> Path | None:
     """The running stack's launcher socket, if `up` recorded one whose process is alive."""
-    folder = os.environ.get("EVALFLEET_STACK")
-    if folder:
-        path = Path(folder).expanduser()
-    else:
-        home = Path(os.environ.get("EVALFLEET_HOME", "~/.evalfleet")).expanduser()
-        path = home / "stack"
     try:
-        recorded = json.loads((path / "stack.json").read_text()).get("launcher") or {}
-        fields = Path(f"/proc/{recorded['pid']}/stat").read_text().rsplit(")", 1)[1].split()
+        recorded = json.loads((stack_folder() / "stack.json").read_text()).get("launcher") or {}
+        alive = process_start_ticks(int(recorded["pid"])) == recorded.get("started")
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if fields[0] == "Z" or int(fields[19]) != recorded.get("started"):
-        return None
-    return Path(recorded["address"])
+    return Path(recorded["address"]) if alive else None
 
 
 def delegate(argv: list[str]) -> int | None:

@@ -12,6 +12,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SUFFIXES = (".py", ".yaml", ".yml")
+PROJECT_PACKAGES = (  # every package of the project: what the stack's launcher has loaded
+    "cli",
+    "flows",
+    "stack",
+    "reports",
+    "engine",
+    "tasks",
+    "providers",
+    "simulator",
+    "benchmarks",
+    "storage",
+    "metrics",
+    "core",
+    "deployments",
+)
 
 
 def checkout_digest(packages: Iterable[str]) -> str:
@@ -22,3 +37,7 @@ def checkout_digest(packages: Iterable[str]) -> str:
                 stat = path.stat()
                 parts.append(f"{path.relative_to(ROOT)}:{stat.st_size}:{stat.st_mtime_ns}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def project_digest() -> str:
+    return checkout_digest(PROJECT_PACKAGES)

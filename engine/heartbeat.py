@@ -26,6 +26,10 @@ from storage import layout
 from storage.base import Store
 
 DEFAULT_INTERVAL_S = 10.0
+# Prefect's own heartbeat of a flow run, beside the manifest's: every 30 s (Prefect's
+# minimum) wherever a crash automation watches flow runs (the stack's runners, its deployments,
+# a command attached to it). The automation's window must exceed it.
+FLOW_RUN_BEAT_S = 30
 _current: dict[str, Heartbeat] = {}
 _lock = threading.Lock()
 

@@ -7,12 +7,11 @@ import contextlib
 import sys
 from typing import Any
 
+from engine.heartbeat import FLOW_RUN_BEAT_S
 from engine.outcome import Interrupted
 from engine.request import EvalRequest
 from flows.judge import judge
 from flows.pipeline import evaluate_and_aggregate
-
-HEARTBEAT_S = 30  # as the stack's runners beat (`stack.prefect_server`)
 
 
 class PrefectLost(Exception):
@@ -34,7 +33,7 @@ def run_flow_here(
     if prefect_url:  # the command's own temporary server: no automation watches heartbeats
         updates = {PREFECT_API_URL: prefect_url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
     else:  # a stack's server, whose crash automation expects a beat every 30 s
-        updates = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: HEARTBEAT_S}
+        updates = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: FLOW_RUN_BEAT_S}
     with temporary_settings(updates):
         try:
             if answers:

@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 from core.types import ConfigError
+from engine.heartbeat import FLOW_RUN_BEAT_S
 from stack.services import ServiceError, free_port
 from stack.state import Daemon, get_json, post_json, spawn, wait_ready
 
-HEARTBEAT_S = 30  # Prefect's own flow-run heartbeat (its minimum)
 AUTOMATION = "evalfleet: crash flow runs whose heartbeats stopped"
 TERMINAL = ("Completed", "Failed", "Cancelled", "Crashed")
 
@@ -27,10 +27,10 @@ def crash_after_s() -> int:
         value = int(raw)
     except ValueError:
         value = 0
-    if value < HEARTBEAT_S + 5:
+    if value < FLOW_RUN_BEAT_S + 5:
         raise ConfigError(
-            f"EVALFLEET_CRASH_AFTER_S={raw}: give whole seconds of at least {HEARTBEAT_S + 5} "
-            f"(flow runs send a heartbeat every {HEARTBEAT_S} s)"
+            f"EVALFLEET_CRASH_AFTER_S={raw}: give whole seconds of at least {FLOW_RUN_BEAT_S + 5} "
+            f"(flow runs send a heartbeat every {FLOW_RUN_BEAT_S} s)"
         )
     return value
 

@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from stack.prefect_server import HEARTBEAT_S
+from engine.heartbeat import FLOW_RUN_BEAT_S
 from stack.ray_cluster import ray_client_env
 from stack.services import ServiceError
 from stack.state import READY_TIMEOUT_S, REPO, Daemon, logged_since, spawn, tail, wait_ready
@@ -34,7 +34,7 @@ def runner_env(api_url: str, store: str, ray: Daemon | None, token: str) -> dict
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "RAY_"))}
     env.update(
         PREFECT_API_URL=api_url,
-        PREFECT_FLOWS_HEARTBEAT_FREQUENCY=str(HEARTBEAT_S),
+        PREFECT_FLOWS_HEARTBEAT_FREQUENCY=str(FLOW_RUN_BEAT_S),
         PREFECT_SERVER_ANALYTICS_ENABLED="false",
         DO_NOT_TRACK="1",
         EVALFLEET_STORE=store,

@@ -13,6 +13,8 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+from core.places import evalfleet_home
+
 PREFIX = "evalfleet-"
 KEEP = 10  # failures whose logs are kept
 MAX_FILE_BYTES = 5 * 2**20  # a log bigger than this is kept as its last part
@@ -20,8 +22,7 @@ OWNER = "owner.pid"
 
 
 def logs_dir() -> Path:
-    home = Path(os.environ.get("EVALFLEET_HOME", "~/.evalfleet")).expanduser()
-    return home / "logs"
+    return evalfleet_home() / "logs"
 
 
 class Scratch:

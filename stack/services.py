@@ -28,6 +28,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+from core.places import evalfleet_home
 from stack.scratch import Scratch
 
 READY_TIMEOUT_S = 180.0
@@ -35,7 +36,7 @@ READY_TIMEOUT_S = 180.0
 
 def state_dir() -> Path:
     """Where evalfleet keeps what outlives one command (the temporary server's database)."""
-    path = Path(os.environ.get("EVALFLEET_HOME", "~/.evalfleet")).expanduser()
+    path = evalfleet_home()
     path.mkdir(parents=True, exist_ok=True)
     return path
 

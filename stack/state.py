@@ -19,7 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stack.services import ServiceError, state_dir
+from core.places import process_start_ticks, stack_folder
+from stack.services import ServiceError
 
 REPO = Path(__file__).resolve().parent.parent
 READY_TIMEOUT_S = 180.0
@@ -63,22 +64,10 @@ class Stack:
 
 
 def stack_dir(folder: str | None = None) -> Path:
-    """--state-dir, else $EVALFLEET_STACK, else $EVALFLEET_HOME/stack (~/.evalfleet/stack)."""
-    folder = folder or os.environ.get("EVALFLEET_STACK")
-    path = Path(folder).expanduser() if folder else state_dir() / "stack"
+    """The state folder (`core.places.stack_folder`), made if missing."""
+    path = stack_folder(folder)
     path.mkdir(parents=True, exist_ok=True)
     return path.resolve()
-
-
-def process_start_ticks(pid: int) -> int | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2 :].split()
-    if fields[0] == "Z":  # a zombie is gone for our purposes
-        return None
-    return int(fields[19])
 
 
 def load(folder: Path) -> Stack | None:

@@ -24,7 +24,7 @@ import secrets
 import shutil
 from pathlib import Path
 
-from core.checkout import checkout_digest
+from core.checkout import project_digest
 from stack import prefect_server, ray_cluster, runners
 from stack.state import Daemon, Stack, load, save, stack_dir, stop, stop_stale
 from storage import store_url
@@ -37,8 +37,6 @@ DEPLOYMENT_NAMES = (  # what deployments/serve.py serves and deployments/prefect
     "reevaluate/nightly",
     "poll-batches/every-few-minutes",
 )
-LAUNCHED_CODE = ("cli", "flows", "stack", "reports", "engine", "tasks", "providers")
-LAUNCHED_CODE += ("simulator", "benchmarks", "storage", "metrics", "core", "deployments")
 
 
 def up(
@@ -180,7 +178,7 @@ def _run_flows(
 
 def _launch(stack: Stack, path: Path, notes: dict[str, str], started: list[Daemon]) -> None:
     """The warm launcher, started again when the code, the store or the cluster changed."""
-    code = checkout_digest(LAUNCHED_CODE)
+    code = project_digest()
     wanted = {"code": code, "store": stack.store, "ray": stack.ray.address if stack.ray else ""}
     if stack.launcher and stack.launcher.alive() and stack.extras.get("launcher") == wanted:
         notes["launcher"] = "already running"
@@ -211,8 +209,8 @@ def _forget(stack: Stack, gone: list[Daemon]) -> None:
 def describe(stack: Stack, notes: dict[str, str] | None = None) -> list[str]:
     notes = notes or {}
 
-    def line(label: str, text: str, note: str = "") -> str:
-        return f"  {label:<14} {text}   {note}".rstrip()
+    def line(label: str, text: str, note: str | None = "") -> str:
+        return f"  {label:<14} {text}   {note or ''}".rstrip()
 
     lines = [f"evalfleet stack (state in {stack.folder})"]
     if stack.prefect:

@@ -87,10 +87,10 @@ def test_schedules_limits_and_parameters_agree(declared, served):
 
 
 def test_flow_runs_beat_as_the_crash_automation_expects():
-    from stack.prefect_server import HEARTBEAT_S
+    from engine.heartbeat import FLOW_RUN_BEAT_S
 
     config = yaml.safe_load((REPO / "deployments" / "prefect.yaml").read_text())
     env = config["definitions"]["work_pool"]["job_variables"]["env"]
-    assert env["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"] == str(HEARTBEAT_S)
+    assert env["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"] == str(FLOW_RUN_BEAT_S)
     pull = config["pull"][0]["prefect.deployments.steps.set_working_directory"]
     assert pull["directory"] == "{{ $EVALFLEET_CODE_DIR }}"

@@ -97,6 +97,13 @@ class Stack:
             time.sleep(0.5)
 
 
+def stack_env(root: Path, tag: str, **extra: str) -> dict[str, str]:
+    """The environment of a stack under test: this process's, without another Prefect server
+    or Ray cluster, its state under `root`, every process it starts tagged with `tag`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "RAY_ADDRESS"))}
+    return {**env, "EVALFLEET_TEST_TAG": tag, "EVALFLEET_STACK": str(root / "state"), **extra}
+
+
 def descendants(pid: int) -> list[int]:
     """Every process below `pid` (children first found, then theirs)."""
     children: dict[int, list[int]] = {}

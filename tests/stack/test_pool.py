@@ -22,7 +22,7 @@ import pytest
 from simulator.process import start_simulator
 from stack.services import free_port
 from tests.helpers import results_dir, wait_for_no_processes
-from tests.stack.harness import Stack, kill_tree, worker_of
+from tests.stack.harness import Stack, kill_tree, stack_env, worker_of
 
 pytestmark = pytest.mark.slow  # a Prefect server, a work pool, two workers and a Ray head
 
@@ -35,12 +35,7 @@ WRITE_S = 5.0  # after its answer, an item's record may still be being written
 def pool(tmp_path_factory, answer_key):
     root = tmp_path_factory.mktemp("pool")
     tag = f"pool-{os.getpid()}-{time.monotonic_ns()}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "RAY_ADDRESS"))}
-    env.update(
-        EVALFLEET_TEST_TAG=tag,
-        EVALFLEET_STACK=str(root / "state"),
-        EVALFLEET_CRASH_AFTER_S=str(CRASH_AFTER_S),
-    )
+    env = stack_env(root, tag, EVALFLEET_CRASH_AFTER_S=str(CRASH_AFTER_S))
     port = free_port()
     sim_log = root / "sim.jsonl"
     latency = {"ms": LATENCY_MS, "distribution": "uniform", "jitter_ms": 100}
