@@ -7,7 +7,7 @@ this module and nothing of each other.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 PartKind = Literal["text", "image", "audio"]
@@ -94,4 +94,11 @@ class Decoding:
     reasoning_effort: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # spelled out, not dataclasses.asdict: its deep copy costs more than a record's JSON
+        return {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "reasoning_effort": self.reasoning_effort,
+        }

@@ -4,21 +4,19 @@ The SDK's client sends every call (its authentication, headers, timeouts, connec
 and error types), but the body is built here, once per sample: the SDK's typed request
 building walks the base64 image of every call again (a seventh of a worker's time at hundreds
 of calls in flight). A sample's `messages`, its image encoded, are serialised once and reused
-by every epoch and model; each call adds its model and decoding arguments. The answer is read
-from its JSON as leniently as the SDK reads it.
+by every epoch and model; each call adds its model and decoding arguments. The HTTP request
+around it is also the SDK's, built once (`providers.sdk_post`). The answer is read from its
+JSON as leniently as the SDK reads it.
 """
 
 from __future__ import annotations
 
 import base64
-import itertools
 import json
-import os
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-import httpx2
 import openai
 
 from core.types import Decoding, Part
@@ -27,6 +25,7 @@ from providers.media_parts import check_parts
 from providers.openai_errors import map_openai_error
 from providers.registry import ModelConfig
 from providers.retry_after import remaining_from_headers
+from providers.sdk_post import SdkPost
 from providers.types import ErrorKind, ProviderError, ProviderResponse, Usage
 
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
@@ -173,6 +172,7 @@ class OpenAIChatClient(ProviderClient):
             http_client=openai.DefaultAioHttpClient(timeout=config.timeout_s),
         )
         self._bodies = BodyCache(config)
+        self._wire = SdkPost(self._client, "/chat/completions")
 
     def request_params(self, parts: Sequence[Part], decoding: Decoding) -> dict[str, Any]:
         return request_params(self.config, parts, decoding)
@@ -182,14 +182,9 @@ class OpenAIChatClient(ProviderClient):
 
     async def complete(self, parts: Sequence[Part], decoding: Decoding) -> ProviderResponse:
         body = self._bodies.body(parts, decoding)
+        request = self._wire.request(body)
         try:
-            raw = await self._client.post(
-                "/chat/completions",
-                cast_to=httpx2.Response,
-                content=body,
-                # the SDK would draw a uuid4 for every call: a counter does as well here
-                options={"idempotency_key": f"evalfleet-{_PID}-{next(_CALLS)}"},
-            )
+            raw = await self._wire.send(request)
         except Exception as exc:  # every SDK failure goes through one taxonomy
             raise map_openai_error(exc) from exc
         request_id = raw.headers.get("x-request-id")
@@ -221,7 +216,3 @@ def _usage(usage: Any) -> Usage:
         reasoning_tokens=details.get("reasoning_tokens") or 0,
         cached_input_tokens=prompt_details.get("cached_tokens") or 0,
     )
-
-
-_PID = os.getpid()
-_CALLS = itertools.count()

@@ -74,6 +74,14 @@ class Usage:
     reasoning_tokens: int = 0
     cached_input_tokens: int = 0
 
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+            "cached_input_tokens": self.cached_input_tokens,
+        }
+
 
 @dataclass
 class ProviderResponse:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,7 +32,7 @@ def build_record(
 ) -> dict[str, Any]:
     """Everything about one call that a later reader needs. Never the API key. `batch` names
     the batch job that answered it (priced at the provider's batch price)."""
-    usage = asdict(response.usage) if response else None
+    usage = response.usage.to_dict() if response else None
     # USD by kind of token (input, cached_input, output, reasoning, total); zeros on failure
     cost = config.cost_breakdown(response.usage if response else Usage(), batch=batch is not None)
     # attempt_errors lists every failed attempt, the final one included when the call failed.
