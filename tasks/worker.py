@@ -137,7 +137,7 @@ class CompletionWorker:
         self._clients: dict[str, ProviderClient] = {}
         self._budgets: dict[str, Any] = {}  # model id -> its SharedRateLimit actor
         self._leases: dict[str, Lease] = {}
-        self._parts_cache: OrderedDict[Any, list[Part]] = OrderedDict()
+        self._parts_cache: OrderedDict[Any, asyncio.Future[list[Part]]] = OrderedDict()
         self._samples: list[Any] = []
         self._landed: list[Outcome | BaseException] = []
         self._landing: asyncio.Event | None = None  # made on the actor's event loop
@@ -165,7 +165,8 @@ class CompletionWorker:
         self._store = open_store(setup.store_url, s3_endpoint_url=setup.s3_endpoint_url)
         self._models, self._keys, self._retry = setup.models, setup.keys, setup.retry
         self._budgets, self._samples = setup.budgets, setup.samples
-        preload(sorted({c.api for c in setup.models.values()}))
+        for model in setup.models:  # made now, while the run sets up, not on its first item
+            self._client(model)
 
     async def unclaim(self, claim: str) -> None:
         """Give the worker back: what is in flight is cancelled (its records not written)."""
@@ -263,19 +264,25 @@ class CompletionWorker:
 
     async def _parts(self, prompt: Any) -> list[Part]:
         """A sample's parts, fetched from the object store once per worker, not once per call
-        (a ZeroBench image can be megabytes, and each sample is asked epochs x models times);
-        a judgement's grader prompt comes inline."""
+        (a ZeroBench image can be megabytes, and each sample is asked epochs x models times):
+        the items of a sample that arrive together wait on one fetch. A judgement's grader
+        prompt comes inline."""
         if isinstance(prompt, list):
             return prompt
-        parts = self._parts_cache.get(prompt)
-        if parts is None:
-            parts = await self._samples[prompt]
-            self._parts_cache[prompt] = parts
+        fetch = self._parts_cache.get(prompt)
+        if fetch is None:
+            fetch = asyncio.ensure_future(self._samples[prompt])
+            self._parts_cache[prompt] = fetch
             if len(self._parts_cache) > PARTS_CACHE_SIZE:
                 self._parts_cache.popitem(last=False)
         else:
             self._parts_cache.move_to_end(prompt)
-        return parts
+        try:
+            return await asyncio.shield(fetch)  # one waiter cancelled leaves the others theirs
+        except Exception:
+            if self._parts_cache.get(prompt) is fetch:  # the next item fetches it again
+                del self._parts_cache[prompt]
+            raise
 
     async def run(self, item: WorkItem, prompt: Any) -> Outcome:
         """Ask, retry by kind, store the record put-if-absent."""
