@@ -103,7 +103,7 @@ class CompletionWorker:
     list of its parts itself.
     """
 
-    LINGER_S = 0.005  # a collect waits this long after the first landing, for the next ones
+    LINGER_S = 0.02  # a collect waits this long after the first landing, for the next ones
     CHUNK = 64  # a collect returns at once when this many have landed
 
     def __init__(
