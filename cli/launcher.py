@@ -14,7 +14,14 @@ import struct
 import sys
 from pathlib import Path
 
-from cli.launcher_client import FORWARDED, code_digest, read_exactly, receive_message, send_message
+from cli.launcher_client import (
+    FORWARDED,
+    code_digest,
+    read_exactly,
+    receive_message,
+    send_message,
+    start_detached,
+)
 
 PRELOADED = (
     "cli.main",
@@ -111,12 +118,15 @@ def _run_child(conn: socket.socket, digest: str) -> None:
     if received is None:
         return
     request, fds = received
-    if request.get("digest") != digest or len(fds) != 3:
+    detach = bool(request.get("detach"))
+    if request.get("digest") != digest or len(fds) != (1 if detach else 3):
         send_message(conn, {"refused": "the launcher runs other code"})
         return
     send_message(conn, {"pid": os.getpid()})
     command = next((a for a in request["argv"] if not a.startswith("-")), "?")
-    print(f"pid {os.getpid()}: `evalfleet {command}` for pid {_peer_pid(conn)}", flush=True)
+    how = "on its own" if detach else "for"
+    print(f"pid {os.getpid()}: `evalfleet {command}` {how} pid {_peer_pid(conn)}", flush=True)
+    # A detached command reads nothing and writes to the launcher's log.
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
@@ -127,13 +137,18 @@ def _run_child(conn: socket.socket, digest: str) -> None:
     sys.stdout.reconfigure(line_buffering=sys.stdout.isatty())
     sys.argv = ["evalfleet", *request["argv"]]
     _refresh_settings()
-    _watch_caller(conn)
+    _rebuild_leaderboards_here()
+    if detach:
+        conn.close()
+    else:
+        _watch_caller(conn)
     from cli.main import finish, main
 
     code = main(request["argv"])
     finish()
-    with contextlib.suppress(OSError):
-        send_message(conn, {"exit": code})
+    if not detach:
+        with contextlib.suppress(OSError):
+            send_message(conn, {"exit": code})
     os._exit(code)
 
 
@@ -146,6 +161,23 @@ def _refresh_settings() -> None:
 
     refresh_prefect_settings()
     Config.initialize("")
+
+
+def _rebuild_leaderboards_here() -> None:
+    """A command forked here has the leaderboard rebuilt by a process forked here too, not by
+    the served deployment's new process (which imports Prefect and pandas again: some 5 s of
+    CPU, taken from the next command)."""
+    from flows.leaderboard import rebuild_with
+
+    def start(store_url: str, endpoint_url: str | None) -> int | None:
+        if not os.environ.get("PREFECT_API_URL"):  # a run on its own temporary server
+            return None
+        argv = ["leaderboard", "--store", store_url, "--flow-run"]
+        if endpoint_url:
+            argv += ["--s3-endpoint-url", endpoint_url]
+        return start_detached(argv)
+
+    rebuild_with(start)
 
 
 def _watch_caller(conn: socket.socket) -> None:

@@ -59,6 +59,28 @@ def delegate(argv: list[str]) -> int | None:
         return None
     if os.environ.get("PREFECT_API_URL") or os.environ.get("RAY_ADDRESS"):
         return None
+    sent = _request(argv, fds=[0, 1, 2])
+    return None if sent is None else _follow(sent[0])
+
+
+def start_detached(argv: list[str]) -> int | None:
+    """Have the stack's launcher run `evalfleet ARGV` on its own, writing to the launcher's
+    log: not waited for and not ended with this process. Its pid, or None where no launcher of
+    this code answers."""
+    with open(os.devnull, "rb") as devnull:
+        sent = _request(argv, fds=[devnull.fileno()], detach=True)
+    if sent is None:
+        return None
+    conn, pid = sent
+    conn.close()
+    return pid
+
+
+def _request(
+    argv: list[str], fds: list[int], detach: bool = False
+) -> tuple[socket.socket, int] | None:
+    """Send a command to the launcher: the connection and the pid of the command's process
+    once it has forked it, or None where no launcher of this code answers."""
     path = launcher_socket()
     if path is None:
         return None
@@ -76,9 +98,10 @@ def delegate(argv: list[str]) -> int | None:
         "umask": umask,
         "env": dict(os.environ),
         "digest": code_digest(),
+        "detach": detach,
     }
     try:
-        send_message(conn, request, fds=[0, 1, 2])
+        send_message(conn, request, fds=fds)
         reply = receive_message(conn)
     except (OSError, ValueError):
         conn.close()
@@ -86,7 +109,7 @@ def delegate(argv: list[str]) -> int | None:
     if reply is None or "pid" not in reply:
         conn.close()
         return None
-    return _follow(conn)
+    return conn, int(reply["pid"])
 
 
 def _follow(conn: socket.socket) -> int:

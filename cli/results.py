@@ -76,6 +76,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     add_store_options(board)
     board.add_argument("--open", action="store_true", help="open the HTML page (print its path)")
+    # How the stack's launcher rebuilds it after a run: a flow run (its tables as artifacts),
+    # one at a time.
+    board.add_argument("--flow-run", action="store_true", help=argparse.SUPPRESS)
     board.set_defaults(func=cmd_leaderboard)
 
 
@@ -166,6 +169,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     from engine.results import markdown
     from reports.leaderboard import shown_columns, update
 
+    if args.flow_run:
+        return rebuild_as_flow_run(args)
     board, where = update(store_from(args))
     shown = shown_columns(board.table)
     if not board.new:
@@ -188,4 +193,20 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
         with contextlib.suppress(Exception):
             webbrowser.open(page.as_uri())
+    return 0
+
+
+def rebuild_as_flow_run(args: argparse.Namespace) -> int:
+    """The `leaderboard` flow, as the served deployment runs it; one rebuild at a time (each
+    reads the store when it starts, so the last one started holds every run)."""
+    import fcntl
+
+    from core.places import stack_folder
+    from flows.leaderboard import leaderboard
+
+    folder = stack_folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "leaderboard.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        leaderboard(store=args.store, s3_endpoint_url=args.s3_endpoint_url)
     return 0

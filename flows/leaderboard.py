@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from prefect import flow
@@ -79,7 +80,7 @@ def refresh(store: Store) -> None:
     rebuilt here, its artifacts published by the caller's flow run.
     """
     try:
-        if not _started_where_served(store):
+        if not (_started_elsewhere(store) or _started_where_served(store)):
             from reports.leaderboard import update
 
             # Within the caller's flow run: a subflow run of its own costs about a second.
@@ -89,6 +90,24 @@ def refresh(store: Store) -> None:
                 log.info("%s", line)
     except Exception as exc:
         log.warning("the leaderboard was not updated: %s", exc)
+
+
+_starter: Callable[[str, str | None], int | None] | None = None
+
+
+def rebuild_with(starter: Callable[[str, str | None], int | None]) -> None:
+    """Have `refresh` start rebuilds with `starter(store_url, endpoint_url)`, which returns
+    the pid of the rebuilding process, or None where it could not start one (the stack's
+    launcher, in a command it forked: `cli.launcher`)."""
+    global _starter
+    _starter = starter
+
+
+def _started_elsewhere(store: Store) -> bool:
+    pid = _starter(store.url, store.endpoint_url) if _starter is not None else None
+    if pid is not None:
+        log.info("the leaderboard is being rebuilt by the stack's launcher (pid %d)", pid)
+    return pid is not None
 
 
 def _started_where_served(store: Store) -> bool:

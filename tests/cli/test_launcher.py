@@ -99,6 +99,23 @@ def test_a_caller_of_other_code_is_refused(launcher):
     conn.close()
 
 
+def test_a_detached_command_runs_on_its_own_into_the_launchers_log(launcher, tmp_path, monkeypatch):
+    """How a run forked by the launcher has the leaderboard rebuilt: by another process forked
+    there, which outlives the caller's connection and writes to the launcher's log."""
+    monkeypatch.setenv("EVALFLEET_STACK", str(launcher))
+    store = tmp_path / "runs"
+    store.mkdir()
+    pid = launcher_client.start_detached(["runs", "--store", str(store)])
+    assert pid is not None
+    deadline = time.monotonic() + 60
+    while process_start_ticks(pid) is not None:  # ends by itself, its caller long gone
+        assert time.monotonic() < deadline, "the detached command did not end"
+        time.sleep(0.1)
+    log = (launcher / "launcher.log").read_text()
+    assert f"pid {pid}: `evalfleet runs` on its own pid {os.getpid()}\n" in log
+    assert f"no runs in local directory {store}\n" in log
+
+
 def run_args(dataset: str, store: Path, sim_url: str, run_id: str) -> list[str]:
     return [
         *("run", "-m", "openai/sim-0.7", "-b", "zerobench", "--dataset-path", dataset),

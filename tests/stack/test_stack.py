@@ -228,6 +228,24 @@ def test_evalfleet_run_attaches_to_the_running_stack(stack, demo_dataset):
         if (r["parameters"].get("request") or {}).get("run_id") == "attached"
     ]
     assert [r["state"]["name"] for r in runs] == ["Completed"]
+    # Forked by the stack's launcher, the run has the leaderboard rebuilt by another process
+    # forked there: a flow run of the `leaderboard` flow, as the served deployment's.
+    launcher_log = Path(state["launcher"]["log"])
+    assert "`evalfleet run` for pid" in launcher_log.read_text()
+
+    def rebuilt_by_the_launcher() -> list:
+        return [
+            r
+            for r in stack.call("/flow_runs/filter", {"limit": 200})
+            if r["parameters"].get("store") == str(stack.store)
+            and r.get("deployment_id") is None
+            and r["state"]["name"] == "Completed"
+        ]
+
+    _until(rebuilt_by_the_launcher, 60, "a completed leaderboard flow run, not a deployment's")
+    assert "`evalfleet leaderboard` on its own pid" in launcher_log.read_text()
+    (board,) = _until(lambda: leaderboard_with(stack, "attached"), 60, "run attached's rows")
+    assert set(board.loc[board["run_id"] == "attached", "model"]) == {"openai/sim-0.5"}
 
 
 def _browser():
