@@ -73,7 +73,21 @@ def request_hash(
     A judgement's hash also covers the digest of the answer it grades (`graded`), so a
     re-answered item is judged again and nothing else is.
     """
-    payload: dict[str, Any] = {
+    payload = _payload(model, api_model, benchmark, dataset_revision, prompt_digest, decoding)
+    if graded is not None:
+        payload["graded"] = graded
+    return hashlib.sha256(_canonical(payload).encode()).hexdigest()
+
+
+def _payload(
+    model: str,
+    api_model: str,
+    benchmark: str,
+    dataset_revision: str,
+    prompt_digest: str,
+    decoding: Decoding,
+) -> dict[str, Any]:
+    return {
         "model": model,
         "api_model": api_model,
         "benchmark": benchmark,
@@ -81,10 +95,10 @@ def request_hash(
         "prompt": prompt_digest,
         "decoding": decoding.to_dict(),
     }
-    if graded is not None:
-        payload["graded"] = graded
-    blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
-    return hashlib.sha256(blob).hexdigest()
+
+
+def _canonical(payload: dict[str, Any]) -> str:
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"))
 
 
 def answer_hasher(
@@ -95,18 +109,7 @@ def answer_hasher(
     first) is hashed once and the state copied. The same hash as `request_hash`, in a fifth
     of the time (a plan of a million items spends most of its time here)."""
     probe = "\0"
-    head = json.dumps(
-        {
-            "model": model,
-            "api_model": api_model,
-            "benchmark": benchmark,
-            "dataset_revision": dataset_revision,
-            "prompt": probe,
-            "decoding": decoding.to_dict(),
-        },
-        sort_keys=True,
-        separators=(",", ":"),
-    )
+    head = _canonical(_payload(model, api_model, benchmark, dataset_revision, probe, decoding))
     before, after = head.split(json.dumps(probe), 1)
     start = hashlib.sha256(before.encode())
     tail = after.encode()
