@@ -64,15 +64,18 @@ def markdown(frame: pd.DataFrame, width: int = WIDTH) -> str:
     shown = frame.astype(object).where(frame.notna(), None)
     keys = [c for c in ("model", "benchmark", "scoring", "breakdown", "group") if c in frame]
     rest = [c for c in frame.columns if c not in keys]
+    # A pipe table is "| a | b |": each column adds its own width and 3, whatever is beside it.
+    adds = {c: _width(_render(shown, [c])) - 1 for c in [*keys, *rest]}
     chunks: list[list[str]] = []
     current: list[str] = []
+    used = 1 + sum(adds[c] for c in keys)
     for column in rest:
-        trial = _render(shown, [*keys, *current, column])
-        if current and _width(trial) > width:
+        if current and used + adds[column] > width:
             chunks.append(current)
-            current = [column]
-        else:
-            current.append(column)
+            current = []
+            used = 1 + sum(adds[c] for c in keys)
+        current.append(column)
+        used += adds[column]
     chunks.append(current)
     return "\n\n".join(_render(shown, [*keys, *chunk]) for chunk in chunks)
 
