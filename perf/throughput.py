@@ -369,23 +369,25 @@ def main() -> None:
     from simulator.process import start_simulator
 
     work = work_folder("throughput")
-    # Written by a child process: making the dataset imports `datasets` (100 MB), which a run
-    # does not, and the driver's memory is one of the figures.
-    with concurrent.futures.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as child:
+    # The harness's own work runs in a child process: making the dataset imports `datasets`
+    # (100 MB) and checking the bare client's bodies the openai SDK (20 MB), which a run's
+    # driver does not, and the driver's memory is one of the figures.
+    spawn = mp.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as child:
         dataset = child.submit(write_dataset, work / "zerobench", args.questions).result()
         answers = child.submit(write_key, dataset, work / "answers.jsonl").result()
-    models = [f"openai/sim-0.{5 + i % 5}-m{i}" for i in range(args.models)]
-    config = {"latency": {"ms": args.latency_ms}}
-    with start_simulator(answers, config, work / "sim.jsonl") as sim:
-        configs = [resolve_model(m, simulator_url=sim.url) for m in models]
-        api_models = [c.api_model for c in configs]
-        per_model = min(c.max_concurrency for c in configs)
-        check_same_bodies(dataset, api_models[0], configs[0])
-        print(f"load_before_pipeline={os.getloadavg()[0]:.2f}", flush=True)
-        pipe = run_pipeline(args, dataset, work, sim, models)
-        print(f"load_before_bare={os.getloadavg()[0]:.2f}", flush=True)
-        bare = run_bare(args, dataset, work, sim, [f"{m}-bare" for m in api_models], per_model)
-        same = same_requests(sim.read_log(), api_models)
+        models = [f"openai/sim-0.{5 + i % 5}-m{i}" for i in range(args.models)]
+        config = {"latency": {"ms": args.latency_ms}}
+        with start_simulator(answers, config, work / "sim.jsonl") as sim:
+            configs = [resolve_model(m, simulator_url=sim.url) for m in models]
+            api_models = [c.api_model for c in configs]
+            per_model = min(c.max_concurrency for c in configs)
+            child.submit(check_same_bodies, dataset, api_models[0], configs[0]).result()
+            print(f"load_before_pipeline={os.getloadavg()[0]:.2f}", flush=True)
+            pipe = run_pipeline(args, dataset, work, sim, models)
+            print(f"load_before_bare={os.getloadavg()[0]:.2f}", flush=True)
+            bare = run_bare(args, dataset, work, sim, [f"{m}-bare" for m in api_models], per_model)
+            same = same_requests(sim.read_log(), api_models)
 
     items = pipe["submitted"]
     wall = pipe["elapsed_s"]
