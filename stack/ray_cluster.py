@@ -19,8 +19,25 @@ import sys
 import tempfile
 from pathlib import Path
 
-from stack.services import ServiceError, free_port, ray_head_command
+from stack.services import ServiceError, free_port
 from stack.state import READY_TIMEOUT_S, REPO, Daemon, logged_since, spawn, tail, wait_ready
+
+
+def ray_head_command(port: int, temp_dir: Path) -> list[str]:
+    """`ray start --head` on loopback, in the foreground (its process is the head's life),
+    no dashboard, no usage stats."""
+    return [
+        str(Path(sys.executable).with_name("ray")),
+        "start",
+        "--head",
+        "--block",
+        f"--port={port}",
+        "--node-ip-address=127.0.0.1",
+        f"--dashboard-agent-listen-port={free_port()}",
+        "--include-dashboard=false",
+        "--disable-usage-stats",
+        f"--temp-dir={temp_dir}",
+    ]
 
 
 def ray_client_env(address: str, token: str) -> dict[str, str]:
