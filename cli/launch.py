@@ -1,9 +1,11 @@
 """How `evalfleet run` runs a request: check, start what is missing, run the flow, end cleanly.
 
 1. Millisecond checks (models, keys, the store's writability); bad input stops here.
-2. The temporary Prefect server and a private Ray head start in the background (unless
-   PREFECT_API_URL / RAY_ADDRESS name running ones), while the data is loaded and the run id
-   checked.
+2. The services start in the background (unless PREFECT_API_URL / RAY_ADDRESS name running
+   ones) while the data is loaded and the run id checked: a private Ray head at once, a
+   temporary Prefect server forked once Prefect is imported (it skips that import). The
+   run's workers start as soon as Ray answers; what follows the work is imported while the
+   Prefect server is still starting.
 3. The `evaluate-and-aggregate` flow runs. If the Prefect server goes away mid-run the work
    goes on; the command finishes the same steps without Prefect and says so once.
 4. Whatever happens, what step 2 started is stopped; the exit code is 0, 2 (bad input),
@@ -30,6 +32,7 @@ def run_request(
     """Run one request end to end from the command line; raise Interrupted on a signal.
     With `answers` off (a judge added to a stored run) only the judges are asked."""
     from cli.errors import user_errors
+    from core import collector
     from engine.generation import prestart_workers
     from engine.judges import resolve_stored
     from engine.resolve import quick_checks, resolve
@@ -50,15 +53,20 @@ def run_request(
     failed = True
     try:
         with STOP.handling():
-            stack.start(prefect=not os.environ.get("PREFECT_API_URL"), ray=own_ray)
-            import flows.in_process  # noqa: F401  (Prefect's import, while the services start)
+            stack.start(ray=own_ray)
+            import flows.in_process  # Prefect's import, while the Ray head starts
+
+            # Forked now, the Prefect server starts with Prefect imported.
+            stack.start(prefect=not os.environ.get("PREFECT_API_URL"))
 
             run = resolve(request, configs) if answers else resolve_stored(request, store)
-            stack.wait(STOP.requested)
-            if STOP.requested():
+            if own_ray and answers and stack.wait_ray(STOP.requested):
+                prestart_workers(run)  # they start while the Prefect server does
+            if stack.prefect is not None and not STOP.requested():
+                flows.in_process.load_what_follows_the_work()
+            if not stack.wait(STOP.requested):
                 raise Interrupted(f"run {run.run_id} interrupted by {STOP.name} before any request")
-            if own_ray and answers:
-                prestart_workers(run)
+            collector.imported()
             result = _run(run.request, retry_errors, stack.prefect_url, answers)
             failed = False
             return result
@@ -66,6 +74,7 @@ def run_request(
         failed = False  # the input or a signal, not the services: their logs tell nothing
         raise
     finally:
+        stack.begin_stop()
         if not ray_was_up:
             _disconnect_ray()
         kept = stack.stop(keep_logs=failed)

@@ -72,6 +72,9 @@ def entry() -> None:
     flushed, its services stopped) when `main` returns; the interpreter's teardown (joining
     Prefect's and tqdm's idle threads, freeing every object) would add half a second to each
     command for nothing. Exit handlers still run."""
+    from core import collector
+
+    collector.while_importing()  # `evalfleet run` sets it back once its modules are loaded
     from cli.launcher_client import delegate
 
     code = delegate(sys.argv[1:])

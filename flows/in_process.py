@@ -62,6 +62,23 @@ def run_flow_here(
     return state.result()
 
 
+def load_what_follows_the_work() -> None:
+    """Import what the flow run uses after the work (Prefect's engines, the scoring, the
+    tables, the leaderboard's plots: about a second of CPU) while the command's own Prefect
+    server starts, rather than after the work, when the run waits on this one process. (With
+    its own server, nothing else rebuilds the leaderboard.)"""
+    import fastapi.encoders  # noqa: F401  (a flow run's parameters are encoded with it)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401
+    import prefect.task_engine  # noqa: F401
+
+    import engine.aggregate  # noqa: F401
+    import reports.leaderboard  # noqa: F401
+    import reports.tables  # noqa: F401
+
+
 def drain_prefect() -> None:
     """Send the logs and events Prefect still holds while its server is up (best effort)."""
     from prefect.events.worker import EventsWorker

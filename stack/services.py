@@ -1,8 +1,10 @@
 """The Prefect server and Ray head one command starts for itself when none is configured.
 
-Each runs in its own process group (a terminal's Ctrl-C reaches only the command, which then
-stops them in order) and is bound to the command's life (`core.fate`), so neither outlives
-it, even after a SIGKILL. Both start at once, while the command plans the run.
+Each is a `stack.children` process: its own process group, bound to the command's life. The
+Ray head (`stack.ray_head`) starts a process of its own; the Prefect server
+(`stack.prefect_app`) is forked from the command once it has imported Prefect, or started as
+a process of its own where that cannot be (no Prefect loaded, or a thread running). Both
+start while the command plans the run; "ready" means answering an API call, not just up.
 
 The Prefect server keeps its database under the evalfleet state directory (`EVALFLEET_HOME`,
 default ~/.evalfleet), apart from the user's own Prefect profile. The first server of a Prefect
@@ -15,20 +17,20 @@ Prefect's client retries carry its calls over the gap.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import secrets
-import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
 import urllib.request
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from core.places import evalfleet_home
+from stack.children import Child, ForkedChild
+from stack.ray_head import STARTED
 from stack.scratch import Scratch
 
 READY_TIMEOUT_S = 180.0
@@ -68,73 +70,10 @@ class ServiceError(RuntimeError):
     """A service this command started did not come up."""
 
 
-def ray_head_command(port: int, temp_dir: Path) -> list[str]:
-    """`ray start --head` on loopback, in the foreground (its process is the head's life),
-    no dashboard, no usage stats."""
-    return [
-        str(Path(sys.executable).with_name("ray")),
-        "start",
-        "--head",
-        "--block",
-        f"--port={port}",
-        "--node-ip-address=127.0.0.1",
-        f"--dashboard-agent-listen-port={free_port()}",
-        "--include-dashboard=false",
-        "--disable-usage-stats",
-        f"--temp-dir={temp_dir}",
-    ]
-
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-class Child:
-    """A fate-shared child process in its own process group, its output in a log file."""
-
-    def __init__(self, name: str, command: list[str], env: dict[str, str], log_path: Path):
-        self.name = name
-        self.log_path = log_path
-        self._log = log_path.open("ab")
-        wrapped = [sys.executable, "-m", "core.fate", str(os.getpid()), "--", *command]
-        self.process = subprocess.Popen(
-            wrapped,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            cwd=Path(__file__).resolve().parent.parent,
-        )
-
-    def alive(self) -> bool:
-        return self.process.poll() is None
-
-    def log_tail(self, lines: int = 5) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace").strip().splitlines()
-        except OSError:
-            return ""
-        return " | ".join(text[-lines:])
-
-    def stop(self, grace_s: float) -> None:
-        """SIGTERM the group, then SIGKILL what is left after `grace_s`."""
-        self._signal(signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=grace_s)
-        self._signal(signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=5)
-        self._log.close()
-
-    def kill(self) -> None:
-        self._signal(signal.SIGKILL)
-
-    def _signal(self, sig: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, sig)
 
 
 class LocalStack:
@@ -169,16 +108,13 @@ class LocalStack:
 
             Config.initialize("")
 
-    def start(self, *, prefect: bool, ray: bool, ray_cpus: int | None = None) -> None:
+    def start(self, *, prefect: bool = False, ray: bool = False, ray_cpus: int | None = None):
         if prefect:
             self._start_prefect()
         if ray:
             self._start_ray(ray_cpus)
 
     def _start_prefect(self) -> None:
-        # Found, not imported: importing Prefect here would hold the server's start a second.
-        spec = importlib.util.find_spec("prefect")
-        assert spec is not None and spec.origin is not None, "prefect is a dependency"
         port = self._prefect_port = self._prefect_port or free_port()
         database = state_dir() / "prefect-runs.db"
         self._prefect_prepared = _prepared_for(database) == _prefect_version()
@@ -194,41 +130,59 @@ class LocalStack:
             env["PREFECT_API_DATABASE_MIGRATE_ON_START"] = "false"
             env["PREFECT_API_BLOCKS_REGISTER_ON_START"] = "false"
         env.pop("PREFECT_API_URL", None)
-        command = [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "--app-dir",
-            str(Path(spec.origin).resolve().parent.parent),
-            "--factory",
-            "prefect.server.api.server:create_app",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "error",
-            "--lifespan",
-            "on",
-        ]
-        self.prefect = Child("prefect server", command, env, self.workdir / "prefect.log")
+        log = self.workdir / "prefect.log"
+        command = [sys.executable, "-m", "stack.prefect_app", str(port)]
+        if "prefect" in sys.modules and threading.active_count() == 1:
+            from stack.prefect_app import serve
+
+            title = " ".join(command)
+            self.prefect = ForkedChild("prefect server", partial(serve, port), env, log, title)
+        else:  # Prefect is not loaded here, or a thread runs (a restart, by the watchdog)
+            self.prefect = Child("prefect server", command, env, log)
         self.prefect_url = f"http://127.0.0.1:{port}/api"
 
     def _start_ray(self, cpus: int | None) -> None:
         port = free_port()
         env = {**os.environ, **self.ray_env}
         env.pop("RAY_ADDRESS", None)
-        # No autoscaler monitor: a head of one command's life never scales (0.6 s of CPU).
-        command = [*ray_head_command(port, self.workdir / "ray"), "--no-monitor"]
+        command = [
+            *(sys.executable, "-m", "stack.ray_head", "--port", str(port)),
+            *("--temp-dir", str(self.workdir / "ray")),
+            *("--dashboard-agent-listen-port", str(free_port())),
+        ]
         if cpus:
-            command.append(f"--num-cpus={cpus}")
+            command.extend(("--num-cpus", str(cpus)))
         self.ray = Child("ray head", command, env, self.workdir / "ray.log")
         self.ray_address = f"127.0.0.1:{port}"
 
-    def wait(self, stop_requested: Callable[[], bool] = lambda: False) -> None:
-        """Block until every started service answers; then point this process at them."""
+    def wait_ray(self, stop_requested: Callable[[], bool] = lambda: False) -> bool:
+        """Block until the Ray head started here answers, then point this process at it
+        (the run's workers can start while the Prefect server is still starting). False
+        when a stop was requested first."""
+        if not self._await([self.ray], stop_requested):
+            return False
+        if self.ray_address:
+            os.environ["RAY_ADDRESS"] = self.ray_address
+        return True
+
+    def wait(self, stop_requested: Callable[[], bool] = lambda: False) -> bool:
+        """Block until every service started here answers, then point this process at them.
+        False when a stop was requested first."""
+        if not self.wait_ray(stop_requested) or not self._await([self.prefect], stop_requested):
+            return False
+        if self.prefect_url and self._watchdog is None:
+            if not self._prefect_prepared:
+                _mark_prepared(state_dir() / "prefect-runs.db", _prefect_version())
+            os.environ["PREFECT_API_URL"] = self.prefect_url
+            self._watchdog = threading.Thread(
+                target=self._keep_prefect_up, name="prefect-watchdog", daemon=True
+            )
+            self._watchdog.start()
+        return True
+
+    def _await(self, children: list[Child | None], stop_requested: Callable[[], bool]) -> bool:
         deadline = time.monotonic() + READY_TIMEOUT_S
-        pending = [c for c in (self.prefect, self.ray) if c is not None]
+        pending = [c for c in children if c is not None and not c.ready]
         while pending:
             for child in list(pending):
                 if not child.alive():
@@ -237,28 +191,22 @@ class LocalStack:
                         "log is kept when the command ends"
                     )
                 if self._ready(child):
+                    child.ready = True
                     pending.remove(child)
-            if pending and (stop_requested() or time.monotonic() > deadline):
+            if pending and stop_requested():
+                return False
+            if pending and time.monotonic() > deadline:
                 what = ", ".join(c.name for c in pending)
                 raise ServiceError(f"{what} did not start within {READY_TIMEOUT_S:.0f} s")
             if pending:
-                time.sleep(0.1)
-        if self.prefect_url:
-            if not self._prefect_prepared:
-                _mark_prepared(state_dir() / "prefect-runs.db", _prefect_version())
-            os.environ["PREFECT_API_URL"] = self.prefect_url
-            self._watchdog = threading.Thread(
-                target=self._keep_prefect_up, name="prefect-watchdog", daemon=True
-            )
-            self._watchdog.start()
-        if self.ray_address:
-            os.environ["RAY_ADDRESS"] = self.ray_address
+                time.sleep(0.05)
+        return True
 
     def _keep_prefect_up(self) -> None:
         """Start the Prefect server again if it dies before the command ends (reported once)."""
         reported = False
         while not self._stopping.wait(0.5):
-            if self.prefect is None or self.prefect.alive():
+            if self.prefect is None or self.prefect.alive() or self._stopping.is_set():
                 continue
             if not reported:
                 print(
@@ -271,20 +219,31 @@ class LocalStack:
 
     def _ready(self, child: Child) -> bool:
         if child is self.prefect:
+            # /ready, not /health: its first API request costs the server half a second
+            # more, paid here while the command has other things to do.
             try:
-                with urllib.request.urlopen(f"{self.prefect_url}/health", timeout=2) as reply:
+                with urllib.request.urlopen(f"{self.prefect_url}/ready", timeout=2) as reply:
                     return reply.status == 200
             except OSError:
                 return False
         try:
-            return "Ray runtime started" in child.log_path.read_text(errors="replace")
+            return STARTED in child.log_path.read_text(errors="replace")
         except OSError:
             return False
 
-    def stop(self, *, keep_logs: bool = False) -> Path | None:
-        """Ray first (its workers hold connections), then Prefect; then their folder goes,
-        its logs kept first when `keep_logs` (the command failed). Returns where."""
+    def begin_stop(self) -> None:
+        """Ask the Prefect server to stop now (its shutdown takes the longest; the flow run has
+        reported its end), while this process leaves Ray."""
+        if self._stopping.is_set():
+            return
         self._stopping.set()
+        if self.prefect is not None:
+            self.prefect.terminate()
+
+    def stop(self, *, keep_logs: bool = False) -> Path | None:
+        """Stop both; then their folder goes, its logs kept first when `keep_logs` (the command
+        failed). Returns where."""
+        self.begin_stop()
         if self._watchdog is not None:
             self._watchdog.join(timeout=5)
         if self.ray is not None:

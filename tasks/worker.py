@@ -126,6 +126,7 @@ class CompletionWorker:
         self._code = code_digest()  # of the code this process loaded, whatever the disk holds later
         self._forget()
         preload(apis)
+        gc.freeze()  # what the imports made is never walked by a collection again
         if claim is not None:
             self._take(*claim)
 

@@ -190,7 +190,7 @@ def test_nothing_outlives_a_sigkilled_run(answer_key, demo_dataset, tmp_path):
         process = start(run_args(runs, "killed", sim.url, demo_dataset), default_mode_env(tag), log)
         wait_for_records(process, runs, "killed", 20, log)
         started = " ".join(cmd for _, cmd in tagged_processes(tag))
-        for part in ("prefect.server.api.server", "raylet", "gcs_server", "CompletionWorker"):
+        for part in ("stack.prefect_app", "raylet", "gcs_server", "CompletionWorker"):
             assert part in started  # the test kills a run that started all of these
         process.kill()  # the command only: its children must notice on their own
         process.wait(timeout=30)

@@ -65,7 +65,7 @@ def test_killing_the_prefect_server_leaves_throughput_alone(demo_dataset, answer
             assert process.poll() is None, log.read_text()
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.05)
-        servers = [pid for pid, cmd in tagged_processes(tag) if "prefect.server.api.server" in cmd]
+        servers = [pid for pid, cmd in tagged_processes(tag) if "stack.prefect_app" in cmd]
         assert len(servers) == 1, tagged_processes(tag)
         os.kill(servers[0], signal.SIGKILL)
         killed_at = time.time()
