@@ -108,7 +108,9 @@ class LocalStack:
 
             Config.initialize("")
 
-    def start(self, *, prefect: bool = False, ray: bool = False, ray_cpus: int | None = None):
+    def start(
+        self, *, prefect: bool = False, ray: bool = False, ray_cpus: int | None = None
+    ) -> None:
         if prefect:
             self._start_prefect()
         if ray:
