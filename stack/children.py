@@ -16,18 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from core import fate
-
-REPO = Path(__file__).resolve().parent.parent
+from core.checkout import ROOT
 
 
 class Child:
     """A command run in a new process."""
 
     def __init__(self, name: str, command: list[str], env: dict[str, str], log_path: Path):
-        self.name = name
-        self.log_path = log_path
-        self.ready = False
-        self._log = log_path.open("ab")
+        self._open(name, log_path)
         wrapped = [sys.executable, "-m", "core.fate", str(os.getpid()), "--", *command]
         self.process = subprocess.Popen(
             wrapped,
@@ -36,9 +32,15 @@ class Child:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            cwd=REPO,
+            cwd=ROOT,
         )
         self.pid = self.process.pid
+
+    def _open(self, name: str, log_path: Path) -> None:
+        self.name = name
+        self.log_path = log_path
+        self.ready = False
+        self._log = log_path.open("ab")
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -87,10 +89,7 @@ class ForkedChild(Child):
         log_path: Path,
         title: str,
     ):
-        self.name = name
-        self.log_path = log_path
-        self.ready = False
-        self._log = log_path.open("ab")
+        self._open(name, log_path)
         self._status: int | None = None
         parent = os.getpid()
         sys.stdout.flush()
@@ -130,6 +129,7 @@ def _run_forked(parent: int, target: Callable[[], None], env: dict[str, str], lo
             signal.signal(sig, signal.SIG_DFL)
         stdin = os.open(os.devnull, os.O_RDONLY)
         os.dup2(stdin, 0)
+        os.close(stdin)
         os.dup2(log, 1)
         os.dup2(log, 2)
         os.environ.clear()
