@@ -199,7 +199,10 @@ def fingerprint(dataset_path: str | Path) -> str:
     in sorted path order (a single file: its name and content)."""
     root = Path(dataset_path)
     if not root.exists():
-        raise DatasetError(f"dataset path {root} does not exist")
+        raise DatasetError(
+            f"dataset path {root} does not exist: check --dataset-path (a local copy's folder "
+            "or Parquet file)"
+        )
     files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if _is_data(p))
     digest = hashlib.sha256()
     for file in files:

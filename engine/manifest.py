@@ -160,8 +160,14 @@ def _dumps(obj: Any) -> bytes:
 
 def write_plan(store: Store, run_id: str, name: str, bench_data: BenchmarkData) -> None:
     """What the run asks of one benchmark, so aggregation, a judge added later and the run
-    report never need the dataset again: each sample's id, group, target, choices,
-    metadata, prompt digest and prompt text (its media are not kept)."""
+    report never need the dataset again (see `plan_table`)."""
+    table = bench_data.plan_table or plan_table(bench_data)
+    store.put(layout.plan_key(run_id, name), table)
+
+
+def plan_table(bench_data: BenchmarkData) -> bytes:
+    """One benchmark's plan as Parquet: each sample's id, group, target, choices, metadata,
+    prompt digest and prompt text (its media are not kept)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -181,7 +187,7 @@ def write_plan(store: Store, run_id: str, name: str, bench_data: BenchmarkData) 
     table = pa.Table.from_arrays([string_array(columns[f.name]) for f in schema], schema=schema)
     buffer = io.BytesIO()
     pq.write_table(table, buffer)
-    store.put(layout.plan_key(run_id, name), buffer.getvalue())
+    return buffer.getvalue()
 
 
 def string_array(values: list[str | None]):

@@ -7,12 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from benchmarks import registry
-from benchmarks.media import downscale_image, sniff_media_type
-from benchmarks.protocols import Sampling, decodings
-from core.types import ConfigError, DatasetError, Part, Sample
+from core.types import ConfigError
 from engine import manifest as manifests
 from engine.items import BenchmarkData
+from engine.reading import read_benchmarks
 from engine.request import EvalRequest
 from providers.registry import ModelConfig, load_registry, resolve_api_key, resolve_model
 from storage import Store, open_store
@@ -70,7 +68,7 @@ def resolve(request: EvalRequest, configs: dict[str, ModelConfig] | None = None)
     configs = configs or quick_checks(request, store)
     keys = collect_keys(configs)
     configs = describe_endpoints(configs, keys)
-    data = load_benchmarks(request)
+    data = read_benchmarks(request)
     check_modalities(request, configs, data)
     check_batch_modes(request, configs)
     manifest = manifests.build_manifest(request, run_id, configs, data)
@@ -169,48 +167,6 @@ def describe_endpoints(
 def collect_keys(configs: dict[str, ModelConfig]) -> dict[str, Secret]:
     """Read every key now, so a missing one fails before any request is sent."""
     return {model_id: Secret(resolve_api_key(config)) for model_id, config in configs.items()}
-
-
-def load_benchmarks(request: EvalRequest) -> dict[str, BenchmarkData]:
-    """Each benchmark of the request: its options, protocol and epochs resolved, its samples
-    loaded (downscaled if asked)."""
-    loaded: dict[str, BenchmarkData] = {}
-    sampling = Sampling(request.temperature, request.top_p, request.max_tokens, request.base_seed)
-    for name in request.benchmarks:
-        bench = registry.get(name)
-        options = bench.options(request.benchmark_options.get(name))
-        protocol = request.protocol or bench.protocol
-        data = bench.load(request.dataset_path_for(name), options, request.limit)
-        samples = data.samples
-        if request.max_image_side is not None:
-            samples = [downscaled(s, request.max_image_side) for s in samples]
-        if not samples:
-            raise DatasetError(f"benchmark {name} has no samples to evaluate: check the dataset")
-        loaded[name] = BenchmarkData(
-            benchmark=bench,
-            options=options,
-            samples=samples,
-            revision=data.revision,
-            source=data.source,
-            protocol=protocol,
-            decodings=decodings(protocol, request.epochs or bench.epochs, sampling),
-            excluded=data.excluded,
-        )
-    return loaded
-
-
-def downscaled(sample: Sample, max_side: int) -> Sample:
-    """The sample with every image shrunk to `max_side` as PIL `thumbnail` does."""
-    parts = []
-    for part in sample.parts:
-        if part.kind == "image" and part.data is not None:
-            try:
-                data = downscale_image(part.data, max_side)
-            except ValueError as exc:
-                raise DatasetError(f"sample {sample.id!r}: {exc}") from exc
-            part = Part(kind="image", data=data, media_type=sniff_media_type(data))
-        parts.append(part)
-    return replace(sample, parts=parts)
 
 
 def check_modalities(

@@ -321,8 +321,8 @@ def check_same_bodies(dataset: str, api_model: str, config) -> None:
     """The bare client's bodies are what the pipeline hands the openai SDK (which sends them
     as given: checked with a capturing server when this benchmark was written)."""
     from benchmarks.zerobench.dataset import load_samples
+    from engine.reading import load_benchmarks
     from engine.request import EvalRequest
-    from engine.resolve import load_benchmarks
     from providers.openai_chat import chat_content, decoding_arguments
 
     sample = load_samples("zerobench", dataset, limit=1)[0][0]

@@ -283,7 +283,7 @@ def _media(
 ) -> tuple[dict[int, list[dict[str, str]]], str]:
     """Each sample's media from the run's dataset, when it can still be read at the revision
     the run asked; a line saying why not otherwise."""
-    from engine.resolve import downscaled
+    from engine.reading import downscaled
 
     media: dict[int, list[dict[str, str]]] = {}
     budget = budget_mb * 2**20

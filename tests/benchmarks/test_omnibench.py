@@ -241,7 +241,10 @@ def one_line_error(call: Any, *args: Any, **kwargs: Any) -> str:
 def test_missing_path(tmp_path: Path) -> None:
     missing = tmp_path / "nope"
     assert one_line_error(load, missing) == f"dataset path {missing} does not exist: {FIX}"
-    assert one_line_error(fingerprint, missing) == f"dataset path {missing} does not exist"
+    assert one_line_error(fingerprint, missing) == (
+        f"dataset path {missing} does not exist: check --dataset-path (a local copy's folder "
+        "or Parquet file)"
+    )
 
 
 def test_missing_split_and_columns(tmp_path: Path) -> None:

@@ -1,0 +1,158 @@
+"""Reading a request's benchmark data: each benchmark's options, protocol and epochs resolved,
+its samples loaded (downscaled if asked) and the plan table it will store made.
+
+Reading needs Arrow (and with it NumPy): 70 MB of a process's memory that it never gives
+back, in a run's driver that otherwise needs neither until it aggregates. So a process that
+has not imported Arrow reads in a short-lived child (`python -m engine.reading`, about 0.4 s
+of CPU) and gets the data back pickled, with the plan tables already made; a process that has
+Arrow already (one that aggregated, a test) reads in place. Errors come back as they were
+raised (a `DatasetError` stays one line), and so do the reader's log records.
+
+The child runs in its own session, so a terminal's Ctrl-C reaches only the command, which
+decides (`engine.interrupts`); it dies with the command (`core.fate`), however that ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import subprocess
+import sys
+from dataclasses import replace
+from typing import Any
+
+from benchmarks import registry
+from benchmarks.media import downscale_image, sniff_media_type
+from benchmarks.protocols import Sampling, decodings
+from core.checkout import ROOT
+from core.types import DatasetError, Part, Sample
+from engine.items import BenchmarkData
+from engine.request import EvalRequest
+
+log = logging.getLogger("evalfleet")
+
+
+def read_benchmarks(request: EvalRequest) -> dict[str, BenchmarkData]:
+    """Each benchmark of the request, read here if this process has Arrow already, else in a
+    child process (see the module's docstring)."""
+    if "pyarrow" in sys.modules:
+        return load_benchmarks(request, with_plan=False)
+    return _read_in_child(request)
+
+
+def load_benchmarks(request: EvalRequest, *, with_plan: bool = False) -> dict[str, BenchmarkData]:
+    """Each benchmark of the request, read in this process. `with_plan`: also make each
+    plan table (`BenchmarkData.plan_table`), for a parent that does not import Arrow."""
+    from engine.manifest import plan_table
+
+    loaded: dict[str, BenchmarkData] = {}
+    sampling = Sampling(request.temperature, request.top_p, request.max_tokens, request.base_seed)
+    for name in request.benchmarks:
+        bench = registry.get(name)
+        options = bench.options(request.benchmark_options.get(name))
+        protocol = request.protocol or bench.protocol
+        data = bench.load(request.dataset_path_for(name), options, request.limit)
+        samples = data.samples
+        if request.max_image_side is not None:
+            samples = [downscaled(s, request.max_image_side) for s in samples]
+        if not samples:
+            raise DatasetError(f"benchmark {name} has no samples to evaluate: check the dataset")
+        bench_data = BenchmarkData(
+            benchmark=bench,
+            options=options,
+            samples=samples,
+            revision=data.revision,
+            source=data.source,
+            protocol=protocol,
+            decodings=decodings(protocol, request.epochs or bench.epochs, sampling),
+            excluded=data.excluded,
+        )
+        if with_plan:
+            bench_data.plan_table = plan_table(bench_data)
+        loaded[name] = bench_data
+    return loaded
+
+
+def downscaled(sample: Sample, max_side: int) -> Sample:
+    """The sample with every image shrunk to `max_side` as PIL `thumbnail` does."""
+    parts = []
+    for part in sample.parts:
+        if part.kind == "image" and part.data is not None:
+            try:
+                data = downscale_image(part.data, max_side)
+            except ValueError as exc:
+                raise DatasetError(f"sample {sample.id!r}: {exc}") from exc
+            part = Part(kind="image", data=data, media_type=sniff_media_type(data))
+        parts.append(part)
+    return replace(sample, parts=parts)
+
+
+# --- the child ---------------------------------------------------------------------------
+
+
+def _read_in_child(request: EvalRequest) -> dict[str, BenchmarkData]:
+    command = [sys.executable, "-m", "core.fate", str(os.getpid()), "--"]
+    command += [sys.executable, "-m", "engine.reading"]
+    done = subprocess.run(  # a second Ctrl-C in the parent kills the child on its way out
+        command,
+        input=pickle.dumps(request),
+        stdout=subprocess.PIPE,  # the pickled answer; the child's stderr is the command's
+        start_new_session=True,
+        cwd=ROOT,
+        check=False,
+    )
+    try:
+        outcome, value, records = pickle.loads(done.stdout)
+    except Exception:  # the child ended before answering: its stderr said why
+        how = f"signal {-done.returncode}" if done.returncode < 0 else f"code {done.returncode}"
+        raise DatasetError(
+            f"reading the data stopped: its process ended with {how} before answering; "
+            "run again (what it printed is above)"
+        ) from None
+    for name, level, message in records:
+        logging.getLogger(name).log(level, "%s", message)
+    if outcome == "error":
+        raise value
+    return value
+
+
+class _Kept(logging.Handler):
+    """The child's log records, sent back with the answer."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[tuple[str, int, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append((record.name, record.levelno, record.getMessage()))
+
+
+def _child_main() -> int:
+    answer = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # whatever a library prints goes to stderr, not into the answer
+    kept = _Kept()
+    logging.getLogger().addHandler(kept)
+    logging.getLogger().setLevel(logging.INFO)
+    request = pickle.loads(sys.stdin.buffer.read())
+    try:
+        message: Any = ("ok", load_benchmarks(request, with_plan=True), kept.records)
+    except ValueError as exc:  # ConfigError and DatasetError among them: one line each
+        message = ("error", exc, kept.records)
+    except Exception as exc:  # a defect: its traceback goes to stderr, its line to the parent
+        import traceback
+
+        traceback.print_exc()
+        message = ("error", RuntimeError(f"reading the data failed: {exc!r}"), kept.records)
+    try:
+        blob = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # an exception that does not pickle: its line still does
+        error = DatasetError(f"reading the data failed: {message[1]!r} ({exc})")
+        blob = pickle.dumps(("error", error, kept.records))
+    answer.write(blob)
+    answer.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_child_main())

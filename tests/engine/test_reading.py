@@ -1,0 +1,86 @@
+"""Reading a request's data in a child process: the same data, plan table, errors and log
+records as reading in place, and a process without Arrow stays without it."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+
+import pytest
+
+from core.checkout import ROOT
+from core.types import DatasetError
+from engine.manifest import plan_table
+from engine.reading import _read_in_child, load_benchmarks
+from engine.request import EvalRequest
+
+
+def request_for(dataset: str, benchmark: str = "zerobench", **extra) -> EvalRequest:
+    return EvalRequest(
+        models=["openai/sim-0.5"],
+        benchmarks=[benchmark],
+        dataset_path=dataset,
+        simulator_url="http://127.0.0.1:9",
+        **extra,
+    )
+
+
+def test_a_child_reads_what_this_process_reads(demo_dataset):
+    request = request_for(demo_dataset, max_image_side=16)
+    here = load_benchmarks(request)["zerobench"]
+    there = _read_in_child(request)["zerobench"]
+    assert there.samples == here.samples  # parts included: the downscaled image bytes
+    assert [s.id for s in there.samples] == ["1", "2", "3", "4"]
+    assert (there.revision, there.source, there.protocol) == (
+        here.revision,
+        here.source,
+        here.protocol,
+    )
+    assert there.decodings == here.decodings and len(there.decodings) == 6
+    assert there.digests == here.digests and there.prompts == here.prompts
+    assert here.plan_table == b""  # made on demand where Arrow is
+    assert there.plan_table == plan_table(here)
+
+
+def test_a_childs_error_is_raised_here_as_it_was_raised_there(tmp_path):
+    missing = tmp_path / "nowhere"
+    with pytest.raises(DatasetError) as raised:
+        _read_in_child(request_for(str(missing)))
+    assert str(raised.value) == (
+        f"dataset path {missing} does not exist: check --dataset-path (a local copy's folder "
+        "or Parquet file)"
+    )
+
+
+def test_a_childs_warnings_are_logged_here(tmp_path, caplog):
+    from benchmarks.rome.demo import write_rome_demo
+
+    root = write_rome_demo(tmp_path / "rome")
+    items = json.loads((root / "data" / "test.json").read_text())
+    choice = next(i for i in items if i["question_id"] == "academic_1")
+    choice["evaluator_kwargs"]["label"] = "S"
+    (root / "data" / "test.json").write_text(json.dumps(items))
+    with caplog.at_level(logging.WARNING):
+        _read_in_child(request_for(str(root), "rome"))
+    warned = [r.getMessage() for r in caplog.records if r.name == "benchmarks.rome.dataset"]
+    assert len(warned) == 1 and warned[0].endswith(
+        "(its `upstream` mode never scores them; `fixed` does): academic_1"
+    )
+
+
+def test_a_process_without_arrow_reads_without_importing_it(demo_dataset):
+    script = f"""
+import sys
+from engine.reading import read_benchmarks
+from engine.request import EvalRequest
+data = read_benchmarks(EvalRequest(models=["openai/sim-0.5"], benchmarks=["zerobench"],
+                                   dataset_path={demo_dataset!r}))
+print(len(data["zerobench"].samples), len(data["zerobench"].plan_table) > 0,
+      "pyarrow" in sys.modules, "numpy" in sys.modules)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["4", "True", "False", "False"]
