@@ -21,6 +21,7 @@ ENV UV_COMPILE_BYTECODE=1 \
     EVALFLEET_HOME=/home/evalfleet/.evalfleet \
     PREFECT_SERVER_ANALYTICS_ENABLED=false \
     RAY_USAGE_STATS_ENABLED=0 \
+    RAY_preload_python_modules=tasks.ray_setup \
     MPLBACKEND=Agg
 
 WORKDIR /app

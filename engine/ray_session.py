@@ -12,12 +12,19 @@ import ray
 
 
 def ensure_ray() -> None:
-    if ray.is_initialized():
-        return
+    """Join Ray (once), with a serialization context that does not import Arrow."""
+    from tasks.ray_setup import RAY_SYSTEM_CONFIG, serialize_without_arrow
+
+    if not ray.is_initialized():
+        _join(RAY_SYSTEM_CONFIG)
+    serialize_without_arrow()
+
+
+def _join(system_config: dict) -> None:
     # Under `uv run`, Ray would otherwise rebuild the environment for every worker.
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
     address = os.environ.get("RAY_ADDRESS") or None
-    kwargs = {} if address else {"include_dashboard": False}
+    kwargs = {} if address else {"include_dashboard": False, "_system_config": system_config}
     main = threading.current_thread() is threading.main_thread()
     sigterm = signal.getsignal(signal.SIGTERM) if main else None
     ray.init(address=address, logging_level=logging.WARNING, log_to_driver=True, **kwargs)

@@ -13,6 +13,7 @@ kept in the private state file, never printed.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from stack.services import ServiceError, free_port
 from stack.state import READY_TIMEOUT_S, REPO, Daemon, logged_since, spawn, tail, wait_ready
+from tasks.ray_setup import RAY_SYSTEM_CONFIG
 
 
 def ray_head_command(port: int, temp_dir: Path) -> list[str]:
@@ -37,6 +39,7 @@ def ray_head_command(port: int, temp_dir: Path) -> list[str]:
         "--include-dashboard=false",
         "--disable-usage-stats",
         f"--temp-dir={temp_dir}",
+        f"--system-config={json.dumps(RAY_SYSTEM_CONFIG)}",  # workers preload tasks.ray_setup
     ]
 
 

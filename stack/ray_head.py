@@ -21,8 +21,14 @@ import argparse
 import sys
 import time
 
+from tasks.ray_setup import RAY_SYSTEM_CONFIG
+
 STARTED = "Ray runtime started"
-SYSTEM_CONFIG = {"prestart_worker_first_driver": False, "enable_worker_prestart": False}
+SYSTEM_CONFIG = {
+    "prestart_worker_first_driver": False,
+    "enable_worker_prestart": False,
+    **RAY_SYSTEM_CONFIG,  # workers preload tasks.ray_setup (no Arrow in them)
+}
 
 
 def main(argv: list[str]) -> int:

@@ -42,8 +42,14 @@ def ray_address():
 
     # A short folder of its own (Ray's socket paths are limited), removed afterwards.
     sessions = tempfile.mkdtemp(prefix="evalfleet-test-ray-")
+    from tasks.ray_setup import RAY_SYSTEM_CONFIG
+
     context = ray.init(
-        num_cpus=2, include_dashboard=False, ignore_reinit_error=True, _temp_dir=sessions
+        num_cpus=2,
+        include_dashboard=False,
+        ignore_reinit_error=True,
+        _temp_dir=sessions,
+        _system_config=RAY_SYSTEM_CONFIG,  # as the heads evalfleet starts
     )
     yield context.address_info["gcs_address"]
     ray.shutdown()
