@@ -21,7 +21,6 @@ from typing import IO, Any
 
 from simulator.answering import AnswerKey
 from simulator.config import SimulatorConfig, config_from_dict, load_config
-from simulator.server import SimulatorServer
 
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _LISTENING = re.compile(r"listening on (http://\S+)")
@@ -222,6 +221,8 @@ def start_simulator_in_thread(
     host: str = "127.0.0.1",
 ) -> SimulatorHandle:
     """Run the simulator on its own event loop in a daemon thread of this process."""
+    from simulator.server import SimulatorServer  # aiohttp: only where the server runs here
+
     cfg = _as_config(config).model_copy(update={"host": host, "port": port})
     if answer_key is None:
         key = AnswerKey()
