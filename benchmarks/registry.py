@@ -40,6 +40,11 @@ def unregister(name: str) -> None:
     _registry.pop(name, None)
 
 
+def is_builtin(name: str) -> bool:
+    """Whether `name` is one of BUILTIN (which any new process knows), not a `register()`."""
+    return any(_registry.get(name) is bench for bench in BUILTIN)
+
+
 def names() -> list[str]:
     return list(_registry)
 

@@ -29,7 +29,8 @@ class BenchmarkData:
     excluded: list[Exclusion] = field(default_factory=list)
     digests: dict[str, str] = field(default_factory=dict)  # sample id -> prompt digest
     prompts: dict[str, str] = field(default_factory=dict)  # sample id -> prompt text
-    plan_table: bytes = b""  # the plan's Parquet bytes, when its reader made them
+    # The plan's Parquet bytes when its reader made them (engine.reading); dropped once stored.
+    plan_table: bytes = field(default=b"", repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.digests:

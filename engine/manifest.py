@@ -163,6 +163,7 @@ def write_plan(store: Store, run_id: str, name: str, bench_data: BenchmarkData) 
     report never need the dataset again (see `plan_table`)."""
     table = bench_data.plan_table or plan_table(bench_data)
     store.put(layout.plan_key(run_id, name), table)
+    bench_data.plan_table = b""  # stored: not held for the rest of the run
 
 
 def plan_table(bench_data: BenchmarkData) -> bytes:

@@ -4,12 +4,17 @@ its samples loaded (downscaled if asked) and the plan table it will store made.
 Reading needs Arrow (and with it NumPy): 70 MB of a process's memory that it never gives
 back, in a run's driver that otherwise needs neither until it aggregates. So a process that
 has not imported Arrow reads in a short-lived child (`python -m engine.reading`, about 0.4 s
-of CPU) and gets the data back pickled, with the plan tables already made; a process that has
-Arrow already (one that aggregated, a test) reads in place. Errors come back as they were
-raised (a `DatasetError` stays one line), and so do the reader's log records.
+of CPU) and gets the data back pickled, with the plan tables already made. A process that has
+Arrow already (one that aggregated, a test) reads in place, and so does a request naming a
+benchmark added with `registry.register()`, which a new process would not know.
 
-The child runs in its own session, so a terminal's Ctrl-C reaches only the command, which
-decides (`engine.interrupts`); it dies with the command (`core.fate`), however that ends.
+The child works in the command's directory (relative paths mean the same), reads the request
+on stdin and writes its answer on a pipe of its own, which the command unpickles as it comes
+(the samples are not held twice). A `ValueError` it raises (`ConfigError`, `DatasetError`:
+one line each) is raised here as it was; any other error prints its traceback there and is
+raised here as a RuntimeError naming it. Its INFO and higher log records are logged here. It
+runs in its own session, so a terminal's Ctrl-C reaches only the command, which decides
+(`engine.interrupts`); it dies with the command (`core.fate`), however that ends.
 """
 
 from __future__ import annotations
@@ -36,7 +41,8 @@ log = logging.getLogger("evalfleet")
 def read_benchmarks(request: EvalRequest) -> dict[str, BenchmarkData]:
     """Each benchmark of the request, read here if this process has Arrow already, else in a
     child process (see the module's docstring)."""
-    if "pyarrow" in sys.modules:
+    builtin = all(registry.is_builtin(name) for name in request.benchmarks)
+    if "pyarrow" in sys.modules or not builtin:
         return load_benchmarks(request, with_plan=False)
     return _read_in_child(request)
 
@@ -92,29 +98,50 @@ def downscaled(sample: Sample, max_side: int) -> Sample:
 
 
 def _read_in_child(request: EvalRequest) -> dict[str, BenchmarkData]:
+    answer_read, answer_write = os.pipe()
     command = [sys.executable, "-m", "core.fate", str(os.getpid()), "--"]
-    command += [sys.executable, "-m", "engine.reading"]
-    done = subprocess.run(  # a second Ctrl-C in the parent kills the child on its way out
-        command,
-        input=pickle.dumps(request),
-        stdout=subprocess.PIPE,  # the pickled answer; the child's stderr is the command's
-        start_new_session=True,
-        cwd=ROOT,
-        check=False,
-    )
+    command += [sys.executable, "-m", "engine.reading", str(answer_write)]
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     try:
-        outcome, value, records = pickle.loads(done.stdout)
-    except Exception:  # the child ended before answering: its stderr said why
-        how = f"signal {-done.returncode}" if done.returncode < 0 else f"code {done.returncode}"
-        raise DatasetError(
-            f"reading the data stopped: its process ended with {how} before answering; "
-            "run again (what it printed is above)"
-        ) from None
+        child = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            pass_fds=(answer_write,),
+            start_new_session=True,
+            env={**os.environ, "PYTHONPATH": path},
+        )
+    except BaseException:
+        os.close(answer_read)
+        raise
+    finally:
+        os.close(answer_write)
+    try:
+        with os.fdopen(answer_read, "rb") as answer:
+            child.stdin.write(pickle.dumps(request))
+            child.stdin.close()
+            try:
+                outcome, value, records = pickle.load(answer)
+            except Exception as exc:
+                raise _no_answer(child.wait(), exc) from None
+        child.wait()
+    except BaseException:  # a second Ctrl-C, or no answer: the child ends with the reading
+        child.kill()
+        raise
     for name, level, message in records:
         logging.getLogger(name).log(level, "%s", message)
     if outcome == "error":
         raise value
     return value
+
+
+def _no_answer(returncode: int, exc: Exception) -> Exception:
+    if returncode == 0:  # it answered, but the answer does not unpickle here
+        return RuntimeError(f"reading the data failed: its answer could not be read ({exc!r})")
+    how = f"signal {-returncode}" if returncode < 0 else f"code {returncode}"
+    return DatasetError(
+        f"reading the data stopped: its process ended with {how} before answering; "
+        "run again (what it printed is above)"
+    )
 
 
 class _Kept(logging.Handler):
@@ -128,9 +155,7 @@ class _Kept(logging.Handler):
         self.records.append((record.name, record.levelno, record.getMessage()))
 
 
-def _child_main() -> int:
-    answer = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # whatever a library prints goes to stderr, not into the answer
+def _child_main(answer_fd: int) -> int:
     kept = _Kept()
     logging.getLogger().addHandler(kept)
     logging.getLogger().setLevel(logging.INFO)
@@ -149,10 +174,10 @@ def _child_main() -> int:
     except Exception as exc:  # an exception that does not pickle: its line still does
         error = DatasetError(f"reading the data failed: {message[1]!r} ({exc})")
         blob = pickle.dumps(("error", error, kept.records))
-    answer.write(blob)
-    answer.close()
+    with os.fdopen(answer_fd, "wb") as answer:
+        answer.write(blob)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(_child_main())
+    sys.exit(_child_main(int(sys.argv[1])))

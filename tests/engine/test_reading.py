@@ -7,6 +7,7 @@ import json
 import logging
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -42,6 +43,14 @@ def test_a_child_reads_what_this_process_reads(demo_dataset):
     assert there.digests == here.digests and there.prompts == here.prompts
     assert here.plan_table == b""  # made on demand where Arrow is
     assert there.plan_table == plan_table(here)
+
+
+def test_a_relative_dataset_path_means_the_same_to_the_child(demo_dataset, monkeypatch):
+    dataset = Path(demo_dataset)
+    monkeypatch.chdir(dataset.parent)
+    there = _read_in_child(request_for(dataset.name))["zerobench"]
+    assert [s.id for s in there.samples] == ["1", "2", "3", "4"]
+    assert there.source == f"dataset path {dataset.name}"
 
 
 def test_a_childs_error_is_raised_here_as_it_was_raised_there(tmp_path):
@@ -84,3 +93,46 @@ print(len(data["zerobench"].samples), len(data["zerobench"].plan_table) > 0,
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert done.stdout.split() == ["4", "True", "False", "False"]
+
+
+TOY = """
+import sys
+from benchmarks import registry
+from benchmarks.interface import Benchmark, LoadedData
+from core.types import Part, Sample
+from engine.reading import read_benchmarks
+from engine.request import EvalRequest
+
+
+class Toy(Benchmark):
+    name = "toy-reading"
+    description = "a benchmark registered by a script"
+    hf_path = "nobody/toy"
+    revision = "v1"
+    scorings = ("exact",)
+
+    def load(self, path, options, limit):
+        samples = [Sample(id="q1", parts=[Part.of_text("1 + 1?")], target="2")]
+        return LoadedData(samples=samples, revision="v1", source="inline")
+
+    def score(self, sample, response, options):
+        return []
+
+    def metrics(self, scored, samples, protocol):
+        return []
+
+    def answer_key(self, sample, options):
+        return []
+
+
+registry.register(Toy())
+data = read_benchmarks(EvalRequest(models=["openai/sim-0.5"], benchmarks=["toy-reading"]))
+print(len(data["toy-reading"].samples), data["toy-reading"].plan_table == b"")
+"""
+
+
+def test_a_registered_benchmark_is_read_in_place():
+    """A new process would not know it: the process that registered it reads it."""
+    done = subprocess.run([sys.executable, "-c", TOY], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["1", "True"]
