@@ -24,7 +24,9 @@ def _join(system_config: dict) -> None:
     # Under `uv run`, Ray would otherwise rebuild the environment for every worker.
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
     address = os.environ.get("RAY_ADDRESS") or None
+    # No address: a new local instance ("local"; None would join a `ray start` of this machine).
     kwargs = {} if address else {"include_dashboard": False, "_system_config": system_config}
+    address = address or "local"
     main = threading.current_thread() is threading.main_thread()
     sigterm = signal.getsignal(signal.SIGTERM) if main else None
     ray.init(address=address, logging_level=logging.WARNING, log_to_driver=True, **kwargs)

@@ -49,6 +49,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from perf.work import keep, work_folder  # noqa: E402
+from tasks.ray_setup import RAY_SYSTEM_CONFIG  # noqa: E402
 
 CANARY = "sk-chaos-canary-" + uuid.uuid4().hex
 MODELS = ("openai/sim-0.5", "anthropic/sim-0.6", "google/sim-0.4")
@@ -174,7 +175,8 @@ class Chaos:
         self.store = f"s3://{self.bucket}/chaos"
         fast_death = {"health_check_period_ms": 500, "health_check_failure_threshold": 4}
         # The head hosts no worker (no CPU): the run's workers are all on the node killed.
-        head = {"num_cpus": 0, "include_dashboard": False, "_system_config": fast_death}
+        config = {**fast_death, **RAY_SYSTEM_CONFIG}  # as the heads evalfleet starts
+        head = {"num_cpus": 0, "include_dashboard": False, "_system_config": config}
         cluster = Cluster(initialize_head=True, connect=False, head_node_args=head)
         worker_node = cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()

@@ -124,7 +124,9 @@ def main() -> None:
             {"match": TPM_MODEL, "tokens_per_minute": args.tpm},
         ],
     }
-    context = ray.init(include_dashboard=False, num_cpus=2)
+    from tasks.ray_setup import RAY_SYSTEM_CONFIG
+
+    context = ray.init(include_dashboard=False, num_cpus=2, _system_config=RAY_SYSTEM_CONFIG)
     env = {**os.environ, "RAY_ADDRESS": context.address_info["gcs_address"]}
     env["PYTHONPATH"] = str(ROOT)
     log = work / "sim.jsonl"

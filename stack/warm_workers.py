@@ -14,9 +14,11 @@ def main(argv: list[str]) -> int:
     import ray
 
     from tasks.pool import start_warm
+    from tasks.ray_setup import serialize_without_arrow
 
     count = int(argv[0]) if argv else 2
     ray.init(address=os.environ["RAY_ADDRESS"], logging_level=logging.WARNING)
+    serialize_without_arrow()
     try:
         start_warm(count)
     finally:

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from simulator.process import start_simulator
+from tasks.ray_setup import RAY_SYSTEM_CONFIG
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 
@@ -39,7 +40,11 @@ def cluster():
     cluster = Cluster(
         initialize_head=True,
         connect=False,
-        head_node_args={"num_cpus": 0, "include_dashboard": False, "_system_config": fast_death},
+        head_node_args={
+            "num_cpus": 0,
+            "include_dashboard": False,
+            "_system_config": {**fast_death, **RAY_SYSTEM_CONFIG},  # as evalfleet's heads
+        },
     )
     first = cluster.add_node(num_cpus=1)
     cluster.wait_for_nodes()
