@@ -13,19 +13,21 @@ import ray
 
 def ensure_ray() -> None:
     """Join Ray (once), with a serialization context that does not import Arrow."""
-    from tasks.ray_setup import RAY_SYSTEM_CONFIG, serialize_without_arrow
+    from tasks.ray_setup import serialize_without_arrow
 
     if not ray.is_initialized():
-        _join(RAY_SYSTEM_CONFIG)
+        _join()
     serialize_without_arrow()
 
 
-def _join(system_config: dict) -> None:
+def _join() -> None:
+    from tasks.ray_setup import RAY_SYSTEM_CONFIG
+
     # Under `uv run`, Ray would otherwise rebuild the environment for every worker.
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
     address = os.environ.get("RAY_ADDRESS") or None
     # No address: a new local instance ("local"; None would join a `ray start` of this machine).
-    kwargs = {} if address else {"include_dashboard": False, "_system_config": system_config}
+    kwargs = {} if address else {"include_dashboard": False, "_system_config": RAY_SYSTEM_CONFIG}
     address = address or "local"
     main = threading.current_thread() is threading.main_thread()
     sigterm = signal.getsignal(signal.SIGTERM) if main else None

@@ -35,15 +35,13 @@ from core.types import DatasetError, Part, Sample
 from engine.items import BenchmarkData
 from engine.request import EvalRequest
 
-log = logging.getLogger("evalfleet")
-
 
 def read_benchmarks(request: EvalRequest) -> dict[str, BenchmarkData]:
     """Each benchmark of the request, read here if this process has Arrow already, else in a
     child process (see the module's docstring)."""
     builtin = all(registry.is_builtin(name) for name in request.benchmarks)
     if "pyarrow" in sys.modules or not builtin:
-        return load_benchmarks(request, with_plan=False)
+        return load_benchmarks(request)
     return _read_in_child(request)
 
 

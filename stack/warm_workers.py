@@ -5,20 +5,17 @@ process, Ray connection and SDK imports are already made."""
 
 from __future__ import annotations
 
-import logging
-import os
 import sys
 
 
 def main(argv: list[str]) -> int:
     import ray
 
+    from engine.ray_session import ensure_ray
     from tasks.pool import start_warm
-    from tasks.ray_setup import serialize_without_arrow
 
     count = int(argv[0]) if argv else 2
-    ray.init(address=os.environ["RAY_ADDRESS"], logging_level=logging.WARNING)
-    serialize_without_arrow()
+    ensure_ray()  # the cluster RAY_ADDRESS names, as a run's driver joins it
     try:
         start_warm(count)
     finally:
