@@ -124,5 +124,25 @@ def pytest_collection_modifyitems(items):
     items.sort(key=rank)  # stable: the order within a file is kept
 
 
+# What Ray and Prefect leave in the temporary directory when a test kills them as it means to
+# (a worker node's Ray session, a flow run's workspace, a runner's storage): removed at the end
+# of the session, where it was not there before it.
+LEFT_BEHIND = ("ray", "ray/session_*", "runner_storage", "runner_storage/*")
+LEFT_BEHIND += ("prefect-workspace-attempt-*", "tmp*prefect")
+_TEMP = Path(tempfile.gettempdir())
+
+
+def _left_behind() -> set[Path]:
+    return {path for pattern in LEFT_BEHIND for path in _TEMP.glob(pattern)}
+
+
+_BEFORE = _left_behind()
+
+
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(os.environ["EVALFLEET_STACK"], ignore_errors=True)
+    if hasattr(session.config, "workerinput"):
+        return  # an xdist worker: the controller clears up once every worker has ended
+    for path in _left_behind() - _BEFORE:  # a folder inside one removed already: no error
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
