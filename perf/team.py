@@ -154,7 +154,7 @@ class Rehearsal:
         )
 
     def drive(self, stack, dataset: str, store: str, endpoint: str) -> dict[str, object]:
-        from tests.stack.harness import kill_tree, worker_of
+        from tests.stack.harness import kill_tree, worker_of, worker_running
 
         state = json.loads((self.work / "state" / "stack.json").read_text())
         request = {
@@ -180,8 +180,7 @@ class Rehearsal:
         say(f"Ray node 1 (pid {node['pid']}) SIGKILLed at {at} records")
 
         at = self.wait_stored(total // 2)
-        logs = sorted((self.work / "state").glob("worker-*.log"))
-        name = worker_of(logs, flow_run)
+        name = worker_running({w["address"]: w["pid"] for w in state["workers"]}, flow_run)
         worker = next(w for w in state["workers"] if w["address"] == name)
         killed_at = time.time()
         self.kills.append(killed_at)

@@ -134,9 +134,31 @@ def kill_tree(pid: int) -> list[int]:
 
 
 def worker_of(logs: list[Path], flow_run_id: str) -> str | None:
-    """The pool worker that started a flow run, from the workers' logs."""
+    """The pool worker that took a flow run, from the workers' logs. Every polling worker may
+    log that it is submitting a scheduled run; all but one are then refused by the server and
+    log that they aborted, so a worker counts only if no abort follows its latest submission."""
     for log in logs:
+        name, took = None, False
         for line in log.read_text(errors="replace").splitlines():
             if f"submitting flow run '{flow_run_id}'" in line:
-                return line.split("Worker '", 1)[1].split("'", 1)[0]
+                name, took = line.split("Worker '", 1)[1].split("'", 1)[0], True
+            elif f"Aborted submission of flow run '{flow_run_id}'" in line:
+                took = False
+        if took:
+            return name
+    return None
+
+
+def worker_running(worker_pids: dict[str, int], flow_run_id: str) -> str | None:
+    """The pool worker whose process tree holds a flow run's process (Prefect sets the run's
+    id in that process's environment): the ground truth while the run is going."""
+    marker = f"PREFECT__FLOW_RUN_ID={flow_run_id}".encode()
+    for name, pid in worker_pids.items():
+        for child in descendants(pid):
+            try:
+                environ = Path(f"/proc/{child}/environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if marker in environ:
+                return name
     return None

@@ -22,7 +22,7 @@ import pytest
 from simulator.process import start_simulator
 from stack.services import free_port
 from tests.helpers import results_dir, wait_for_no_processes
-from tests.stack.harness import Stack, kill_tree, stack_env, worker_of
+from tests.stack.harness import Stack, kill_tree, stack_env, worker_of, worker_running
 
 pytestmark = pytest.mark.slow  # a Prefect server, a work pool, two workers and a Ray head
 
@@ -105,9 +105,10 @@ def test_a_lost_worker_is_marked_crashed_and_its_run_resumes_on_the_other(pool, 
     while stored() < 12:  # of 48 answers (4 questions, 6 epochs, 2 models), 2 at a time
         assert time.monotonic() < deadline, "the run did not start storing records"
         time.sleep(0.2)
-    name = worker_of(worker_logs(pool), flow_run)
     recorded = json.loads((pool.root / "state" / "stack.json").read_text())
     pids = {w["address"]: w["pid"] for w in recorded["workers"]}
+    name = worker_running(pids, flow_run)
+    assert name == worker_of(worker_logs(pool), flow_run), "the logs name another worker"
     killed_at = time.time()
     kill_tree(pids[name])  # the worker and the flow run it started: its machine is gone
     at_kill = stored()
