@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -63,6 +64,18 @@ def ray_temp_dir(folder: Path) -> Path:
         return inside
     digest = hashlib.sha256(str(folder).encode()).hexdigest()[:12]
     return Path(tempfile.gettempdir()) / f"evalfleet-ray-{digest}"
+
+
+def remove_sessions(folder: Path, *, keep_logs: bool = False) -> None:
+    """Remove the head's session folder (sockets, logs); with `keep_logs`, its newest
+    session's logs are first copied to `folder/ray-session-logs/` (a failed start's clues)."""
+    temp_dir = ray_temp_dir(folder)
+    logs = temp_dir / "session_latest" / "logs"
+    if keep_logs and logs.is_dir():
+        kept = folder / "ray-session-logs"
+        shutil.rmtree(kept, ignore_errors=True)
+        shutil.copytree(logs, kept, ignore_dangling_symlinks=True, dirs_exist_ok=True)
+    shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def _ray_env(token: str) -> dict[str, str]:

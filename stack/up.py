@@ -21,7 +21,6 @@ starting its own server and Ray head.
 from __future__ import annotations
 
 import secrets
-import shutil
 from pathlib import Path
 
 from core.checkout import project_digest
@@ -71,6 +70,8 @@ def up(
         # Nothing this `up` started outlives its failure; what was running before stays.
         for daemon in reversed(started):
             stop(daemon)
+        if any(daemon is stack.ray for daemon in started):
+            ray_cluster.remove_sessions(path, keep_logs=True)
         _forget(stack, started)
         save(stack)
         raise
@@ -270,8 +271,8 @@ def down(folder: str | None = None) -> list[str]:
         stopped = stop(daemon)
         state = f"stopped (pid {daemon.pid})" if stopped else "was not running"
         lines.append(f"  {daemon.name:<22} {state}")
-    if stack.ray is not None:  # its sessions (sockets, logs) go with it
-        shutil.rmtree(ray_cluster.ray_temp_dir(path), ignore_errors=True)
+    if stack.ray is not None:
+        ray_cluster.remove_sessions(path)
     if stack.launcher is not None:
         Path(stack.launcher.address).unlink(missing_ok=True)
     (path / "stack.json").unlink(missing_ok=True)

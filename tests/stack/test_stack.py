@@ -60,7 +60,9 @@ def stack(tmp_path_factory, answer_key):
 
 def test_an_up_that_fails_part_way_leaves_nothing_behind(tmp_path, monkeypatch):
     """The deployments cannot start (their reevaluation request file is gone by the time
-    they read it): the Prefect server this `up` started is stopped again, and said so."""
+    they read it): the Prefect server and the Ray head this `up` started are stopped again,
+    and said so; the head's session folder is removed, its logs kept in the state folder."""
+    from stack.ray_cluster import ray_temp_dir
     from stack.services import ServiceError
     from stack.up import up
 
@@ -69,10 +71,15 @@ def test_an_up_that_fails_part_way_leaves_nothing_behind(tmp_path, monkeypatch):
     state = tmp_path / "state"
     settings = {"EVALFLEET_REEVALUATE_REQUEST": str(tmp_path / "gone.yaml")}
     with pytest.raises(ServiceError, match="the deployments' serve process exited while"):
-        up(folder=str(state), port=free_port(), store=str(tmp_path), serve_settings=settings)
+        up(
+            folder=str(state), port=free_port(), ray=True, store=str(tmp_path),
+            serve_settings=settings,
+        )  # fmt: skip
     assert wait_for_no_processes(tag, timeout_s=30) == []
     recorded = json.loads((state / "stack.json").read_text())
     assert (recorded["prefect"], recorded["serve"], recorded["ray"]) == (None, None, None)
+    assert not ray_temp_dir(state).exists()
+    assert "Raylet graceful shutdown" in (state / "ray-session-logs" / "raylet.out").read_text()
 
 
 def zerobench_request(stack: Stack, demo_dataset: str, run_id: str, **extra) -> dict:
