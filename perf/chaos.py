@@ -50,6 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from perf.work import keep, work_folder  # noqa: E402
 from tasks.ray_setup import RAY_SYSTEM_CONFIG  # noqa: E402
+from tests.leftovers import removed_afterwards  # noqa: E402
 
 CANARY = "sk-chaos-canary-" + uuid.uuid4().hex
 MODELS = ("openai/sim-0.5", "anthropic/sim-0.6", "google/sim-0.4")
@@ -323,7 +324,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     chaos = Chaos(parser.parse_args())
     chaos.started = time.time()
-    chaos.main()
+    with removed_afterwards():  # the killed node's Ray session, once searched for secrets
+        chaos.main()
 
 
 if __name__ == "__main__":

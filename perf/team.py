@@ -47,6 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from perf.work import keep, work_folder  # noqa: E402
+from tests.leftovers import removed_afterwards  # noqa: E402
 
 MODELS = ["openai/sim-0.5", "anthropic/sim-0.6", "google/sim-0.4"]
 USABLE = ("ok", "length", "truncate")
@@ -130,6 +131,7 @@ class Rehearsal:
                     "--port", str(port), "--store", store,
                 )  # fmt: skip
                 if up.returncode != 0:
+                    keep(self.work)  # the stack's logs, under state/
                     raise SystemExit(f"evalfleet up failed:\n{up.stdout}{up.stderr}")
                 say(f"up in {time.monotonic() - started:.0f} s")
                 stack = Stack(self.env, self.tag, f"http://127.0.0.1:{port}", Path(), sim.url,
@@ -254,7 +256,8 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--crash-after", type=int, default=40)
     parser.add_argument("--latency-ms", type=float, default=300.0)
-    Rehearsal(parser.parse_args()).main()
+    with removed_afterwards():  # the lost flow run's workspace, the runners' storage
+        Rehearsal(parser.parse_args()).main()
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@ from pathlib import Path
 import prefect.main  # noqa: F401  (see below)
 import pytest
 
+from tests.leftovers import left_behind, remove_left_behind
+
 # Importing prefect.main configures Prefect's console logging on the sys.stderr of that
 # moment. Here, that is pytest's own stream for the whole session; done first inside a test
 # that uses capsys, it would be that test's stream, closed once the test ends.
@@ -124,25 +126,11 @@ def pytest_collection_modifyitems(items):
     items.sort(key=rank)  # stable: the order within a file is kept
 
 
-# What Ray and Prefect leave in the temporary directory when a test kills them as it means to
-# (a worker node's Ray session, a flow run's workspace, a runner's storage): removed at the end
-# of the session, where it was not there before it.
-LEFT_BEHIND = ("ray", "ray/session_*", "runner_storage", "runner_storage/*")
-LEFT_BEHIND += ("prefect-workspace-attempt-*", "tmp*prefect")
-_TEMP = Path(tempfile.gettempdir())
-
-
-def _left_behind() -> set[Path]:
-    return {path for pattern in LEFT_BEHIND for path in _TEMP.glob(pattern)}
-
-
-_BEFORE = _left_behind()
+_BEFORE = left_behind()  # what the session must not remove (see tests/leftovers.py)
 
 
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(os.environ["EVALFLEET_STACK"], ignore_errors=True)
     if hasattr(session.config, "workerinput"):
         return  # an xdist worker: the controller clears up once every worker has ended
-    for path in _left_behind() - _BEFORE:  # a folder inside one removed already: no error
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
+    remove_left_behind(_BEFORE)
