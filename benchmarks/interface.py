@@ -59,6 +59,8 @@ from core.types import Decoding, Sample, Score
 if TYPE_CHECKING:
     import pandas as pd
 
+    from metrics.intervals import UnitValues
+
 
 class BenchmarkOptions(BaseModel):
     """A benchmark's options. Every field needs a default and a description (the UI form)."""
@@ -251,8 +253,14 @@ class Benchmark(ABC):
     epochs: ClassVar[int] = 1
     #: Rule scoring modes, headline first.
     scorings: ClassVar[tuple[str, ...]]
-    #: The whole-benchmark metric (group "") the leaderboard ranks by; it has an SE.
+    #: The whole-benchmark metric (group "") the leaderboard ranks by: the mean of the
+    #: per-unit values of `headline_units`.
     headline: ClassVar[str] = "accuracy"
+    #: How many units the upstream dataset holds (None: more than a run asks). `compare` says
+    #: a difference cannot be settled when detecting it would take more units than this.
+    pool_units: ClassVar[int | None] = None
+    #: What a unit of the headline is called in sentences ("question", "main question").
+    unit_name: ClassVar[str] = "question"
     judge: ClassVar[JudgeSpec | None] = None
     #: Media kinds this benchmark can replace by a text stand-in, and the option that does it.
     text_alternatives: ClassVar[frozenset[str]] = frozenset()
@@ -307,6 +315,18 @@ class Benchmark(ABC):
     def answer_key(self, sample: Sample, options: BenchmarkOptions) -> list[dict]:
         """Simulator answer-key entries for this sample (`simulator.answering`): its prompt's
         hash, the target, and the answer's `template` (the format the prompt asks for)."""
+
+    def headline_units(
+        self, scored: Sequence[ScoredItem], samples: dict[str, Sample], protocol: str
+    ) -> UnitValues:
+        """The headline as per-unit values (`metrics.intervals`): what its interval, the
+        leaderboard's ranks and `compare` resample. By default a unit is a sample, valued by
+        its mean over epochs; items whose score could not be computed are left out."""
+        from metrics.intervals import units_from_observations  # NumPy: not in a run's driver
+
+        return units_from_observations(
+            [(i.sample_id, i.epoch, i.value) for i in scored if i.score_error is None]
+        )
 
     def resampling_unit(self, sample: Sample) -> str:
         """The items a bootstrap must resample together because they are not independent

@@ -21,7 +21,7 @@ def metric_lookup(part: pd.DataFrame):
     overall = part[part["group"] == ""].drop_duplicates("metric").set_index("metric")
 
     def value(metric: str, column: str = "value"):
-        if metric not in overall.index:
+        if metric not in overall.index or column not in overall.columns:
             return None
         found = overall.at[metric, column]
         return None if pd.isna(found) else found
@@ -37,11 +37,14 @@ def default_summary(long: pd.DataFrame) -> pd.DataFrame:
     overall = long[long["group"] == ""]
     metrics = list(dict.fromkeys(overall["metric"]))
     with_se = {m for m in metrics if overall.loc[overall["metric"] == m, "se"].notna().any()}
+    with_ci = {m for m in metrics if _has(overall.loc[overall["metric"] == m], "ci95_low")}
     columns = [*KEYS]
     for metric in metrics:
         columns.append(metric)
         if metric in with_se:
             columns.append(f"{metric}_se")
+        if metric in with_ci:
+            columns += [f"{metric}_ci95_low", f"{metric}_ci95_high"]
     columns.append("n")
     rows = []
     for key, part in overall.groupby(KEYS, sort=False):
@@ -51,6 +54,9 @@ def default_summary(long: pd.DataFrame) -> pd.DataFrame:
             row[metric] = value(metric)
             if metric in with_se:
                 row[f"{metric}_se"] = value(metric, "se")
+            if metric in with_ci:
+                row[f"{metric}_ci95_low"] = value(metric, "ci95_low")
+                row[f"{metric}_ci95_high"] = value(metric, "ci95_high")
         row["n"] = int(part["n"].max()) if len(part) else 0
         rows.append(row)
     return pd.DataFrame(rows, columns=columns)
@@ -73,7 +79,17 @@ def breakdown_summary(long: pd.DataFrame, metric: str) -> pd.DataFrame:
                     "group": group if by else "",
                     metric: record.value,
                     "se": record.se,
+                    "ci95_low": getattr(record, "ci95_low", None),
+                    "ci95_high": getattr(record, "ci95_high", None),
                     "n": record.n,
                 }
             )
-    return pd.DataFrame(rows, columns=[*KEYS, "breakdown", "group", metric, "se", "n"])
+    columns = [*KEYS, "breakdown", "group", metric, "se", "ci95_low", "ci95_high", "n"]
+    frame = pd.DataFrame(rows, columns=columns)
+    if not _has(frame, "ci95_low"):  # not the headline: no interval to show
+        frame = frame.drop(columns=["ci95_low", "ci95_high"])
+    return frame
+
+
+def _has(frame: pd.DataFrame, column: str) -> bool:
+    return column in frame and bool(frame[column].notna().any())

@@ -166,21 +166,14 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from engine.results import markdown
-    from reports.leaderboard import shown_columns, update
+    from reports.board_page import markdown_page
+    from reports.leaderboard import update
 
     if args.flow_run:
         return rebuild_as_flow_run(args)
     board, where = update(store_from(args))
-    shown = shown_columns(board.table)
-    if not board.new:
-        shown = shown.drop(columns=["new"])
-    for (benchmark, scoring), part in shown.groupby(["benchmark", "scoring"], sort=False):
-        print(f"\n{benchmark} ({scoring})")
-        print(markdown(part.drop(columns=["benchmark", "scoring"])))
-    for line in board.new:
-        print(line)
-    print(f"\n{board.runs} runs; tables and plots in {where}")
+    print(markdown_page(board))
+    print(f"{board.runs} runs; tables and plots in {where}")
     if args.open:
         page = Path(where[len("file://") :] if where.startswith("file://") else where)
         if where.startswith("s3://") or not page.exists():

@@ -37,7 +37,8 @@ def aggregate_run(store: Store, run_id: str) -> dict[str, Any]:
     if run.judges:
         extra["judges"] = scored.judges
         extra["judge_agreement"] = judge_agreement(scored.samples, benchmarks, run.judges)
-    version, written = write_results(store, run_id, scored, tables, extra)
+    identity = run.manifest["identity"]
+    version, written = write_results(store, run_id, scored, tables, extra, identity)
     judge_states = Counter(run.judge_state.state.values())
     return {
         "run_id": run_id,

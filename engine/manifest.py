@@ -85,21 +85,30 @@ def build_manifest(
 
 
 def read_manifest(store: Store, run_id: str) -> dict[str, Any] | None:
-    data = store.get(layout.manifest_key(run_id))
+    """The run's manifest, None if there is no run of that id; DamagedFile if its bytes are
+    not a manifest."""
+    from engine.damage import manifest_damaged, problem_of
+
+    key = layout.manifest_key(run_id)
+    data = store.get(key)
     if data is None:
         return None
     try:
         manifest = json.loads(data)
-    except ValueError:
-        raise RunError(
-            f"run {run_id} has an unreadable manifest.json in {store.describe()}: move it "
-            "aside or choose a new --run-id"
-        ) from None
+    except ValueError as exc:
+        raise manifest_damaged(store, key, f"not JSON: {problem_of(exc)}") from None
+    if not isinstance(manifest, dict):
+        raise manifest_damaged(store, key, "not a JSON object")
     if manifest.get("manifest_version") != MANIFEST_VERSION:
         raise RunError(
             f"run {run_id} in {store.describe()} was written by an older evalfleet "
             f"(manifest version {manifest.get('manifest_version', 1)}): choose a new --run-id"
         )
+    missing = [
+        k for k in ("identity", "request", "datasets") if not isinstance(manifest.get(k), dict)
+    ]
+    if missing:
+        raise manifest_damaged(store, key, f"no {', '.join(missing)}")
     return manifest
 
 
@@ -239,34 +248,40 @@ class Plan:
 
 
 def read_plan(store: Store, run_id: str, name: str) -> Plan:
+    """One benchmark's plan; DamagedFile if its bytes are not a plan."""
     import pyarrow.parquet as pq
 
-    blob = store.get(layout.plan_key(run_id, name))
+    from engine.damage import plan_damaged, problem_of
+
+    key = layout.plan_key(run_id, name)
+    blob = store.get(key)
     if blob is None:
         raise RunError(f"run {run_id} has no plan for {name} in {store.describe()}")
-    columns = pq.read_table(io.BytesIO(blob)).to_pydict()
-    ids = columns["sample_id"]
-    samples = [
-        Sample(
-            id=sample_id,
-            parts=[],
-            target=target,
-            group_id=group_id,
-            choices=json.loads(choices),
-            metadata=json.loads(metadata),
-        )
-        for sample_id, target, group_id, choices, metadata in zip(
-            ids,
-            columns["target"],
-            columns["group_id"],
-            columns["choices"],
-            columns["metadata"],
-            strict=True,
-        )
-    ]
+    try:
+        columns = pq.read_table(io.BytesIO(blob)).to_pydict()
+        ids = columns["sample_id"]
+        samples = [
+            Sample(
+                id=sample_id,
+                parts=[],
+                target=target,
+                group_id=group_id,
+                choices=json.loads(choices),
+                metadata=json.loads(metadata),
+            )
+            for sample_id, target, group_id, choices, metadata in zip(
+                ids,
+                columns["target"],
+                columns["group_id"],
+                columns["choices"],
+                columns["metadata"],
+                strict=True,
+            )
+        ]
+        digests = dict(zip(ids, columns["prompt_digest"], strict=True))
+    except KeyError as exc:
+        raise plan_damaged(store, key, f"no column {exc}") from None
+    except (ValueError, OSError, TypeError) as exc:  # ArrowInvalid is a ValueError
+        raise plan_damaged(store, key, f"not a plan: {problem_of(exc)}") from None
     prompts = columns.get("prompt") or [""] * len(ids)
-    return Plan(
-        samples,
-        dict(zip(ids, columns["prompt_digest"], strict=True)),
-        dict(zip(ids, prompts, strict=True)),
-    )
+    return Plan(samples, digests, dict(zip(ids, prompts, strict=True)))

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.identity import RunError
 from storage import layout
 from storage.base import Store
 
@@ -117,15 +118,18 @@ def write_results(
     scored: Scored,
     tables: dict[str, pd.DataFrame],
     extra: dict[str, pd.DataFrame] | None = None,
+    identity: dict[str, Any] | None = None,
 ) -> tuple[str, list[str]]:
     """Write one aggregation's tables under its version (with `version.json`: what scored
-    them), then move `latest` to it. `extra`: more tables by file stem (judge agreement)."""
+    them, and the run's identity then, so two versions of a grown run compare), then move
+    `latest` to it. `extra`: more tables by file stem (judge agreement)."""
     from engine.manifest import code_version
 
     version = version_of(scored)
     files: dict[str, bytes] = {
         "samples.parquet": _parquet(scored.samples),
         "metrics.parquet": _parquet(scored.long),
+        "units.parquet": _parquet(scored.units),
         "metrics.csv": scored.long.to_csv(index=False).encode(),
         "usage.csv": scored.usage.to_csv(index=False).encode(),
         "usage.parquet": _parquet(scored.usage),
@@ -151,6 +155,7 @@ def write_results(
         "scorer_sha256": scorer_sha256(),
         "code_version": code_version(),
         "files": sorted([*files, "version.json"]),
+        **({"identity": identity} if identity is not None else {}),
     }
     about = json.dumps(latest, indent=2).encode()
     store.put(layout.results_key(run_id, version, "version.json"), about)
@@ -159,47 +164,92 @@ def write_results(
     return version, written
 
 
-def latest_version(store: Store, run_id: str) -> str | None:
-    blob = store.get(layout.latest_results_key(run_id))
-    return json.loads(blob)["version"] if blob else None
+class NoResults(RunError):
+    """The run has not been aggregated yet."""
 
 
 def read_result(store: Store, run_id: str, name: str) -> pd.DataFrame:
     """A table of the run's latest results (`summary_zerobench.parquet`, ...)."""
-    version = latest_version(store, run_id)
-    if version is None:
-        raise FileNotFoundError(f"run {run_id} has no results yet")
-    return read_version_table(store, run_id, version, name)
+    return read_version_table(store, run_id, results_about(store, run_id)["version"], name)
 
 
 def read_version_table(store: Store, run_id: str, version: str, name: str) -> pd.DataFrame:
-    blob = store.get(layout.results_key(run_id, version, name))
+    """One Parquet table of a results version; DamagedFile when it is missing or unreadable
+    (`evalfleet aggregate` writes it again)."""
+    table = read_optional_table(store, run_id, version, name)
+    if table is None:
+        from engine.damage import results_damaged
+
+        key = layout.results_key(run_id, version, name)
+        raise results_damaged(store, key, "missing from its results version")
+    return table
+
+
+def read_optional_table(
+    store: Store, run_id: str, version: str, name: str
+) -> pd.DataFrame | None:
+    """A table a results version may not have (judges, judge agreement): None without it;
+    DamagedFile when it is there but unreadable."""
+    from engine.damage import problem_of, results_damaged
+
+    key = layout.results_key(run_id, version, name)
+    blob = store.get(key)
     if blob is None:
-        raise FileNotFoundError(f"run {run_id} results {version} have no {name}")
+        return None
     import pandas as pd
 
-    return pd.read_parquet(io.BytesIO(blob))
+    try:
+        return pd.read_parquet(io.BytesIO(blob))
+    except (ValueError, OSError) as exc:  # ArrowInvalid is a ValueError
+        raise results_damaged(store, key, f"not Parquet: {problem_of(exc)}") from None
 
 
 def results_about(store: Store, run_id: str, version: str | None = None) -> dict[str, Any]:
     """What scored a results version (its `version.json`): the latest one, or `version`.
-    Versions written before it was kept say only their name. One line if there is none."""
-    from engine.identity import RunError
-
+    Versions written before it was kept say only their name. One line if there is none;
+    DamagedFile when `latest.json` or `version.json` is unreadable, or names a version that
+    is gone."""
     if version is None:
-        blob = store.get(layout.latest_results_key(run_id))
+        key = layout.latest_results_key(run_id)
+        blob = store.get(key)
         if blob is None:
-            raise RunError(
+            raise NoResults(
                 f"run {run_id} has no results in {store.describe()}: run `evalfleet aggregate "
                 f"{run_id}` (or finish the run) first"
             )
-        return json.loads(blob)
-    blob = store.get(layout.results_key(run_id, version, "version.json"))
+        about = _about(store, key, blob)
+        if not _version_exists(store, run_id, about["version"]):
+            from engine.damage import results_damaged
+
+            raise results_damaged(store, key, f"it names {about['version']}, which is missing")
+        return about
+    key = layout.results_key(run_id, version, "version.json")
+    blob = store.get(key)
     if blob is not None:
-        return json.loads(blob)
+        return _about(store, key, blob)
     if store.get(layout.results_key(run_id, version, "samples.parquet")) is None:
         raise RunError(f"run {run_id} has no results version {version} in {store.describe()}")
     return {"version": version}
+
+
+def _about(store: Store, key: str, blob: bytes) -> dict[str, Any]:
+    from engine.damage import problem_of, results_damaged
+
+    try:
+        about = json.loads(blob)
+    except ValueError as exc:
+        raise results_damaged(store, key, f"not JSON: {problem_of(exc)}") from None
+    version = about.get("version") if isinstance(about, dict) else None
+    if not isinstance(version, str) or not layout.is_results_version(version):
+        raise results_damaged(store, key, "no results version named in it")
+    return about
+
+
+def _version_exists(store: Store, run_id: str, version: str) -> bool:
+    return any(
+        store.get(layout.results_key(run_id, version, name)) is not None
+        for name in ("version.json", "samples.parquet")
+    )
 
 
 def _parquet(frame: pd.DataFrame) -> bytes:

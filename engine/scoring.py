@@ -42,11 +42,16 @@ LONG_COLUMNS = [
     "group",
     "value",
     "se",
+    "ci95_low",  # the headline's 95 % interval (`metrics.intervals`), on its row only
+    "ci95_high",
     "n",
     "errors",
     "judged",
     "score_errors",
 ]
+# The headline of each (model, benchmark, scoring) as per-unit values: what its interval, the
+# leaderboard's ranks and `compare` resample (`Benchmark.headline_units`).
+UNIT_COLUMNS = ["model", "benchmark", "scoring", "unit", "value", "epochs", "epoch_var", "binary"]
 USAGE_COLUMNS = [
     "model",
     "benchmark",
@@ -83,6 +88,7 @@ COST_COLUMNS = [c for c in USAGE_COLUMNS if c.endswith("cost_usd")]
 class Scored:
     samples: pd.DataFrame  # one row per (model, benchmark, sample, epoch, scoring)
     long: pd.DataFrame  # one row per metric (LONG_COLUMNS)
+    units: pd.DataFrame  # one row per headline unit (UNIT_COLUMNS)
     usage: pd.DataFrame  # one row per (model, benchmark): tokens and cost, judge apart
     digest: str  # of the set of records scored
     extra_files: dict[str, bytes] = field(default_factory=dict)  # "<benchmark>/<path>"
@@ -195,7 +201,7 @@ def score_run(run: StoredRun) -> Scored:
         for path, blob in bench.extra_files(answered, data.by_id, options).items():
             extra_files[f"{name}/{path}"] = blob
     samples = pd.DataFrame(rows, columns=SAMPLE_COLUMNS)
-    long = metric_table(run, samples)
+    long, units = metric_table(run, samples)
     usage_frame = pd.DataFrame(
         [{"model": m, "benchmark": b, **spent} for (m, b), spent in usage.items()],
         columns=USAGE_COLUMNS,
@@ -209,7 +215,7 @@ def score_run(run: StoredRun) -> Scored:
     )
     judges_frame["cost_usd"] = judges_frame["cost_usd"].astype(float).round(6)
     digest = hashlib.sha256("\n".join(sorted(scored_keys)).encode()).hexdigest()
-    return Scored(samples, long, usage_frame, digest, extra_files, judges_frame)
+    return Scored(samples, long, units, usage_frame, digest, extra_files, judges_frame)
 
 
 def _judge_record(
@@ -251,16 +257,38 @@ def _spend(spent: dict[str, Any], prefix: str, record: dict[str, Any], error: st
         spent["batch_cost_usd"] += float(record.get("cost_usd") or 0.0)
 
 
-def metric_table(run: StoredRun, samples: pd.DataFrame) -> pd.DataFrame:
-    """Each benchmark's metric set per (model, scoring mode), as long-table rows."""
+def metric_table(run: StoredRun, samples: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Each benchmark's metric set per (model, scoring mode), as long-table rows, and its
+    headline as per-unit values; the headline's row carries their 95 % interval."""
     out: list[dict[str, Any]] = []
+    unit_rows: list[dict[str, Any]] = []
     grouped = scored_items(samples)
     for (model, name, scoring), items in grouped.items():
         data = run.data[name]
+        bench = data.benchmark
         errors = sum(item.errored for item in items)
         judged = sum(item.judged for item in items)
         score_errors = sum(item.score_error is not None for item in items)
-        for metric in data.benchmark.metrics(items, data.by_id, data.protocol):
+        units = bench.headline_units(items, data.by_id, data.protocol)
+        interval = units.interval()
+        for i, unit in enumerate(units.ids):
+            unit_rows.append(
+                {
+                    "model": model,
+                    "benchmark": name,
+                    "scoring": scoring,
+                    "unit": unit,
+                    "value": float(units.values[i]),
+                    "epochs": int(units.epochs[i]),
+                    "epoch_var": float(units.epoch_var[i]),
+                    "binary": units.binary,
+                }
+            )
+        for metric in bench.metrics(items, data.by_id, data.protocol):
+            headline = interval is not None and (metric.metric, metric.group) == (
+                bench.headline,
+                "",
+            )
             out.append(
                 {
                     "model": model,
@@ -270,10 +298,12 @@ def metric_table(run: StoredRun, samples: pd.DataFrame) -> pd.DataFrame:
                     "group": metric.group,
                     "value": metric.value,
                     "se": metric.se,
+                    "ci95_low": interval.low if headline else None,
+                    "ci95_high": interval.high if headline else None,
                     "n": metric.n,
                     "errors": errors,
                     "judged": judged,
                     "score_errors": score_errors,
                 }
             )
-    return pd.DataFrame(out, columns=LONG_COLUMNS)
+    return pd.DataFrame(out, columns=LONG_COLUMNS), pd.DataFrame(unit_rows, columns=UNIT_COLUMNS)

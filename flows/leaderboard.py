@@ -22,30 +22,22 @@ DEPLOYMENT = "leaderboard/on-demand"
 
 
 def publish_artifacts(board: Board, where: str) -> None:
-    """The table and the plots in the Prefect UI (best effort: they are in the store)."""
-    from prefect.artifacts import create_markdown_artifact, create_table_artifact
+    """The leaderboard's page and plots in the Prefect UI (best effort: they are in the
+    store)."""
+    from prefect.artifacts import create_markdown_artifact
 
-    from engine.results import markdown
-    from reports.leaderboard import PLOTS, shown_columns
+    from reports.board_page import markdown_page
 
-    shown = shown_columns(board.table)
     try:
-        create_table_artifact(
-            table=shown.astype(object).where(shown.notna(), None).to_dict("records"),
+        images = "\n\n".join(
+            f"![{name}](data:image/png;base64,{base64.b64encode(blob).decode()})"
+            for name, blob in sorted(board.files.items())
+            if name.endswith(".png")
+        )
+        create_markdown_artifact(
+            markdown=f"{markdown_page(board)}\n\nFiles: `{where}`\n\n{images}",
             key="leaderboard",
             description=f"evalfleet leaderboard ({where})",
-        )
-        images = "\n\n".join(
-            f"![{name}](data:image/png;base64,{base64.b64encode(board.files[name]).decode()})"
-            for name in PLOTS
-            if name in board.files
-        )
-        news = "".join(f"- {line}\n" for line in board.new) or "_no new model_\n"
-        create_markdown_artifact(
-            markdown=f"## New models\n\n{news}\n## Leaderboard\n\n{markdown(shown)}\n\n"
-            f"Files: `{where}`\n\n{images}",
-            key="leaderboard-plots",
-            description="evalfleet leaderboard with plots",
         )
     except Exception as exc:
         log.warning("could not publish the leaderboard artifacts: %s", exc)

@@ -1,10 +1,10 @@
-"""Rank intervals: how sure a leaderboard may be of each model's place.
+"""Ranks a leaderboard may claim: by paired significance, the test `compare` prints.
 
-A paired bootstrap over the items every ranked model answered: each draw resamples groups
-(as in `metrics.paired`), takes each model's mean over the items drawn, and ranks the models
-(1 = best, ties share the better rank). A model's interval spans the 2.5th to the 97.5th
-percentile of its ranks over the draws. Models whose intervals overlap, directly or through
-a chain of others, share a band: a leaderboard cannot tell them apart.
+A row's rank is 1 plus the number of rows significantly better than it: rows whose paired 95 %
+interval of the difference, on the units both hold (`metrics.intervals.paired`), lies above 0.
+Rows that cannot be told apart share a band: a band is a set of rows linked by "not
+significantly different" or "the same rank". So two rows in different bands always differ
+significantly, by the very interval `compare` shows for them.
 """
 
 from __future__ import annotations
@@ -12,73 +12,49 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
-from metrics.paired import DRAWS, SEED
+from metrics.intervals import UnitValues, paired
 
 
 @dataclass(frozen=True)
-class RankInterval:
-    rank: int  # of the point estimates
-    low: int
-    high: int
-    band: int  # 1 for the top band
+class Ranked:
+    rank: int
+    band: int  # 1 for the band holding rank 1
+    better_than: tuple[int, ...]  # the rows (by position) this one is significantly better than
 
 
-def _ranks(means: np.ndarray) -> np.ndarray:
-    """Per row of `means` (draws x models): each model's rank, 1 best, ties the better rank."""
-    order = -means
-    return (order[:, :, None] > order[:, None, :]).sum(axis=2) + 1
+def significance_ranks(rows: Sequence[UnitValues]) -> list[Ranked]:
+    """Rank and band of each row, in the input's order."""
+    n = len(rows)
+    better = [[False] * n for _ in range(n)]  # better[i][j]: i significantly better than j
+    for i in range(n):
+        for j in range(i + 1, n):
+            found = paired(rows[i], rows[j])
+            if found is None or found.low is None:
+                continue
+            if found.low > 0:
+                better[i][j] = True
+            elif found.high is not None and found.high < 0:
+                better[j][i] = True
+    ranks = [1 + sum(better[j][i] for j in range(n)) for i in range(n)]
+    parent = list(range(n))
 
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
 
-def rank_intervals(
-    groups: Sequence[str],
-    values: np.ndarray,
-    *,
-    draws: int = DRAWS,
-    seed: int = SEED,
-) -> list[RankInterval]:
-    """`values` is items x models (the items all models answered, paired), `groups` each
-    item's group. Returns one RankInterval per model, in the columns' order."""
-    values = np.asarray(values, dtype=float)
-    index: dict[str, int] = {}
-    position = np.array([index.setdefault(g, len(index)) for g in groups], dtype=np.int64)
-    count = len(index)
-    sums = np.stack(
-        [
-            np.bincount(position, weights=values[:, m], minlength=count)
-            for m in range(values.shape[1])
-        ],
-        axis=1,
-    )  # groups x models
-    sizes = np.bincount(position, minlength=count).astype(float)
-    point = _ranks((sums.sum(axis=0) / sizes.sum())[None, :])[0]
-    picks = np.random.default_rng(seed).integers(0, count, size=(draws, count))
-    means = sums[picks].sum(axis=1) / sizes[picks].sum(axis=1)[:, None]
-    ranks = _ranks(means)
-    low = np.percentile(ranks, 2.5, axis=0, method="lower").astype(int)
-    high = np.percentile(ranks, 97.5, axis=0, method="higher").astype(int)
-    bands = bands_of(
-        [(int(p), int(lo), int(hi)) for p, lo, hi in zip(point, low, high, strict=True)]
-    )
+    for i in range(n):
+        for j in range(i + 1, n):
+            apart = better[i][j] or better[j][i]
+            if not apart or ranks[i] == ranks[j]:
+                parent[root(i)] = root(j)
+    tops: dict[int, int] = {}
+    for i in range(n):
+        tops[root(i)] = min(tops.get(root(i), ranks[i]), ranks[i])
+    order = sorted(tops, key=lambda r: (tops[r], r))
+    band_of = {r: position + 1 for position, r in enumerate(order)}
     return [
-        RankInterval(int(p), int(lo), int(hi), band)
-        for p, lo, hi, band in zip(point, low, high, bands, strict=True)
+        Ranked(ranks[i], band_of[root(i)], tuple(j for j in range(n) if better[i][j]))
+        for i in range(n)
     ]
-
-
-def bands_of(intervals: Sequence[tuple[int, int, int]]) -> list[int]:
-    """Bands of (rank, low, high) intervals: sorted by rank, a model joins the band before it
-    when its interval starts at or before the furthest end seen in that band."""
-    order = sorted(range(len(intervals)), key=lambda i: (intervals[i][0], intervals[i][1]))
-    bands = [0] * len(intervals)
-    band, reach = 0, -1
-    for i in order:
-        _, low, high = intervals[i]
-        if low > reach:
-            band += 1
-            reach = high
-        else:
-            reach = max(reach, high)
-        bands[i] = band
-    return bands

@@ -2,16 +2,18 @@
 
 A side is `RUN_ID`, `RUN_ID:MODEL` (so two models of one run compare too) or
 `RUN_ID@VERSION[:MODEL]` (a results version other than the latest: two versions of one run
-show a scorer change). First what differs between the two identities, field by field; then,
-per benchmark and scoring mode, on the items both sides hold:
+show a scorer change, or a run that grew). First what differs between the two identities,
+field by field; then, per benchmark and scoring mode, on the items both sides hold. An item is
+(dataset fingerprint, sample id): two sides on different datasets share none, and are shown
+side by side, each with its own figures, with no paired statistic.
 
-- each side's accuracy (the mean score over the items, failed calls counting 0, as in the
-  tables) and the difference, with a paired bootstrap 95 % interval that resamples groups
-  (`metrics.paired`: ZeroBench's main questions for its subquestions; a sample's epochs stay
-  together);
+On shared items, from the headline's per-unit values (`metrics.intervals`, the units the
+leaderboard ranks by):
+- each side's value and the paired difference with its 95 % bootstrap interval over the
+  shared units; below 10 shared units, or when no unit differs, no interval;
 - an exact McNemar p-value on per-sample correctness at epoch 0 (the greedy epoch under the
   zerobench-paper protocol), with the samples that flipped each way;
-- how many items only one side has.
+- what it would take to tell the two apart (`reports.power`).
 """
 
 from __future__ import annotations
@@ -27,15 +29,19 @@ from core.types import ConfigError
 from engine.identity import RunError
 from engine.manifest import read_manifest
 from engine.results import read_version_table, results_about
-from metrics.paired import mcnemar_exact, paired_difference
+from metrics.intervals import UnitValues, paired
+from metrics.paired import mcnemar_exact
+from reports import formatting as fmt
+from reports.item_sets import item_set_of
+from reports.power import what_it_would_take
 from storage import layout
 from storage.base import Store
 
 EPOCH = 0  # McNemar's epoch
 NOTE = (
-    "Accuracy is the mean score over the items both sides hold (failed calls count 0); the "
-    "interval is a paired bootstrap (2,000 draws) resampling groups; McNemar's exact test uses "
-    "per-sample correctness at epoch 0, and the flips are its discordant samples."
+    "Values are fractions of 1: each side's headline over the units both hold. The interval "
+    "is a paired bootstrap (10,000 draws) of the per-unit differences; McNemar's exact test "
+    "uses per-sample correctness at epoch 0, and the flips are its discordant samples."
 )
 
 
@@ -47,14 +53,48 @@ class Side:
     manifest: dict[str, Any]
     about: dict[str, Any]
     samples: pd.DataFrame
+    units: pd.DataFrame
+    usage: pd.DataFrame
 
     @property
     def label(self) -> str:
         text = f"{self.run_id}@{self.version}"
         return f"{text}:{self.model}" if self.model else text
 
+    @property
+    def identity(self) -> dict[str, Any]:
+        """The run's identity when this version was scored (the manifest's for versions
+        written before it was kept)."""
+        return self.about.get("identity") or self.manifest["identity"]
+
     def models(self) -> list[str]:
-        return list(self.manifest["request"]["models"])
+        """The models this version scored, in the order the run asked them."""
+        scored = set(self.identity["models"])
+        asked = [m for m in self.manifest["request"]["models"] if m in scored]
+        return asked + sorted(scored - set(asked))
+
+    def unit_values(self, model: str, benchmark: str, scoring: str) -> UnitValues | None:
+        part = self.units[
+            (self.units.model == model)
+            & (self.units.benchmark == benchmark)
+            & (self.units.scoring == scoring)
+        ]
+        if part.empty:
+            return None
+        return UnitValues.of(
+            list(part["unit"]),
+            list(part["value"]),
+            list(part["epochs"]),
+            list(part["epoch_var"]),
+            bool(part["binary"].all()),
+        )
+
+    def cost_per_unit(self, model: str, benchmark: str, units: int) -> float | None:
+        spent = self.usage[(self.usage.model == model) & (self.usage.benchmark == benchmark)]
+        if spent.empty or not units:
+            return None
+        row = spent.iloc[0]
+        return (float(row.cost_usd) + float(row.judge_cost_usd)) / units
 
 
 def parse_side(text: str) -> tuple[str, str | None, str | None]:
@@ -76,11 +116,14 @@ def load_side(store: Store, text: str) -> Side:
         )
     about = results_about(store, run_id, version)
     version = about["version"]
-    samples = read_version_table(store, run_id, version, "samples.parquet")
-    if model is not None and model not in manifest["request"]["models"]:
-        models = ", ".join(manifest["request"]["models"])
-        raise ConfigError(f"run {run_id} has no model {model}: it has {models}")
-    return Side(run_id, version, model, manifest, about, samples)
+    tables = {
+        name: read_version_table(store, run_id, version, f"{name}.parquet")
+        for name in ("samples", "units", "usage")
+    }
+    side = Side(run_id, version, model, manifest, about, **tables)
+    if model is not None and model not in side.models():
+        raise ConfigError(f"run {run_id} has no model {model}: it has {', '.join(side.models())}")
+    return side
 
 
 def pairs(a: Side, b: Side) -> list[tuple[str, str]]:
@@ -111,76 +154,94 @@ def pairs(a: Side, b: Side) -> list[tuple[str, str]]:
 def compare(store: Store, spec_a: str, spec_b: str) -> dict[str, Any]:
     a, b = load_side(store, spec_a), load_side(store, spec_b)
     matched = pairs(a, b)
-    rows, unpaired = [], []
+    rows, apart = [], []
     for model_a, model_b in matched:
-        for (benchmark, scoring), part_a in a.samples[a.samples.model == model_a].groupby(
-            ["benchmark", "scoring"], sort=False
-        ):
-            part_b = b.samples[
-                (b.samples.model == model_b)
-                & (b.samples.benchmark == benchmark)
-                & (b.samples.scoring == scoring)
-            ]
-            if part_b.empty:
+        keys = a.units[a.units.model == model_a][["benchmark", "scoring"]].drop_duplicates()
+        for benchmark, scoring in keys.itertuples(index=False):
+            units_a = a.unit_values(model_a, benchmark, scoring)
+            units_b = b.unit_values(model_b, benchmark, scoring)
+            if units_a is None or units_b is None:
                 continue
-            common = part_a.merge(part_b, on=["sample_id", "epoch"])
-            if common.empty:
-                unpaired.append(
-                    {
-                        "model_a": model_a,
-                        "model_b": model_b,
-                        "benchmark": benchmark,
-                        "scoring": scoring,
-                        "only_in_a": len(part_a),
-                        "only_in_b": len(part_b),
-                    }
-                )
+            where = (model_a, model_b, benchmark, scoring)
+            revision_a = a.identity["benchmarks"][benchmark]["data"]["revision"]
+            revision_b = b.identity["benchmarks"][benchmark]["data"]["revision"]
+            found = paired(units_a, units_b) if revision_a == revision_b else None
+            if found is None:
+                apart.append(_apart(a, b, where, units_a, units_b))
                 continue
-            rows.append(_row(model_a, model_b, benchmark, scoring, part_a, part_b))
+            rows.append(_row(a, b, where, units_a, units_b, found))
     return {
         "a": {"label": a.label, "run_id": a.run_id, "version": a.version, "model": a.model},
         "b": {"label": b.label, "run_id": b.run_id, "version": b.version, "model": b.model},
         "models": [list(p) for p in matched],
         "identity": identity_differences(store, a, b, matched),
         "rows": rows,
-        "unpaired": unpaired,  # (benchmark, scoring) both sides have, on no common item
+        "apart": apart,  # (benchmark, scoring) both sides have, on no shared item
         "note": NOTE,
     }
 
 
-def _row(
-    model_a: str, model_b: str, benchmark: str, scoring: str, a: pd.DataFrame, b: pd.DataFrame
-) -> dict[str, Any]:
-    keys = ["sample_id", "epoch"]
-    both = a.merge(b, on=keys, suffixes=("_a", "_b"))
-    only_in_a = len(a) - len(both)
-    only_in_b = len(b) - len(both)
-    clusters = both.cluster_a if "cluster_a" in both else both.sample_id  # older tables
-    difference = paired_difference(
-        list(clusters), list(both.value_a.astype(float)), list(both.value_b.astype(float))
-    )
-    first = both[both.epoch == EPOCH]
-    flips_a = sorted(first[first.correct_a & ~first.correct_b].sample_id, key=_natural)
-    flips_b = sorted(first[~first.correct_a & first.correct_b].sample_id, key=_natural)
+def _apart(a: Side, b: Side, where: tuple[str, str, str, str], ua: UnitValues, ub: UnitValues):
+    model_a, model_b, benchmark, scoring = where
+    ia, ib = ua.interval(), ub.interval()
     return {
         "model_a": model_a,
         "model_b": model_b,
         "benchmark": benchmark,
         "scoring": scoring,
-        "a": difference.a,
-        "b": difference.b,
-        "difference": difference.difference,
-        "low": difference.low,
-        "high": difference.high,
+        "items_a": item_set_of(a.manifest, benchmark).label,
+        "items_b": item_set_of(b.manifest, benchmark).label,
+        "a": ua.mean(),
+        "a_low": ia.low if ia else None,
+        "a_high": ia.high if ia else None,
+        "b": ub.mean(),
+        "b_low": ib.low if ib else None,
+        "b_high": ib.high if ib else None,
+    }
+
+
+def _row(a: Side, b: Side, where, units_a: UnitValues, units_b: UnitValues, found) -> dict:
+    model_a, model_b, benchmark, scoring = where
+    first_a = _at_epoch(a.samples, model_a, benchmark, scoring)
+    first_b = _at_epoch(b.samples, model_b, benchmark, scoring)
+    both = first_a.merge(first_b, on="sample_id", suffixes=("_a", "_b"))
+    flips_a = sorted(both[both.correct_a & ~both.correct_b].sample_id, key=_natural)
+    flips_b = sorted(both[~both.correct_a & both.correct_b].sample_id, key=_natural)
+    cost_a = a.cost_per_unit(model_a, benchmark, len(units_a))
+    cost_b = b.cost_per_unit(model_b, benchmark, len(units_b))
+    cost = None if cost_a is None or cost_b is None else cost_a + cost_b
+    power = what_it_would_take(units_a, units_b, found, benchmark, cost)
+    return {
+        "model_a": model_a,
+        "model_b": model_b,
+        "benchmark": benchmark,
+        "scoring": scoring,
+        "a": found.a,
+        "b": found.b,
+        "difference": found.difference,
+        "low": found.low,
+        "high": found.high,
+        "no_interval": found.why,
         "p": mcnemar_exact(len(flips_a), len(flips_b)),
         "epoch": EPOCH,
         "flips_a": flips_a,
         "flips_b": flips_b,
-        "items": difference.items,
-        "groups": difference.groups,
-        "only_in_a": only_in_a,
-        "only_in_b": only_in_b,
+        "units": found.units,
+        "only_in_a": len(units_a) - found.units,
+        "only_in_b": len(units_b) - found.units,
+        "mde": power.mde,
+        "what_it_would_take": power.words,
     }
+
+
+def _at_epoch(samples: pd.DataFrame, model: str, benchmark: str, scoring: str) -> pd.DataFrame:
+    part = samples[
+        (samples.model == model)
+        & (samples.benchmark == benchmark)
+        & (samples.scoring == scoring)
+        & (samples.epoch == EPOCH)
+    ]
+    return part[["sample_id", "correct"]].astype({"correct": bool})
 
 
 def _natural(text: str) -> tuple:
@@ -192,7 +253,9 @@ def identity_differences(
 ) -> list[dict[str, Any]]:
     """The fields of the two identities that differ ("why did my score move")."""
     fields: list[tuple[str, Any, Any]] = []
-    ia, ib = a.manifest["identity"], b.manifest["identity"]
+    ia, ib = a.identity, b.identity
+    if sorted(ia.get("models", [])) != sorted(ib.get("models", [])):
+        fields.append(("models", _words(ia.get("models", [])), _words(ib.get("models", []))))
     for model_a, model_b in matched:
         if model_a != model_b:
             fields.append(("model", model_a, model_b))
@@ -211,22 +274,26 @@ def identity_differences(
         ba, bb = ia["benchmarks"].get(name, {}), ib["benchmarks"].get(name, {})
         da, db = ba.get("data") or {}, bb.get("data") or {}
         fields.append((f"{name} dataset revision", da.get("revision"), db.get("revision")))
-        fields.append(
-            (
-                f"{name} sample ids",
-                _ids(da),
-                _ids(db),
-            )
-        )
+        fields.append((f"{name} sample ids", _ids(da), _ids(db)))
         fields.append((f"{name} options", ba.get("options"), bb.get("options")))
         fields.append((f"{name} protocol", ba.get("protocol"), bb.get("protocol")))
-        fields.append((f"{name} decodings", ba.get("decodings"), bb.get("decodings")))
+        epochs_a, epochs_b = len(ba.get("decodings") or []), len(bb.get("decodings") or [])
+        fields.append((f"{name} epochs", epochs_a, epochs_b))
+        if epochs_a == epochs_b:
+            fields.append((f"{name} decodings", ba.get("decodings"), bb.get("decodings")))
     fields.append(
         ("run code version", a.manifest.get("code_version"), b.manifest.get("code_version"))
     )
     fields.append(("scored by code", a.about.get("code_version"), b.about.get("code_version")))
     fields.append(
         ("scorer", _short(a.about.get("scorer_sha256")), _short(b.about.get("scorer_sha256")))
+    )
+    fields.append(
+        (
+            "records scored",
+            _short(a.about.get("records_scored_sha256")),
+            _short(b.about.get("records_scored_sha256")),
+        )
     )
     return [
         {"field": name, "a": _show(x), "b": _show(y), "differs": x != y}
@@ -268,48 +335,61 @@ def _show(value: Any) -> Any:
 
 
 def to_markdown(result: dict[str, Any]) -> str:
+    """The comparison as a person reads it, 120 columns wide: A and B named once in a legend."""
     a, b = result["a"]["label"], result["b"]["label"]
-    lines = [f"# {a} vs {b}", "", "## What differs", ""]
+    lines = ["# A vs B", "", f"- A: {fmt.md_text(a)}", f"- B: {fmt.md_text(b)}", ""]
+    lines += ["## What differs", ""]
     if result["identity"]:
-        frame = pd.DataFrame(result["identity"])[["field", "a", "b"]]
-        lines.append(frame.rename(columns={"a": a, "b": b}).to_markdown(index=False))
+        lines += ["| field | A | B |", "|:---|:---|:---|"]
+        for d in result["identity"]:
+            cells = [d["field"], _cut(d["a"]), _cut(d["b"])]
+            lines.append("| " + " | ".join(fmt.md_text(c) for c in cells) + " |")
     else:
-        lines.append("Nothing: the same identity, models and scorer.")
-    lines += ["", "## Per benchmark and scoring mode, on the items both hold", ""]
-    table = [
-        {
-            "model": r["model_a"]
-            if r["model_a"] == r["model_b"]
-            else f"{r['model_a']} / {r['model_b']}",
-            "benchmark": r["benchmark"],
-            "scoring": r["scoring"],
-            "A": round(r["a"], 4),
-            "B": round(r["b"], 4),
-            "A - B": round(r["difference"], 4),
-            "95% interval": f"{r['low']:+.4f} to {r['high']:+.4f}",
-            "McNemar p": f"{r['p']:.4g}",
-            "right only in A": len(r["flips_a"]),
-            "right only in B": len(r["flips_b"]),
-            "items": r["items"],
-            "only in A / B": f"{r['only_in_a']} / {r['only_in_b']}",
-        }
-        for r in result["rows"]
-    ]
-    lines.append(pd.DataFrame(table).to_markdown(index=False) if table else "No common items.")
-    for u in result.get("unpaired", []):
+        lines.append("Nothing: the same identity, models, scorer and records.")
+    lines += ["", "## On the items both hold", ""]
+    if result["rows"]:
+        lines += [
+            "| benchmark | scoring | model | A | B | A − B | 95% interval | McNemar p | units |",
+            "|:---|:---|:---|---:|---:|---:|:---|---:|---:|",
+        ]
+        for r in result["rows"]:
+            model = (
+                r["model_a"] if r["model_a"] == r["model_b"] else f"{r['model_a']} / {r['model_b']}"
+            )
+            shown = (
+                r["no_interval"]
+                if r["no_interval"]
+                else f"{fmt.signed(r['low'])} to {fmt.signed(r['high'])}"
+            )
+            lines.append(
+                f"| {fmt.md_text(r['benchmark'])} | {fmt.md_text(r['scoring'])} | "
+                f"{fmt.md_text(model)} | {fmt.share(r['a'])} | {fmt.share(r['b'])} | "
+                f"{fmt.signed(r['difference'])} | {shown} | {fmt.p_value(r['p'])} | {r['units']} |"
+            )
+    else:
+        lines.append("No shared items.")
+    for u in result.get("apart", []):
         lines.append(
-            f"No common items on {u['benchmark']} ({u['scoring']}): {u['only_in_a']} only in A, "
-            f"{u['only_in_b']} only in B (another dataset or sample set?)."
+            f"No shared items on {u['benchmark']} ({u['scoring']}): A on {u['items_a']}, "
+            f"{fmt.share(u['a'])} ({fmt.interval(u['a_low'], u['a_high'])}); B on "
+            f"{u['items_b']}, {fmt.share(u['b'])} ({fmt.interval(u['b_low'], u['b_high'])})."
         )
     lines += ["", result["note"], ""]
     for r in result["rows"]:
+        lines.append(f"- {r['benchmark']} ({r['scoring']}): {r['what_it_would_take']}.")
+        if r["only_in_a"] or r["only_in_b"]:
+            lines.append(f"  Units only in A / B: {r['only_in_a']} / {r['only_in_b']}.")
         if r["flips_a"] or r["flips_b"]:
             only_a, only_b = ", ".join(r["flips_a"]) or "-", ", ".join(r["flips_b"]) or "-"
             lines.append(
-                f"- {r['benchmark']} ({r['scoring']}), epoch {r['epoch']}: right only in A: "
-                f"{only_a}; right only in B: {only_b}"
+                f"  Epoch {r['epoch']}: right only in A: {only_a}; right only in B: {only_b}"
             )
     return "\n".join(lines) + "\n"
+
+
+def _cut(value: Any, width: int = 48) -> str:
+    text = "" if value is None else str(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def save(store: Store, result: dict[str, Any]) -> str:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from engine.items import BenchmarkData
-from engine.results import read_version_table, results_about
+from engine.results import read_optional_table, read_version_table, results_about
 from engine.stored import StoredRun, load_run
 from reports import MEDIA_BUDGET_MB
 from storage.base import Store
@@ -39,7 +39,6 @@ if TYPE_CHECKING:  # loaded where a table is read: the command line starts witho
 log = logging.getLogger("evalfleet")
 CHUNK = 500
 THUMB_SIDE = 192
-Z95 = 1.959964
 
 
 @dataclass
@@ -60,7 +59,7 @@ def gather(
     version = about["version"]
     samples = read_version_table(store, run_id, version, "samples.parquet")
     metrics = read_version_table(store, run_id, version, "metrics.parquet")
-    agreement = _optional(store, run_id, version, "judge_agreement.parquet")
+    agreement = read_optional_table(store, run_id, version, "judge_agreement.parquet")
 
     models = list(run.request.models)
     benchmarks = list(run.data)
@@ -118,13 +117,6 @@ def gather(
     data.prompts = [_gzip(prompts[i : i + CHUNK]) for i in range(0, len(prompts), CHUNK)]
     data.media, meta["media_note"] = _media(run, sample_keys, media_mb)
     return data
-
-
-def _optional(store: Store, run_id: str, version: str, name: str) -> pd.DataFrame | None:
-    try:
-        return read_version_table(store, run_id, version, name)
-    except FileNotFoundError:
-        return None
 
 
 def _verdicts(samples: pd.DataFrame) -> dict[tuple, dict[str, tuple[str, str | None, str | None]]]:
@@ -243,10 +235,10 @@ def _meta(
     for row in whole.itertuples(index=False):
         if row.metric != run.data[row.benchmark].benchmark.headline:
             continue
-        value, se = _number(row.value), _number(row.se)
-        low = high = None
-        if value is not None and se is not None:
-            low, high = max(0.0, value - Z95 * se), min(1.0, value + Z95 * se)
+        value = _number(row.value)
+        # the interval aggregation computed with the one function for its kind
+        low = _number(getattr(row, "ci95_low", None))
+        high = _number(getattr(row, "ci95_high", None))
         headline.append(
             {
                 "model": row.model,

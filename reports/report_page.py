@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from reports import formatting as fmt
 from reports.report_data import ReportData
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -143,47 +144,52 @@ def comparison_html(comparison: dict[str, Any]) -> str:
     a, b = comparison["a"]["label"], comparison["b"]["label"]
     rows = [(d["field"], d["a"], d["b"]) for d in comparison["identity"]]
     parts = [
-        f"<h2>Comparison: {html.escape(a)} vs {html.escape(b)}</h2>",
+        f"<h2>Comparison: A {html.escape(a)} vs B {html.escape(b)}</h2>",
         "<h3>What differs</h3>",
-        _table(["field", a, b], rows) if rows else "<p class='note'>nothing: same identity</p>",
+        _table(["field", "A", "B"], rows) if rows else "<p class='note'>nothing: same identity</p>",
         "<h3>Per benchmark and scoring mode, on the items both hold</h3>",
         _table(
             [
                 "model",
                 "benchmark",
                 "scoring",
-                a,
-                b,
-                "difference",
+                "A",
+                "B",
+                "A − B",
                 "95% interval",
                 "McNemar p",
                 "right only in A",
                 "right only in B",
-                "items",
+                "units",
             ],
             [
                 (
                     _models(r),
                     r["benchmark"],
                     r["scoring"],
-                    _number(r["a"]),
-                    _number(r["b"]),
-                    _number(r["difference"]),
-                    f"{r['low']:+.3f} to {r['high']:+.3f}",
-                    _number(r["p"]),
+                    fmt.share(r["a"]),
+                    fmt.share(r["b"]),
+                    fmt.signed(r["difference"]),
+                    r["no_interval"] or f"{fmt.signed(r['low'])} to {fmt.signed(r['high'])}",
+                    fmt.p_value(r["p"]),
                     _flips(r["flips_a"], r),
                     _flips(r["flips_b"], r),
-                    f"{r['items']} ({r['only_in_a']} only in A, {r['only_in_b']} only in B)",
+                    f"{r['units']} ({r['only_in_a']} only in A, {r['only_in_b']} only in B)",
                 )
                 for r in comparison["rows"]
             ],
             raw_columns={8, 9},
         ),
         *(
-            f"<p class='note'>No common items on {html.escape(u['benchmark'])} "
-            f"({html.escape(u['scoring'])}): {u['only_in_a']} only in A, {u['only_in_b']} only "
-            "in B.</p>"
-            for u in comparison.get("unpaired", [])
+            f"<p class='note'>{html.escape(r['benchmark'])} ({html.escape(r['scoring'])}): "
+            f"{html.escape(r['what_it_would_take'])}.</p>"
+            for r in comparison["rows"]
+        ),
+        *(
+            f"<p class='note'>No shared items on {html.escape(u['benchmark'])} "
+            f"({html.escape(u['scoring'])}): A on {html.escape(u['items_a'])}, B on "
+            f"{html.escape(u['items_b'])}.</p>"
+            for u in comparison.get("apart", [])
         ),
         f"<p class='note'>{html.escape(comparison['note'])}</p>",
     ]

@@ -20,13 +20,7 @@ class StoreResults:
 
     def samples(self, run_id: str) -> pd.DataFrame:
         self._exists(run_id)
-        try:
-            return read_result(self.store, run_id, "samples.parquet")
-        except FileNotFoundError:
-            raise ConfigError(
-                f"run {run_id} has no results in {self.store.describe()}: run `evalfleet "
-                f"aggregate {run_id}` (or finish the run) first"
-            ) from None
+        return read_result(self.store, run_id, "samples.parquet")
 
     def plan(self, run_id: str, benchmark: str) -> list[Sample]:
         self._exists(run_id)

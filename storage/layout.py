@@ -30,6 +30,7 @@ ANSWER = "answer"
 JUDGE = "judge"
 _NAME = re.compile(r"^(?P<epoch>\d+)\.(?P<hash>[0-9a-f]+)(?:\.failed-(?P<ms>\d+))?\.json$")
 
+_VERSION = re.compile(r"v-[0-9a-f]{12}")
 segment = safe_segment
 # A resume parses every stored key; model and sample segments repeat across epochs.
 unsegment = functools.lru_cache(maxsize=1 << 16)(unsafe_segment)
@@ -78,6 +79,11 @@ def stage_prefix(run_id: str, stage: str) -> str:
 
 def results_key(run_id: str, version: str, name: str) -> str:
     return f"{run_id}/results/{version}/{name}"
+
+
+def is_results_version(name: str) -> bool:
+    """A results version's name as `engine.results.version_of` makes it: v-<12 hex>."""
+    return _VERSION.fullmatch(name) is not None
 
 
 def latest_results_key(run_id: str) -> str:

@@ -39,6 +39,8 @@ from metrics import accuracy, all_samples_mean_stderr
 if TYPE_CHECKING:
     import pandas as pd
 
+    from metrics.intervals import UnitValues
+
 Capability = Literal[
     "chart", "counting", "document", "general", "grounding", "math", "scene", "spatial", "table"
 ]
@@ -76,6 +78,7 @@ class DatBench(Benchmark):
     scorings = ("default", "compat")
     judge = DatBenchJudge()
     blind: ClassVar[bool] = False
+    unit_name = "item"  # a row, or a circular group of rotations
 
     def load(self, path: str | None, options: BenchmarkOptions, limit: int | None) -> LoadedData:
         assert isinstance(options, DatBenchOptions)
@@ -129,6 +132,16 @@ class DatBench(Benchmark):
                 rows += [_row(metric, vs, f"{by}={g}") for g, vs in groups.items()]
         return rows
 
+    def headline_units(
+        self, scored: Sequence[ScoredItem], samples: dict[str, Sample], protocol: str
+    ) -> UnitValues:
+        """A circular group is one unit, right in an epoch only if every rotation is."""
+        from metrics.intervals import units_from_observations
+
+        return units_from_observations(
+            [(u, e, v) for u, e, v, _ in _unit_epochs(scored, samples, circular=True)]
+        )
+
     def summary(self, long: pd.DataFrame) -> pd.DataFrame:
         """Per model, scoring and group (all, each capability, each source dataset, each
         eval mode): circular-grouped accuracy beside upstream's per-row mean."""
@@ -181,7 +194,19 @@ class DatBenchBlind(DatBench):
 def unit_values(
     scored: Sequence[ScoredItem], samples: dict[str, Sample], *, circular: bool
 ) -> dict[str, tuple[float, dict]]:
-    """Each unit's value (its mean over epochs) with its breakdown fields. A unit is a row, or,
+    """Each unit's value (its mean over epochs) with its breakdown fields."""
+    values: dict[str, list[float]] = defaultdict(list)
+    fields: dict[str, dict] = {}
+    for unit, _epoch, value, sample in _unit_epochs(scored, samples, circular):
+        values[unit].append(value)
+        fields[unit] = {by: sample.metadata[by] for by in BREAKDOWNS}
+    return {u: (sum(vs) / len(vs), fields[u]) for u, vs in values.items()}
+
+
+def _unit_epochs(
+    scored: Sequence[ScoredItem], samples: dict[str, Sample], circular: bool
+) -> list[tuple[str, int, float, Sample]]:
+    """(unit, epoch, value, a sample of the unit) per unit and epoch. A unit is a row, or,
     with `circular`, a circular group, which scores 1 in an epoch only if every rotation is
     right in it."""
     per_epoch: dict[tuple[str, int], list[ScoredItem]] = defaultdict(list)
@@ -189,16 +214,15 @@ def unit_values(
         if item.score_error is not None:
             continue
         per_epoch[(unit_of(samples[item.sample_id], circular), item.epoch)].append(item)
-    values: dict[str, list[float]] = defaultdict(list)
-    fields: dict[str, dict] = {}
-    for (unit, _epoch), items in per_epoch.items():
+    out = []
+    for (unit, epoch), items in per_epoch.items():
         sample = samples[items[0].sample_id]
         if circular and sample.metadata["is_circular"]:
-            values[unit].append(1.0 if all(i.correct for i in items) else 0.0)
+            value = 1.0 if all(i.correct for i in items) else 0.0
         else:
-            values[unit].append(items[0].value)
-        fields[unit] = {by: sample.metadata[by] for by in BREAKDOWNS}
-    return {u: (sum(vs) / len(vs), fields[u]) for u, vs in values.items()}
+            value = items[0].value
+        out.append((unit, epoch, value, sample))
+    return out
 
 
 def unit_of(sample: Sample, circular: bool = True) -> str:

@@ -47,6 +47,7 @@ class OmniBenchOptions(BenchmarkOptions):
 class OmniBench(Benchmark):
     name = "omnibench"
     description = "OmniBench image + audio + text multiple choice (accuracy by task and audio type)"
+    pool_units = 1142
     hf_path = dataset.HF_PATH
     revision = dataset.REVISION
     options_model = OmniBenchOptions

@@ -71,6 +71,7 @@ class Rome(Benchmark):
     options_model = RomeOptions
     protocol = "sampled-k"
     epochs = 4  # the ROME leaderboard reports four rounds
+    pool_units = 281
     scorings = SCORINGS
     judge = RomeJudge()
 
@@ -132,9 +133,11 @@ class Rome(Benchmark):
         keys = ["model", "benchmark", "scoring", "group"]
         for (model, benchmark, scoring, group), part in long.groupby(keys, sort=False):
             value = dict(zip(part["metric"], part["value"], strict=True))
-            n = int(part.loc[part["metric"] == "accuracy", "n"].iloc[0])
+            headline = part[part["metric"] == "accuracy"].iloc[0]
+            n = int(headline["n"])
             mean, std = 100 * value["accuracy"], value.get("accuracy_std")
             std = None if std is None or pd.isna(std) else 100 * std
+            low, high = headline.get("ci95_low"), headline.get("ci95_high")
             rows.append(
                 {
                     "model": model,
@@ -142,8 +145,15 @@ class Rome(Benchmark):
                     "scoring": scoring,
                     "task": group.partition("=")[2] or "all",
                     "accuracy_mean_pct": round(mean, 3),
+                    # over questions (each its mean over epochs), the leaderboard's interval
+                    "ci95_pct_over_questions": None
+                    if low is None or pd.isna(low)
+                    else f"{100 * low:.1f}–{100 * high:.1f}",
                     f"accuracy_std_pct_ddof{STD_DDOF}": None if std is None else round(std, 3),
-                    "mean_std": f"{mean:.1f} ± {std:.1f}" if std is not None else f"{mean:.1f}",
+                    # upstream's figure: the spread of the per-epoch accuracies
+                    "upstream_mean_std_over_epochs": f"{mean:.1f} ± {std:.1f}"
+                    if std is not None
+                    else f"{mean:.1f}",
                     "epochs": int(value["epochs"]),
                     "n": n,
                     "mean_output_tokens": round(value["mean_output_tokens"], 1),

@@ -29,6 +29,8 @@ from core.types import Sample, Score
 if TYPE_CHECKING:
     import pandas as pd
 
+    from metrics.intervals import UnitValues
+
 
 class ZeroBench(Benchmark):
     hf_path = dataset.HF_PATH
@@ -38,6 +40,7 @@ class ZeroBench(Benchmark):
     scorings = tuple(SCORERS)
     judge = FallbackParser()
     default = True
+    pool_units = 100  # main questions (the subquestions belong to them)
     grouped: ClassVar[bool] = False
 
     def load(self, path: str | None, options: BenchmarkOptions, limit: int | None) -> LoadedData:
@@ -56,6 +59,12 @@ class ZeroBench(Benchmark):
 
     def summary(self, long: pd.DataFrame) -> pd.DataFrame:
         return metrics.summary_table(long)
+
+    def headline_units(
+        self, scored: Sequence[ScoredItem], samples: dict[str, Sample], protocol: str
+    ) -> UnitValues:
+        groups = {sid: s.group_id or sid for sid, s in samples.items()}
+        return metrics.headline_units(scored, groups, protocol=protocol, grouped=self.grouped)
 
     def answer_key(self, sample: Sample, options: BenchmarkOptions) -> list[dict]:
         prompt = sample.first_text()
@@ -84,6 +93,7 @@ class ZeroBenchSubquestions(ZeroBench):
     description = "ZeroBench subquestions (accuracy grouped by main question, with SE)"
     grouped = True
     headline = "grouped_accuracy"  # the paper's subquestion pass@1
+    unit_name = "main question"
 
 
 ZEROBENCH = ZeroBenchMain()

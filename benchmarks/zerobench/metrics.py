@@ -32,6 +32,8 @@ from metrics import (
 if TYPE_CHECKING:
     import pandas as pd
 
+    from metrics.intervals import UnitValues
+
 K = 5
 SUMMARY_COLUMNS = [
     "model",
@@ -47,6 +49,8 @@ SUMMARY_COLUMNS = [
     "all_samples_mean_stderr",
     "grouped_accuracy",
     "grouped_se",
+    "ci95_low",  # the headline's 95 % interval (Wilson on the greedy epoch, or bootstrap)
+    "ci95_high",
 ]
 
 
@@ -133,8 +137,33 @@ def summary_table(long: pd.DataFrame) -> pd.DataFrame:
         row["all_samples_mean_stderr"] = value("accuracy", "se")
         row["grouped_accuracy"] = value("grouped_accuracy")
         row["grouped_se"] = value("grouped_accuracy", "se")
+        headline = "grouped_accuracy" if row["grouped_accuracy"] is not None else "accuracy"
+        row["ci95_low"] = value(headline, "ci95_low")
+        row["ci95_high"] = value(headline, "ci95_high")
         for column in ("n_questions", "n_epochs", "num_correct"):
             if row[column] is not None:
                 row[column] = int(row[column])
         rows.append(row)
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+def headline_units(
+    scored: Sequence[ScoredItem],
+    sample_groups: dict[str, str],
+    *,
+    protocol: str,
+    grouped: bool,
+) -> UnitValues:
+    """pass@1 (or the grouped subquestion pass@1) as per-unit values: under zerobench-paper
+    the greedy epoch alone, each question one 0/1 item (a share: Wilson); otherwise each
+    question's mean over its epochs. On the subquestion split a unit is a main question,
+    valued by the mean of its subquestions."""
+    from metrics.intervals import units_from_observations
+
+    chosen = [i for i in scored if protocol != "zerobench-paper" or i.epoch == 0]
+    return units_from_observations(
+        [
+            (sample_groups[i.sample_id] if grouped else i.sample_id, i.epoch, float(i.correct))
+            for i in chosen
+        ]
+    )

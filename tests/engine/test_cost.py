@@ -505,9 +505,15 @@ def write_stored_work(store_url: str, dataset: str, run_id: str) -> None:
     item = items[("google/sim-0.5", "2", 1)]
     store.put(item.failure_key(1), record(item, None, 0, 0, error={"type": "server_error"}))
 
-    manifest = {"manifest_version": 2, "run_id": "old", "request": {"judge_model": JUDGE}}
+    manifest = {
+        "manifest_version": 2,
+        "run_id": "old",
+        "request": {"judge_model": JUDGE},
+        "identity": {"models": ["google/sim-0.5"], "benchmarks": {}},
+        "datasets": {},
+    }
     store.put(layout.manifest_key("old"), json.dumps(manifest).encode())
-    store.put(layout.latest_results_key("old"), json.dumps({"version": "v-1"}).encode())
+    store.put(layout.latest_results_key("old"), json.dumps({"version": "v-000000000001"}).encode())
     usage = pd.DataFrame(
         [
             {
@@ -525,7 +531,7 @@ def write_stored_work(store_url: str, dataset: str, run_id: str) -> None:
     )
     buffer = io.BytesIO()
     usage.to_parquet(buffer, index=False)
-    store.put(layout.results_key("old", "v-1", "usage.parquet"), buffer.getvalue())
+    store.put(layout.results_key("old", "v-000000000001", "usage.parquet"), buffer.getvalue())
 
 
 def test_estimate_of_a_resumed_run_measures_stored_records_and_skips_them(

@@ -1,12 +1,14 @@
 """`evalfleet compare` on a simulated run of 200 questions and two models (accuracy 0.3 and
 0.7): the difference is significant, the flips are the samples table's, and the interval and
 p-value match what this file works out from the correctness vectors. A run against itself
-gives 0 and p = 1; two results versions of one run show the scorer that changed."""
+gives 0, p = 1 and no interval; two results versions of one run show the scorer that changed,
+or the epochs a run grew by; runs on different datasets share no item, whatever their ids."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ import pytest
 from benchmarks.answer_key import write_answer_key
 from cli.main import main
 from engine import results
+from metrics.intervals import wilson
 from perf.throughput import write_dataset
 from simulator.process import start_simulator
 from tests.helpers import result_table
@@ -75,21 +78,33 @@ def test_two_models_of_one_run(run, capsys):
     # McNemar, exactly: 2 P(X <= min(b, c)) for X ~ Binomial(b + c, 1/2)
     p = 2 * sum(math.comb(b + c, i) for i in range(min(b, c) + 1)) / 2 ** (b + c)
     assert row["p"] == pytest.approx(min(1.0, p), rel=1e-12)
-    # the interval: the documented draws (numpy's default_rng(0), 2000 x 200 picks of groups
-    # numbered in order of first appearance), each group one sample here, the difference of
-    # the means over the samples drawn
-    order = list(dict.fromkeys(samples[samples.model == STRONG].cluster))
-    a_value = strong.astype(float).reindex(order).to_numpy()
-    b_value = weak.astype(float).reindex(order).to_numpy()
-    picks = np.random.default_rng(0).integers(0, len(order), size=(2000, len(order)))
-    diffs = [float(np.mean(a_value[row_] - b_value[row_])) for row_ in picks]
+    # the interval: the documented draws (numpy's default_rng(0), 10,000 x 200 picks of the
+    # shared units sorted by id), each unit one sample here, the mean of the differences
+    order = sorted(strong.index)
+    d = (strong.astype(float) - weak.astype(float)).reindex(order).to_numpy()
+    picks = np.random.default_rng(0).integers(0, len(order), size=(10_000, len(order)))
+    diffs = list(d[picks].mean(axis=1))
     assert row["difference"] == pytest.approx(strong.mean() - weak.mean(), abs=1e-12)
     assert row["low"] == pytest.approx(percentile(diffs, 0.025), abs=1e-12)
     assert row["high"] == pytest.approx(percentile(diffs, 0.975), abs=1e-12)
     # and it is significant
     assert row["low"] > 0 and row["p"] < 1e-6
-    assert (row["items"], row["only_in_a"], row["only_in_b"]) == (200, 0, 0)
+    assert (row["units"], row["only_in_a"], row["only_in_b"]) == (200, 0, 0)
+    # the minimum detectable difference at 80 % power: (1.959964 + 0.841621) sd(d) / sqrt(n)
+    assert row["mde"] == pytest.approx(2.801585 * np.std(d, ddof=1) / math.sqrt(200), rel=1e-9)
+    assert "is already significant" in row["what_it_would_take"]
     assert [d["field"] for d in result["identity"]] == ["model", f"{STRONG} version reported"]
+
+
+def test_the_printed_comparison_fits_120_columns(run, capsys):
+    runs, _ = run
+    assert main(["compare", f"cmp:{STRONG}", f"cmp:{WEAK}", "--store", str(runs)]) == 0
+    out = capsys.readouterr().out
+    table = [line for line in out.splitlines() if line.startswith("|")]
+    assert table and max(len(line) for line in table) <= 120
+    assert "- A: cmp@" in out and "- B: cmp@" in out  # short names, with a legend
+    shares = re.findall(r"\| (0\.\d+) \|", out)
+    assert shares and all(len(x) == 5 for x in shares)  # 3 decimals everywhere
 
 
 @pytest.mark.parametrize("side", ["cmp", f"cmp:{STRONG}"])
@@ -98,7 +113,8 @@ def test_a_run_against_itself(run, capsys, side):
     result = compare(capsys, runs, work, side, side)
     assert result["rows"]
     for row in result["rows"]:
-        assert (row["difference"], row["low"], row["high"], row["p"]) == (0.0, 0.0, 0.0, 1.0)
+        assert (row["difference"], row["low"], row["high"], row["p"]) == (0.0, None, None, 1.0)
+        assert row["no_interval"] == "too few shared items for an interval (n=200, none differs)"
         assert row["flips_a"] == row["flips_b"] == []
     assert result["identity"] == []
     if side == "cmp":  # every model against itself
@@ -120,4 +136,60 @@ def test_two_results_versions_show_the_scorer_change(run, capsys, monkeypatch):
     kept = (runs / "cmp" / "results" / first["version"] / "compare").glob("*.json")
     assert f"cmp_{second['version']}.json" in {path.name for path in kept}
     page = (runs / "cmp" / "results" / first["version"] / "report.html").read_text()
-    assert f"Comparison: cmp@{first['version']} vs cmp@{second['version']}" in page
+    assert f"Comparison: A cmp@{first['version']} vs B cmp@{second['version']}" in page
+
+
+def test_runs_on_different_datasets_share_no_item(run, capsys):
+    """A second dataset whose ids 1..30 are the first run's too: nothing is paired across the
+    two, and each side shows its own figures."""
+    runs, work = run
+    other = write_dataset(work / "other", 30)
+    answers = write_answer_key(other, ["zerobench"], work / "other.jsonl")
+    with start_simulator(answers, {"latency": {"ms": 1}}, work / "other-sim.jsonl") as sim:
+        code = main(
+            ["run", "-m", STRONG, "-b", "zerobench", "--protocol", "greedy", "--epochs", "1"]
+            + ["--dataset-path", other, "--run-id", "cmp-other", "--store", str(runs)]
+            + ["--simulator-url", sim.url]
+        )
+    assert code == 0
+    capsys.readouterr()
+    assert main(["compare", f"cmp:{STRONG}", "cmp-other", "--store", str(runs)]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("No shared items on zerobench"))
+    mine = result_table(runs, "cmp", "units.parquet")
+    mine = mine[(mine.model == STRONG) & (mine.scoring == "upstream")]
+    k = int(mine.value.sum())
+    low, high = wilson(k, 200).low, wilson(k, 200).high
+    assert f"{k / 200:.3f} ({low:.3f}–{high:.3f})" in line
+    assert "first" not in line and "30 samples" in line and "200 samples" in line
+    result = compare(capsys, runs, work, f"cmp:{STRONG}", "cmp-other")
+    assert result["rows"] == []
+    assert {(u["benchmark"], u["scoring"]) for u in result["apart"]} == {
+        ("zerobench", "upstream"),
+        ("zerobench", "robust"),
+    }
+
+
+def test_a_run_grown_by_an_epoch_says_so(capsys, tmp_path, ray_address, prefect_api_url):
+    dataset = write_dataset(tmp_path / "zerobench", 12)
+    answers = write_answer_key(dataset, ["zerobench"], tmp_path / "answers.jsonl")
+    runs = tmp_path / "runs"
+    base = ["run", "-m", WEAK, "-b", "zerobench", "--protocol", "sampled-k"]
+    base += ["--dataset-path", dataset, "--run-id", "grow", "--store", str(runs)]
+    versions = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAY_ADDRESS", ray_address)
+        patch.setenv("PREFECT_API_URL", prefect_api_url)
+        with start_simulator(answers, {"latency": {"ms": 1}}, tmp_path / "sim.jsonl") as sim:
+            for epochs, extra in (("2", []), ("3", ["--extend"])):
+                code = main([*base, "--epochs", epochs, "--simulator-url", sim.url, *extra])
+                assert code == 0
+                latest = json.loads((runs / "grow" / "results" / "latest.json").read_text())
+                versions.append(latest["version"])
+    capsys.readouterr()
+    first, second = versions
+    assert main(["compare", f"grow@{first}", f"grow@{second}", "--store", str(runs)]) == 0
+    out = capsys.readouterr().out
+    assert "Nothing: the same identity" not in out
+    assert "| zerobench epochs | 2 | 3 |" in out
+    assert "| records scored |" in out

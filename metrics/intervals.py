@@ -1,0 +1,230 @@
+"""The 95 % intervals every page shows, one function per kind of figure.
+
+A headline is the mean of per-unit values (`UnitValues`): a unit is what is sampled
+independently (a question; a ZeroBench main question for its subquestions; a DatBench circular
+group). Which interval it gets depends only on what its units hold:
+
+- every unit one item scored 0 or 1 (a share of independent binary items): the Wilson score
+  interval on (correct, n). Wald's value ± z·SE covers far less than 95 % at ZeroBench's
+  0–5 % (Bowyer et al. 2025): 0 of 100 is 0.000–0.037 here, not 0.000–0.000;
+- otherwise (means over epochs or over subquestions, fractional scores): a percentile bootstrap
+  over the units, `DRAWS` draws from `numpy.random.default_rng(SEED)`; when every unit has the
+  same value the bootstrap has nothing to resample and Wilson on (sum, units) is used, so an
+  interval from finite data is never zero-width.
+
+Two rows are compared on the units both hold (`paired`): the difference of the means with a
+percentile bootstrap of the per-unit differences (Miller 2024: paired differences), or no
+interval at all when too few units are shared or none differs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+Z95 = 1.959964  # two-sided 95 %
+Z80 = 0.841621  # one-sided 80 %: power 0.8
+DRAWS = 10_000
+SEED = 0
+MIN_PAIRED_UNITS = 10  # fewer shared units give no paired interval
+_CELLS = 4_000_000  # draws x units resampled at once (memory bound, same stream)
+
+
+@dataclass(frozen=True)
+class Interval:
+    low: float
+    high: float
+    method: str  # "wilson" or "bootstrap"
+
+
+@dataclass(frozen=True)
+class UnitValues:
+    """A headline's units: `ids[i]` has the mean value `values[i]` over `epochs[i]` epochs,
+    with `epoch_var[i]` the variance of its per-epoch values (ddof 1; 0 with one epoch).
+    `binary` when every unit is a single item scored 0 or 1."""
+
+    ids: tuple[str, ...]
+    values: np.ndarray
+    epochs: np.ndarray
+    epoch_var: np.ndarray
+    binary: bool
+
+    @classmethod
+    def of(
+        cls,
+        ids: Sequence[str],
+        values: Sequence[float],
+        epochs: Sequence[int] | None = None,
+        epoch_var: Sequence[float] | None = None,
+        binary: bool = False,
+    ) -> UnitValues:
+        n = len(ids)
+        return cls(
+            tuple(ids),
+            np.asarray(values, dtype=float),
+            np.ones(n, dtype=int) if epochs is None else np.asarray(epochs, dtype=int),
+            np.zeros(n) if epoch_var is None else np.asarray(epoch_var, dtype=float),
+            binary,
+        )
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def mean(self) -> float | None:
+        return float(self.values.mean()) if len(self) else None
+
+    def interval(self) -> Interval | None:
+        """The 95 % interval of the mean, by the rule of the module docstring."""
+        if not len(self):
+            return None
+        if self.binary:
+            return wilson(float(self.values.sum()), len(self))
+        return unit_mean_interval(self.values)
+
+    def restricted(self, ids: Sequence[str]) -> UnitValues:
+        index = {u: i for i, u in enumerate(self.ids)}
+        rows = np.array([index[u] for u in ids], dtype=int)
+        return UnitValues(
+            tuple(ids), self.values[rows], self.epochs[rows], self.epoch_var[rows], self.binary
+        )
+
+
+def wilson(k: float, n: int, z: float = Z95) -> Interval:
+    """Wilson score interval of k successes in n (k may be a sum of fractional values)."""
+    if n <= 0:
+        raise ValueError(f"need n > 0, got {n}")
+    p = k / n
+    d = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / d
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return Interval(max(0.0, centre - half), min(1.0, centre + half), "wilson")
+
+
+def bootstrap_means(values: np.ndarray, draws: int = DRAWS, seed: int = SEED) -> np.ndarray:
+    """The mean of each of `draws` resamples (with replacement) of `values`."""
+    n = len(values)
+    rng = np.random.default_rng(seed)
+    per_chunk = max(1, _CELLS // max(n, 1))
+    out = np.empty(draws)
+    for start in range(0, draws, per_chunk):
+        rows = min(per_chunk, draws - start)
+        out[start : start + rows] = values[rng.integers(0, n, size=(rows, n))].mean(axis=1)
+    return out
+
+
+def unit_mean_interval(values: Sequence[float] | np.ndarray) -> Interval | None:
+    """Percentile bootstrap of the mean of per-unit values; Wilson on (sum, units) when every
+    value is the same (the bootstrap would give a zero-width interval)."""
+    values = np.asarray(values, dtype=float)
+    if not len(values):
+        return None
+    if np.all(values == values[0]):
+        return wilson(float(values.sum()), len(values))
+    low, high = np.percentile(bootstrap_means(values), [2.5, 97.5])
+    return Interval(float(low), float(high), "bootstrap")
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """mean(a) − mean(b) on the units both hold, with its 95 % interval (None, and `why`,
+    when there is no interval to give) and the SD of the per-unit differences."""
+
+    a: float
+    b: float
+    difference: float
+    units: int
+    low: float | None
+    high: float | None
+    sd: float
+    why: str | None = None
+
+    @property
+    def significant(self) -> bool:
+        """The interval excludes 0."""
+        return self.low is not None and (self.low > 0 or (self.high or 0) < 0)
+
+    @property
+    def a_better(self) -> bool:
+        """a is significantly better than b: the interval lies above 0."""
+        return self.low is not None and self.low > 0
+
+
+def shared_units(a: UnitValues, b: UnitValues) -> list[str]:
+    """The unit ids both hold, sorted: `paired(b, a)` then draws the same units as
+    `paired(a, b)` and gives exactly the negated interval."""
+    return sorted(set(a.ids) & set(b.ids))
+
+
+def paired(a: UnitValues, b: UnitValues) -> PairedDifference | None:
+    """The paired difference on the shared units (None when none is shared). Below
+    `MIN_PAIRED_UNITS` shared units, or when no unit differs, there is no interval."""
+    common = shared_units(a, b)
+    if not common:
+        return None
+    va, vb = a.restricted(common).values, b.restricted(common).values
+    d = va - vb
+    n = len(d)
+    sd = float(d.std(ddof=1)) if n > 1 else 0.0
+    low = high = None
+    why = None
+    if n < MIN_PAIRED_UNITS:
+        why = f"too few shared items for an interval (n={n})"
+    elif not np.any(d != 0):
+        why = f"too few shared items for an interval (n={n}, none differs)"
+    else:
+        low, high = (float(x) for x in np.percentile(bootstrap_means(d), [2.5, 97.5]))
+    return PairedDifference(
+        float(va.mean()), float(vb.mean()), float(d.mean()), n, low, high, sd, why
+    )
+
+
+def mde(sd: float, n: int) -> float:
+    """Minimum detectable difference at 95 % confidence and 80 % power (Miller 2024):
+    (z_{α/2} + z_β) · sd(d) / sqrt(n)."""
+    return (Z95 + Z80) * sd / math.sqrt(n) if n > 0 else math.inf
+
+
+def units_needed(sd: float, delta: float) -> int | None:
+    """Units needed to detect a difference `delta` at 80 % power: ((z_{α/2}+z_β)·sd/δ)²;
+    None when delta is 0 (no difference to detect)."""
+    if delta == 0:
+        return None
+    return max(1, math.ceil(((Z95 + Z80) * sd / abs(delta)) ** 2))
+
+
+def epochs_needed(between_var: float, within_var: float, n: int, delta: float) -> int | None:
+    """Epochs per unit that would detect `delta` with `n` units, when a unit's value is a mean
+    over epochs: Var(d̄) = (σ²_between + σ²_within / E) / n. None when more epochs cannot get
+    there (the spread between units alone hides the difference) or delta is 0."""
+    if delta == 0 or n <= 0:
+        return None
+    room = delta * delta * n / (Z95 + Z80) ** 2 - max(between_var, 0.0)
+    if room <= 0:
+        return None
+    return max(1, math.ceil(within_var / room))
+
+
+def units_from_observations(
+    observations: Sequence[tuple[str, int, float]],
+) -> UnitValues:
+    """Per-unit values from (unit, epoch, value) observations: a unit's value in an epoch is
+    the mean of its items there (a main question's subquestions), and its value the mean over
+    its epochs. Units keep the order in which they first appear; binary when every unit is one
+    observation of 0 or 1."""
+    per_epoch: dict[str, dict[int, list[float]]] = {}
+    for unit, epoch, value in observations:
+        per_epoch.setdefault(unit, {}).setdefault(epoch, []).append(float(value))
+    ids, values, epochs, spread = [], [], [], []
+    binary = True
+    for unit, by_epoch in per_epoch.items():
+        means = [math.fsum(v) / len(v) for v in by_epoch.values()]
+        ids.append(unit)
+        values.append(math.fsum(means) / len(means))
+        epochs.append(len(means))
+        spread.append(float(np.var(means, ddof=1)) if len(means) > 1 else 0.0)
+        only = next(iter(by_epoch.values()))
+        binary = binary and len(by_epoch) == 1 and len(only) == 1 and only[0] in (0.0, 1.0)
+    return UnitValues.of(ids, values, epochs, spread, binary and bool(ids))
