@@ -162,6 +162,13 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"{len(bad)} undecodable records count as missing ({action}):")
         for key in bad[:20]:
             print(f"  {key}")
+    from engine.results import check_results
+
+    about = check_results(store, args.run_id)  # a damaged results file: one line, exit 2
+    if about is None:
+        print(f"results: none yet (`evalfleet aggregate {args.run_id}`)")
+    else:
+        print(f"results: {about['version']}")
     return 0
 
 

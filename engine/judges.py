@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from benchmarks import registry
 from engine.identity import RunError
-from engine.manifest import build_manifest, precheck_run, read_manifest
+from engine.manifest import build_manifest, precheck_run, read_manifest, require_manifest
 from engine.request import EvalRequest
 from engine.resolve import (
     ResolvedRun,
@@ -31,12 +31,7 @@ def judge_request(
     """The run's own request with `judge` added: the primary judge if it had none, else an
     extra one; a judge the run already has is resumed (what it has not judged yet, what
     failed). One line if the run is not there or has nothing a judge grades."""
-    manifest = read_manifest(store, run_id)
-    if manifest is None:
-        raise RunError(
-            f"no run '{run_id}' in {store.describe()}: `evalfleet runs --store {store.url}` "
-            "lists the runs there"
-        )
+    manifest = require_manifest(store, run_id)
     request = EvalRequest(**manifest["request"])
     if judge in request.models:
         raise RunError(f"{judge} is a model of run {run_id}: a model does not judge itself here")

@@ -112,6 +112,23 @@ def read_manifest(store: Store, run_id: str) -> dict[str, Any] | None:
     return manifest
 
 
+def require_manifest(store: Store, run_id: str) -> dict[str, Any]:
+    """The run's manifest; one line when there is no such run, or when the run's files are
+    there without their manifest (DamagedFile: it names what is missing)."""
+    manifest = read_manifest(store, run_id)
+    if manifest is not None:
+        return manifest
+    if store.list_dirs(run_id):
+        from engine.damage import manifest_damaged
+
+        key = layout.manifest_key(run_id)
+        raise manifest_damaged(store, key, "missing, though the run's files are there")
+    raise RunError(
+        f"no run '{run_id}' in {store.describe()}: `evalfleet runs --store {store.url}` "
+        "lists the runs there"
+    )
+
+
 def precheck_run(store: Store, manifest: dict[str, Any], extend: bool) -> dict[str, Any] | None:
     """The existing manifest if the new one may use its run id; raises RunError if not.
     Writes nothing."""
@@ -245,6 +262,25 @@ class Plan:
     samples: list[Sample]
     digests: dict[str, str]
     prompts: dict[str, str]
+
+
+def check_plans(store: Store, manifest: dict[str, Any]) -> None:
+    """DamagedFile when one of the run's plans is missing or not whole (its footer does not
+    read): what a reader of the run's results checks without reading every plan."""
+    import pyarrow.parquet as pq
+
+    from engine.damage import plan_damaged, problem_of
+
+    run_id = manifest["run_id"]
+    for name in manifest["identity"]["benchmarks"]:
+        key = layout.plan_key(run_id, name)
+        blob = store.get(key)
+        if blob is None:
+            raise plan_damaged(store, key, "missing")
+        try:
+            pq.read_metadata(io.BytesIO(blob))
+        except (ValueError, OSError) as exc:
+            raise plan_damaged(store, key, f"not a plan: {problem_of(exc)}") from None
 
 
 def read_plan(store: Store, run_id: str, name: str) -> Plan:

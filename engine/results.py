@@ -185,9 +185,7 @@ def read_version_table(store: Store, run_id: str, version: str, name: str) -> pd
     return table
 
 
-def read_optional_table(
-    store: Store, run_id: str, version: str, name: str
-) -> pd.DataFrame | None:
+def read_optional_table(store: Store, run_id: str, version: str, name: str) -> pd.DataFrame | None:
     """A table a results version may not have (judges, judge agreement): None without it;
     DamagedFile when it is there but unreadable."""
     from engine.damage import problem_of, results_damaged
@@ -212,6 +210,12 @@ def results_about(store: Store, run_id: str, version: str | None = None) -> dict
     if version is None:
         key = layout.latest_results_key(run_id)
         blob = store.get(key)
+        if blob is None and any(
+            map(layout.is_results_version, store.list_dirs(f"{run_id}/results"))
+        ):
+            from engine.damage import results_damaged
+
+            raise results_damaged(store, key, "missing, though results versions are there")
         if blob is None:
             raise NoResults(
                 f"run {run_id} has no results in {store.describe()}: run `evalfleet aggregate "
@@ -230,6 +234,34 @@ def results_about(store: Store, run_id: str, version: str | None = None) -> dict
     if store.get(layout.results_key(run_id, version, "samples.parquet")) is None:
         raise RunError(f"run {run_id} has no results version {version} in {store.describe()}")
     return {"version": version}
+
+
+def check_results(store: Store, run_id: str) -> dict[str, Any] | None:
+    """What scored the run's latest results (`results_about`), after checking that
+    `latest.json` names a version that is there and that each of its Parquet tables is whole
+    (its footer reads); None before the first aggregation. DamagedFile otherwise."""
+    import pyarrow.parquet as pq
+
+    from engine.damage import problem_of, results_damaged
+
+    try:
+        about = results_about(store, run_id)
+    except NoResults:
+        return None
+    version = about["version"]
+    names = about.get("files") or ["samples.parquet", "metrics.parquet", "usage.parquet"]
+    for name in names:
+        if not name.endswith(".parquet"):
+            continue
+        key = layout.results_key(run_id, version, name)
+        blob = store.get(key)
+        if blob is None:
+            raise results_damaged(store, key, "missing from its results version")
+        try:
+            pq.read_metadata(io.BytesIO(blob))
+        except (ValueError, OSError) as exc:
+            raise results_damaged(store, key, f"not Parquet: {problem_of(exc)}") from None
+    return about
 
 
 def _about(store: Store, key: str, blob: bytes) -> dict[str, Any]:

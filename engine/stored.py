@@ -9,9 +9,8 @@ from typing import Any
 from benchmarks import registry
 from benchmarks.interface import Exclusion
 from core.types import Decoding
-from engine.identity import RunError
 from engine.items import BenchmarkData, answer_items, planned_judgements
-from engine.manifest import read_manifest, read_plan
+from engine.manifest import read_plan, require_manifest
 from engine.request import EvalRequest
 from engine.state import Reconciled, list_records, reconcile
 from storage import layout
@@ -48,12 +47,7 @@ class StoredRun:
 
 def load_run(store: Store, run_id: str) -> StoredRun:
     """Rebuild a stored run's plan (for aggregate and status) and read its records."""
-    manifest = read_manifest(store, run_id)
-    if manifest is None:
-        raise RunError(
-            f"no run '{run_id}' in {store.describe()}: `evalfleet runs --store {store.url}` "
-            "lists the runs there"
-        )
+    manifest = require_manifest(store, run_id)
     request = EvalRequest(**manifest["request"])
     data = plan_data(store, manifest, request)
     api_models = {m: info["api_model"] for m, info in manifest["models"].items()}

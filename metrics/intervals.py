@@ -77,12 +77,14 @@ class UnitValues:
         return float(self.values.mean()) if len(self) else None
 
     def interval(self) -> Interval | None:
-        """The 95 % interval of the mean, by the rule of the module docstring."""
+        """The 95 % interval of the mean, by the rule of the module docstring. The bootstrap
+        draws the units in the order of their sorted ids, whatever order they came in."""
         if not len(self):
             return None
         if self.binary:
             return wilson(float(self.values.sum()), len(self))
-        return unit_mean_interval(self.values)
+        order = sorted(range(len(self)), key=self.ids.__getitem__)
+        return unit_mean_interval(self.values[order])
 
     def restricted(self, ids: Sequence[str]) -> UnitValues:
         index = {u: i for i, u in enumerate(self.ids)}

@@ -53,8 +53,11 @@ def markdown_page(board) -> str:
     lines = ["# evalfleet leaderboard", "", legend(board), ""]
     if board.new:
         lines += ["## New models", "", *(f"- {fmt.md_text(n)}" for n in board.new), ""]
+    section = None
     for benchmark, scoring, label, complete, partial in tables(board.table):
-        lines += [f"## {fmt.md_text(benchmark)} — {fmt.md_text(scoring)}", ""]
+        if (benchmark, scoring) != section:
+            section = (benchmark, scoring)
+            lines += [f"## {fmt.md_text(benchmark)} — {fmt.md_text(scoring)}", ""]
         lines += [f"Items: {fmt.md_text(label)}", ""]
         if not complete.empty:
             lines += [_md_table(complete, [*RANKED, *SPENT]), ""]
@@ -97,8 +100,11 @@ def html_page(board, files: dict[str, bytes]) -> str:
     if board.new:
         items = "".join(f"<li>{html.escape(line)}</li>" for line in board.new)
         parts.append(f"<h2>New models</h2><ul>{items}</ul>")
+    section = None
     for benchmark, scoring, label, complete, partial in tables(board.table):
-        parts.append(f"<h2>{html.escape(benchmark)} — {html.escape(scoring)}</h2>")
+        if (benchmark, scoring) != section:
+            section = (benchmark, scoring)
+            parts.append(f"<h2>{html.escape(benchmark)} — {html.escape(scoring)}</h2>")
         parts.append(f"<p class='items'>Items: {html.escape(label)}</p>")
         if not complete.empty:
             parts.append(_html_table(complete, [*RANKED, *SPENT]))

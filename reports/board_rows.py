@@ -13,8 +13,8 @@ from typing import Any
 
 from benchmarks import registry
 from engine.identity import RunError
-from engine.manifest import read_manifest
-from engine.results import NoResults, read_version_table, results_about
+from engine.manifest import check_plans, read_manifest, require_manifest
+from engine.results import check_results, read_version_table
 from metrics.intervals import UnitValues
 from reports.item_sets import item_set_of
 from storage.base import Store
@@ -57,11 +57,13 @@ def run_rows(
     file the results need cannot be read."""
     manifest = read_manifest(store, run_id)
     if manifest is None:
+        if store.list_dirs(f"{run_id}/results"):  # results without the run that made them
+            require_manifest(store, run_id)
         return []
-    try:
-        about = results_about(store, run_id)
-    except NoResults:
+    about = check_results(store, run_id)  # each table whole, or the damaged one named
+    if about is None:
         return []
+    check_plans(store, manifest)
     version = about["version"]
     long = read_version_table(store, run_id, version, "metrics.parquet")
     usage = read_version_table(store, run_id, version, "usage.parquet")

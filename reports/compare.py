@@ -26,8 +26,7 @@ from typing import Any
 import pandas as pd
 
 from core.types import ConfigError
-from engine.identity import RunError
-from engine.manifest import read_manifest
+from engine.manifest import check_plans, require_manifest
 from engine.results import read_version_table, results_about
 from metrics.intervals import UnitValues, paired
 from metrics.paired import mcnemar_exact
@@ -108,12 +107,8 @@ def parse_side(text: str) -> tuple[str, str | None, str | None]:
 
 def load_side(store: Store, text: str) -> Side:
     run_id, version, model = parse_side(text)
-    manifest = read_manifest(store, run_id)
-    if manifest is None:
-        raise RunError(
-            f"no run '{run_id}' in {store.describe()}: `evalfleet runs --store {store.url}` "
-            "lists the runs there"
-        )
+    manifest = require_manifest(store, run_id)
+    check_plans(store, manifest)  # A's report is written with the comparison: its plans
     about = results_about(store, run_id, version)
     version = about["version"]
     tables = {

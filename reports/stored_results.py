@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from core.types import ConfigError, Sample
-from engine.manifest import read_manifest, read_plan
+from core.types import Sample
+from engine.manifest import read_plan, require_manifest
 from engine.results import read_result
 from storage.base import Store
 
@@ -27,8 +27,4 @@ class StoreResults:
         return read_plan(self.store, run_id, benchmark).samples
 
     def _exists(self, run_id: str) -> None:
-        if read_manifest(self.store, run_id) is None:
-            raise ConfigError(
-                f"no run '{run_id}' in {self.store.describe()}: `evalfleet runs --store "
-                f"{self.store.url}` lists the runs there"
-            )
+        require_manifest(self.store, run_id)

@@ -134,3 +134,27 @@ def pytest_sessionfinish(session, exitstatus):
     if hasattr(session.config, "workerinput"):
         return  # an xdist worker: the controller clears up once every worker has ended
     remove_left_behind(_BEFORE)
+
+
+@pytest.fixture(scope="session")
+def hostile_store(ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path_factory):
+    """The hostile matrix's base store (`tests/support/hostile.py`) and a simulator that stays
+    up for the session: (store, the simulator's handle, its request log)."""
+    from simulator.process import start_simulator
+    from tests.support.hostile import build_base
+
+    work = tmp_path_factory.mktemp("hostile")
+    log = work / "requests.jsonl"
+    with start_simulator(answer_key, {"latency": {"ms": 1}}, log) as sim:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("RAY_ADDRESS", ray_address)
+            patch.setenv("PREFECT_API_URL", prefect_api_url)
+            build_base(work / "base", demo_dataset, sim.url)
+        yield work / "base", sim, log
+
+
+@pytest.fixture
+def session_services(ray_address, prefect_api_url, monkeypatch) -> None:
+    """This test's commands join the session's Ray and Prefect server."""
+    monkeypatch.setenv("RAY_ADDRESS", ray_address)
+    monkeypatch.setenv("PREFECT_API_URL", prefect_api_url)

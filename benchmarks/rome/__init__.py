@@ -104,9 +104,10 @@ class Rome(Benchmark):
             mean = sum(accuracies) / len(accuracies)
             std = _std(accuracies)
             n_samples = len({i.sample_id for i in items})
-            se = std / math.sqrt(len(accuracies)) if std is not None else None
             rows += [
-                MetricRow("accuracy", mean, se, n_samples, group),
+                # no SE here: the spread over epochs is not the uncertainty over questions
+                # (the headline's interval, over questions, is `headline_units`')
+                MetricRow("accuracy", mean, None, n_samples, group),
                 MetricRow("accuracy_std", std, None, len(accuracies), group),
                 MetricRow("epochs", float(len(accuracies)), None, len(accuracies), group),
                 MetricRow(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -21,6 +22,7 @@ from benchmarks.omnibench.demo import write_omnibench_demo
 from benchmarks.omnibench.parsing import parse_answer_evalscope
 from cli.main import main
 from core.types import Part, Sample, Score
+from metrics.intervals import wilson
 from simulator.process import start_simulator
 from tests.helpers import result_table
 
@@ -218,6 +220,8 @@ def test_omnibench_end_to_end_by_task_and_audio_type(attached, tmp_path, capsys)
         "group",
         "accuracy",
         "se",
+        "ci95_low",
+        "ci95_high",
         "n",
     ]
     for model in models:
@@ -238,5 +242,10 @@ def test_omnibench_end_to_end_by_task_and_audio_type(attached, tmp_path, capsys)
             assert row.n == len(ids)
             assert row.accuracy == pytest.approx(mean, abs=1e-12)
             assert row.se == pytest.approx(sd / len(values) ** 0.5, abs=1e-12)
+            if row.breakdown == "all":  # the headline: one 0/1 item per question, Wilson
+                interval = wilson(sum(values), len(values))
+                assert (row.ci95_low, row.ci95_high) == (interval.low, interval.high)
+            else:
+                assert math.isnan(row.ci95_low) and math.isnan(row.ci95_high)
     groups = summary[(summary.breakdown == "audio_type")].group.unique()
     assert sorted(groups) == ["music", "sound event", "speech"]

@@ -15,6 +15,7 @@ from benchmarks.rome.demo import demo_items, write_rome_demo
 from benchmarks.rome.judge import parse_robust
 from benchmarks.rome.scoring import score_annotation
 from cli.main import main
+from metrics.intervals import unit_mean_interval
 from simulator.process import start_simulator
 from tests.helpers import result_table, results_dir
 
@@ -66,15 +67,25 @@ def test_mean_and_std_over_epochs_by_hand(rome_run):
     for model in MODELS:
         per_epoch: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
         tokens: dict[str, list[int]] = defaultdict(list)
+        per_question: dict[str, list[float]] = defaultdict(list)
         for (m, qid, epoch), record in answers.items():
             if m != model:
                 continue
             value = score_annotation(annotations[qid], record["response"], "upstream").value
+            per_question[qid].append(value)
             for group in ("all", annotations[qid]["task"]):
                 per_epoch[group][epoch].append(value)
                 tokens[group].append(record["usage"]["output_tokens"])
         rows = summary[(summary.model == model) & (summary.scoring == "upstream")]
         assert rows.task.iloc[0] == "all"
+        # the interval is over questions, each its mean over the epochs: a percentile
+        # bootstrap of those means (the draws are checked by hand in tests/metrics)
+        means = [sum(v) / len(v) for _, v in sorted(per_question.items())]  # by question id
+        interval = unit_mean_interval(means)
+        assert rows.ci95_pct_over_questions.iloc[0] == (
+            f"{100 * interval.low:.1f}–{100 * interval.high:.1f}"
+        )
+        assert rows.ci95_pct_over_questions.iloc[1:].isna().all()  # per task: no interval
         assert set(rows.task) == {"all", *(a["task"] for a in annotations.values())}
         for row in rows.itertuples():
             accuracies = [sum(v) / len(v) for _, v in sorted(per_epoch[row.task].items())]
@@ -82,7 +93,8 @@ def test_mean_and_std_over_epochs_by_hand(rome_run):
             assert row.epochs == 3
             assert row.accuracy_mean_pct == pytest.approx(round(mean, 3), abs=1e-9)
             assert row.accuracy_std_pct_ddof1 == pytest.approx(round(sd, 3), abs=1e-9)
-            assert row.mean_std == f"{mean:.1f} ± {sd:.1f}"
+            # upstream's spread over epochs, labelled as such
+            assert row.upstream_mean_std_over_epochs == f"{mean:.1f} ± {sd:.1f}"
             assert row.mean_output_tokens == pytest.approx(
                 round(sum(tokens[row.task]) / len(tokens[row.task]), 1)
             )

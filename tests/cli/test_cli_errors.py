@@ -264,7 +264,8 @@ def test_a_benchmark_command_on_a_run_that_does_not_exist(capsys, store):
 
 def test_a_benchmark_command_on_a_run_without_results(capsys, store):
     (store / "half").mkdir(parents=True)
-    (store / "half" / "manifest.json").write_text(json.dumps({"manifest_version": 2}))
+    manifest = {"manifest_version": 2, "identity": {}, "request": {}, "datasets": {}}
+    (store / "half" / "manifest.json").write_text(json.dumps(manifest))
     code = main(["datbench", "delta", "half", "--store", str(store)])
     assert code == 2
     assert capsys.readouterr().err.strip() == (

@@ -157,6 +157,8 @@ def test_tables_match_hand_computed_metrics(finished_run, demo_dataset):
         "group",
         "value",
         "se",
+        "ci95_low",
+        "ci95_high",
         "n",
         "errors",
         "judged",

@@ -5,6 +5,9 @@ worked out here."""
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -93,7 +96,7 @@ def test_bootstrap_agrees_with_scipys_on_clustered_data():
     observations = []
     for main in range(60):
         skill = rng.random()
-        for sub in range(int(rng.integers(1, 6))):
+        for _sub in range(int(rng.integers(1, 6))):
             observations.append((f"m{main}", 0, float(rng.random() < skill)))
     units = units_from_observations(observations)
     assert len(units) == 60 and not units.binary
@@ -201,3 +204,20 @@ def test_exact_coverage_at_zerobench_scores():
     ]:
         assert round(coverage(p, wilson_bounds), 4) == want_wilson
         assert round(coverage(p, wald), 4) == want_wald
+
+
+def test_the_coverage_script_prints_wilson_holding_and_wald_not():
+    script = Path(__file__).resolve().parents[2] / "perf" / "coverage.py"
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
+    last = dict(pair.split("=") for pair in done.stdout.strip().splitlines()[-1].split())
+    assert set(last) == {"coverage_wilson", "coverage_wald"}
+    assert float(last["coverage_wilson"]) >= 0.93  # 0.969 by exact arithmetic
+    assert float(last["coverage_wald"]) <= 0.85  # 0.802 by exact arithmetic
+
+
+def test_a_headline_interval_does_not_depend_on_the_order_units_came_in():
+    ids = [f"q{i:02d}" for i in range(30)]
+    values = [(i * 7 % 11) / 10 for i in range(30)]
+    forward = UnitValues.of(ids, values).interval()
+    backward = UnitValues.of(ids[::-1], values[::-1]).interval()
+    assert forward == backward == unit_mean_interval(values)  # ids sort as they were given

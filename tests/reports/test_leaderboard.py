@@ -185,7 +185,7 @@ def expected_rows(store: Path, dataset: str) -> list[dict]:
             by_main: dict[str, list[float]] = {}
             for sid, right_ in right_at.items():
                 by_main.setdefault(groups[sid], []).append(float(right_))
-            ordered = [sum(v) / len(v) for v in by_main.values()]
+            ordered = [sum(v) / len(v) for _, v in sorted(by_main.items())]  # by unit id
             interval = unit_mean_interval(ordered)
             units = len(by_main)
         for scoring in SCORINGS:

@@ -8,6 +8,7 @@ which a driver sets when it connects (the way `ray job submit --runtime-env-json
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -42,6 +43,7 @@ RESULTS = sorted(
         "samples.parquet",
         "metrics.parquet",
         "metrics.csv",
+        "units.parquet",  # the headline's per-unit values
         "usage.csv",
         "usage.parquet",
         "version.json",  # what scored it
@@ -201,19 +203,15 @@ def test_bucket_holds_exactly_the_expected_keys(both_runs, moto_server):
         for page in client.get_paginator("list_objects_v2").paginate(Bucket=both_runs["bucket"])
         for obj in page.get("Contents", ())
     ]
-    leaderboard = [
-        f"leaderboard/{name}"
-        for name in (
-            "accuracy_ci.png",
-            "accuracy_vs_tokens.png",
-            "cost_per_correct.png",
-            "index.html",
-            "latest.json",
-            "leaderboard.csv",
-            "leaderboard.md",
-            "leaderboard.parquet",
-        )
+    board = pd.read_csv(io.BytesIO(local.get("leaderboard/leaderboard.csv")))
+    item_sets = dict(zip(board.benchmark, board.item_set, strict=False))
+    plots = [
+        f"{stem}--{split}--{item_sets[split]}.png"
+        for stem in ("accuracy_ci", "accuracy_vs_tokens", "cost_per_correct")
+        for split in SPLITS
     ]
+    names = [*plots, "index.html", "latest.json", "leaderboard.csv", "leaderboard.md"]
+    leaderboard = sorted(f"leaderboard/{name}" for name in [*names, "leaderboard.parquet"])
     assert local.list("leaderboard") == leaderboard
     assert sorted(raw) == sorted(f"{PREFIX}/{key}" for key in [*local_keys, *leaderboard])
 

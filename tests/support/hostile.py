@@ -1,0 +1,335 @@
+"""The hostile-input matrix: every command against the values and files nobody expects, and
+what each case must never do.
+
+A case runs one `evalfleet` command on a fresh copy of a small store (a finished run `base`
+and a second run `other`, both aggregated, answered by the simulator), after damaging a file
+of it or with a hostile value on its command line. For every case:
+
+- the exit code is 0 or 2, and no traceback is printed;
+- nothing stored changed unless changing it is the command's job (`may_change`), and no record
+  is lost;
+- no request reached the simulator whose answer is not stored (`paid_unstored`);
+- a command that exits 0 shows what it should (`silent` counts those that do not).
+
+`tests/hostile/` asserts all of this per case; `perf/hostile.py` runs the same matrix and
+prints the counts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+BASE_RUN, OTHER_RUN = "base", "other"
+MODELS = ("openai/sim-0.3", "openai/sim-0.7")
+JUDGE = "anthropic/sim-0.9"
+
+Damage = Callable[[Path], None]
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    argv: tuple[str, ...]  # "{store}" and "{sim}" are filled in
+    damage: Damage | None = None
+    may_change: tuple[str, ...] = ()  # store path prefixes the command may write
+    # when it exits 0, what its output must hold (else the case is `silent`)
+    must_show: tuple[str, ...] = ()
+    exit_codes: tuple[int, ...] = (0, 2)
+
+
+@dataclass
+class Outcome:
+    case: Case
+    code: int
+    out: str
+    err: str
+    traceback: bool
+    changed: list[str] = field(default_factory=list)  # outside may_change
+    lost: list[str] = field(default_factory=list)  # records gone or altered
+    paid_unstored: int = 0
+    silent: bool = False
+
+    def problems(self) -> list[str]:
+        found = []
+        if self.code not in self.case.exit_codes:
+            found.append(f"exit {self.code}")
+        if self.traceback:
+            found.append("traceback")
+        if self.changed:
+            found.append(f"changed {self.changed[:3]}")
+        if self.lost:
+            found.append(f"lost {self.lost[:3]}")
+        if self.paid_unstored:
+            found.append(f"{self.paid_unstored} paid, not stored")
+        if self.silent:
+            found.append("exit 0 without what it should show")
+        return found
+
+
+# --- damage ------------------------------------------------------------------------------
+
+
+def _files(store: Path, pattern: str) -> list[Path]:
+    found = sorted(store.glob(pattern))
+    assert found, f"nothing matches {pattern} in {store}"
+    return found
+
+
+def _latest_version(store: Path) -> str:
+    return json.loads((store / BASE_RUN / "results" / "latest.json").read_text())["version"]
+
+
+def truncated(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: max(1, path.stat().st_size // 2)])
+
+
+def emptied(path: Path) -> None:
+    path.write_bytes(b"")
+
+
+def garbage(path: Path) -> None:
+    path.write_bytes(hashlib.sha256(path.name.encode()).digest() * 37)
+
+
+def deleted(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+
+
+DAMAGES = {"truncated": truncated, "emptied": emptied, "garbage": garbage, "deleted": deleted}
+
+
+def store_file(store: Path, which: str) -> Path:
+    """The file (or folder) of run `base` that a damage case hits."""
+    run = store / BASE_RUN
+    if which == "latest.json":
+        return run / "results" / "latest.json"
+    if which == "samples.parquet":
+        return run / "results" / _latest_version(store) / "samples.parquet"
+    if which == "results version":
+        return run / "results" / _latest_version(store)
+    if which == "plan":
+        return _files(run, "plan/*.parquet")[0]
+    if which == "manifest":
+        return run / "manifest.json"
+    raise ValueError(which)
+
+
+def damage_of(which: str, how: str) -> Damage:
+    def apply(store: Path) -> None:
+        DAMAGES[how](store_file(store, which))
+
+    return apply
+
+
+FILES = {  # file -> the damages that apply to it
+    "latest.json": ("truncated", "emptied", "garbage", "deleted"),
+    "samples.parquet": ("truncated", "emptied", "garbage", "deleted"),
+    "results version": ("deleted",),
+    "plan": ("truncated", "emptied", "garbage", "deleted"),
+    "manifest": ("truncated", "emptied", "garbage", "deleted"),
+}
+REPAIRED_BY_AGGREGATE = {"latest.json", "samples.parquet", "results version"}
+
+
+def damaged_store_cases() -> list[Case]:
+    """Each store file damaged each way, under each command that reads it."""
+    cases = []
+    results = f"{BASE_RUN}/results/"
+    for which, hows in FILES.items():
+        for how in hows:
+            damage = damage_of(which, how)
+            tag = f"{which} {how}"
+            repairable = which in REPAIRED_BY_AGGREGATE
+            cases += [
+                # the rest of the store renders; the damaged run is named apart
+                Case(
+                    f"leaderboard | {tag}",
+                    ("leaderboard", "--store", "{store}"),
+                    damage,
+                    ("leaderboard/",),
+                    ("Runs that cannot be read", f"{BASE_RUN}/", "## zerobench"),
+                    (0,),
+                ),
+                Case(
+                    f"report | {tag}",
+                    ("report", BASE_RUN, "--store", "{store}"),
+                    damage,
+                    (results,),
+                    exit_codes=(2,),
+                ),  # fmt: skip
+                Case(
+                    f"compare | {tag}",
+                    ("compare", f"{BASE_RUN}:{MODELS[0]}", f"{BASE_RUN}:{MODELS[1]}")
+                    + ("--store", "{store}"),
+                    damage,
+                    (results,),
+                    exit_codes=(2,),
+                ),
+                Case(
+                    f"status | {tag}",
+                    ("status", BASE_RUN, "--store", "{store}"),
+                    damage,
+                    exit_codes=(2,),
+                ),  # fmt: skip
+                # aggregate is the repair of results; a plan or a manifest it cannot rebuild
+                Case(
+                    f"aggregate | {tag}",
+                    ("aggregate", BASE_RUN, "--store", "{store}"),
+                    damage,
+                    (results, "leaderboard/"),
+                    ("results in",) if repairable else (),
+                    (0,) if repairable else (2,),
+                ),
+                Case(
+                    f"judge | {tag}",
+                    ("judge", BASE_RUN, "--judge", JUDGE, "--store", "{store}")
+                    + ("--simulator-url", "{sim}"),
+                    damage,
+                    (f"{BASE_RUN}/", "leaderboard/"),
+                    exit_codes=(0,) if repairable else (2,),
+                ),
+            ]
+    return cases
+
+
+# --- running a case ----------------------------------------------------------------------
+
+
+def snapshot(store: Path) -> dict[str, str]:
+    return {
+        str(path.relative_to(store)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in store.rglob("*")
+        if path.is_file()
+    }
+
+
+def paid_requests(log: Path) -> list[str]:
+    """Request ids the simulator answered with 200 (what was paid for)."""
+    if not log.exists():
+        return []
+    ids = []
+    for line in log.read_text().splitlines():
+        entry = json.loads(line)
+        if entry.get("status") == 200 and entry.get("request_id"):
+            ids.append(entry["request_id"])
+    return ids
+
+
+def stored_request_ids(store: Path) -> set[str]:
+    found = set()
+    for folder in ("completions", "judgements"):
+        for path in store.glob(f"*/{folder}/**/*.json"):
+            with contextlib.suppress(ValueError, OSError):
+                found.add(json.loads(path.read_text()).get("request_id"))
+    return found
+
+
+def call_in_process(argv: list[str]) -> tuple[int, str, str, bool]:
+    """`evalfleet ARGV` in this process: (exit code, stdout, stderr, traceback printed)."""
+    from cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    crashed = False
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+        except BaseException:  # what the user would see as a traceback
+            traceback.print_exc(file=err)
+            crashed, code = True, 1
+    text = err.getvalue()
+    return code, out.getvalue(), text, crashed or "Traceback (most recent call last)" in text
+
+
+def call_subprocess(argv: list[str]) -> tuple[int, str, str, bool]:
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.main", *argv],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "TQDM_DISABLE": "1"},
+    )
+    both = done.stdout + done.stderr
+    return done.returncode, done.stdout, done.stderr, "Traceback (most recent call" in both
+
+
+def run_case(
+    case: Case,
+    base: Path,
+    work: Path,
+    sim,
+    sim_log: Path,
+    call: Callable[[list[str]], tuple[int, str, str, bool]] = call_in_process,
+) -> Outcome:
+    """`sim` is the simulator's handle (`simulator.process`): its URL, and its request log
+    flushed before each reading."""
+    store = work / hashlib.sha256(case.name.encode()).hexdigest()[:12]
+    shutil.rmtree(store, ignore_errors=True)
+    shutil.copytree(base, store)
+    if case.damage is not None:
+        case.damage(store)
+    before = snapshot(store)
+    sim.flush_log()
+    paid_before = set(paid_requests(sim_log))
+    argv = [a.replace("{store}", str(store)).replace("{sim}", sim.url) for a in case.argv]
+    code, out, err, crashed = call(argv)
+    after = snapshot(store)
+    sim.flush_log()
+    changed = sorted(
+        key
+        for key in before.keys() | after.keys()
+        if before.get(key) != after.get(key) and not key.startswith(case.may_change)
+    )
+    lost = sorted(
+        key
+        for key, digest in before.items()
+        if ("/completions/" in key or "/judgements/" in key) and after.get(key) != digest
+    )
+    paid_now = [r for r in paid_requests(sim_log) if r not in paid_before]
+    stored = stored_request_ids(store) if paid_now else set()
+    silent = code == 0 and not all(text in out + err for text in case.must_show)
+    outcome = Outcome(case, code, out, err, crashed, changed, lost)
+    outcome.paid_unstored = sum(r not in stored for r in paid_now)
+    outcome.silent = silent
+    shutil.rmtree(store, ignore_errors=True)
+    return outcome
+
+
+def summary(outcomes: list[Outcome]) -> str:
+    """The figures perf/hostile.py prints last."""
+    return (
+        f"cases={len(outcomes)} "
+        f"tracebacks={sum(o.traceback for o in outcomes)} "
+        f"paid_unstored={sum(o.paid_unstored for o in outcomes)} "
+        f"lost={sum(bool(o.lost) for o in outcomes)} "
+        f"silent={sum(o.silent for o in outcomes)}"
+    )
+
+
+def build_base(store: Path, dataset: str, sim_url: str, call=call_in_process) -> None:
+    """The store every case starts from: run `base` (two models) and run `other` (one), on
+    ZeroBench's demo questions, greedy and one sampled epoch, aggregated, with a leaderboard."""
+    for run_id, models in ((BASE_RUN, MODELS), (OTHER_RUN, ("openai/sim-0.5",))):
+        argv = ["run", *(x for m in models for x in ("-m", m)), "-b", "zerobench"]
+        argv += ["--epochs", "1", "--dataset-path", dataset, "--run-id", run_id]
+        argv += ["--store", str(store), "--simulator-url", sim_url]
+        code, out, err, _ = call(argv)
+        if code != 0:
+            raise RuntimeError(f"could not build the hostile store: {err[-2000:]}")
