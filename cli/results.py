@@ -108,9 +108,12 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     import json
 
+    from engine.request import check_run_id
     from reports.compare import compare, save, to_markdown
     from reports.report import write_report
 
+    for side in (args.a, args.b):  # RUN_ID[@VERSION][:MODEL]
+        check_run_id(side.partition(":")[0].partition("@")[0])
     store = store_from(args)
     result = compare(store, args.a, args.b)
     text = to_markdown(result)
