@@ -13,8 +13,9 @@ from collections.abc import Sequence
 
 def build_parser() -> argparse.ArgumentParser:
     from cli import batches, extensions, results, run, up
+    from cli.errors import OneLineParser
 
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="evalfleet",
         description="Evaluate models on hard multimodal benchmarks (Prefect + Ray).",
     )
