@@ -308,6 +308,8 @@ def _inline(schema: dict[str, Any], prop: dict[str, Any]) -> dict[str, Any]:
 
 
 def benchmark_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Each benchmark's options from its flags; a value an option does not take is refused
+    here, naming the flag and the values it takes (`--rome-tasks 'bogus' is not valid: ...`)."""
     options: dict[str, dict[str, Any]] = {}
     for bench in registry.all_benchmarks():
         flags = bench.option_flags_from or bench.name
@@ -318,6 +320,8 @@ def benchmark_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             if typing.get_origin(_base(info.annotation)) is list:
                 value = split_list(value)
             options.setdefault(bench.name, {})[field_name] = value
+        if bench.name in options:
+            bench.options(options[bench.name], named=functools.partial(option_flag, flags))
     return options
 
 
