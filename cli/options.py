@@ -112,7 +112,9 @@ def add_request_options(parser: argparse.ArgumentParser) -> None:
         kwargs: dict[str, Any] = {"dest": PREFIX + name, "default": UNSET}
         if base is bool:
             kwargs["action"] = "store_false" if facts.get("default") else "store_true"
-            kwargs["help"] = help_text(info.description, {})
+            kwargs["help"] = help_text(flag.help or info.description, {})
+            if facts.get("default") and not flag.help:
+                raise TypeError(f"{name}: a flag turning it off needs a Flag(help=...) of its own")
         elif origin is list:
             kwargs.update(action="append", metavar=flag.metavar or "VALUE")
             kwargs["help"] = help_text(info.description, facts, repeatable=True)

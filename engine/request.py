@@ -55,12 +55,16 @@ class Flag:
 
     `names`: the flags (first the long one); `metavar`: the value's placeholder; `composite`:
     the field is set together with others by a flag of `cli.options` (e.g. `--dataset-path
-    [BENCHMARK=]PATH` sets `dataset_path` and `dataset_paths`), not by a flag of its own.
+    [BENCHMARK=]PATH` sets `dataset_path` and `dataset_paths`), not by a flag of its own;
+    `help`: what the flag does, where that is not the field's description: a flag that
+    turns off a field that is on by default (`--no-wait`) must say what it does, not what
+    the field means.
     """
 
     names: tuple[str, ...] = ()
     metavar: str | None = None
     composite: bool = False
+    help: str | None = None
 
 
 def _known_benchmark(name: str) -> str:
@@ -335,7 +339,14 @@ class EvalRequest(BaseModel):
         default="batch",
         description="where a failed or expired batch line is asked again",
     )
-    batch_wait: Annotated[bool, Flag(("--no-wait",))] = Field(
+    batch_wait: Annotated[
+        bool,
+        Flag(
+            ("--no-wait",),
+            help="submit the batch jobs and return at once; `evalfleet batches poll` (or the "
+            "poll-batches deployment) collects them and writes the tables",
+        ),
+    ] = Field(
         default=True,
         description="wait for the batch jobs and write the tables; off: submit and return "
         "(`evalfleet batches poll` or the poll-batches flow collects them)",
