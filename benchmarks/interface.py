@@ -52,9 +52,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from core.types import Decoding, Sample, Score
+from benchmarks import option_values
+from core.types import ConfigError, Decoding, Sample, Score
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -270,11 +271,22 @@ class Benchmark(ABC):
     #: Run when a request names no benchmark.
     default: ClassVar[bool] = False
 
-    def options(self, raw: dict[str, Any] | BenchmarkOptions | None = None) -> BenchmarkOptions:
-        """Validated options, defaults filled in."""
+    def options(
+        self,
+        raw: dict[str, Any] | BenchmarkOptions | None = None,
+        *,
+        named: Callable[[str], str] | None = None,
+    ) -> BenchmarkOptions:
+        """Validated options, defaults filled in. A value the options do not take is one
+        ConfigError line naming the option (`named(field)`: a flag on the command line; by
+        default NAME.FIELD, as in the request) and the values it takes."""
         if isinstance(raw, self.options_model):
             return raw
-        return self.options_model(**(raw or {}))
+        try:
+            return self.options_model(**(raw or {}))
+        except ValidationError as exc:
+            label = named or (lambda field: f"{self.name}.{field}")
+            raise ConfigError(option_values.problem(self.options_model, exc, label)) from None
 
     def text_alternative_hint(self, kinds: Sequence[str]) -> str | None:
         """How to ask for text stand-ins of these media kinds, or None if there are none."""

@@ -10,7 +10,7 @@ from typing import Any
 from benchmarks import registry
 from benchmarks.answer_key import write_answer_key
 from core.types import ConfigError
-from engine.request import EvalRequest
+from engine.request import EvalRequest, check_run_id
 from storage import store_url
 
 
@@ -40,12 +40,12 @@ def run_demo(
         raise ConfigError(
             f"benchmark {benchmark} has no demo: use one of {', '.join(demo_choices())}"
         )
-    work = Path(workdir).resolve()
+    run_id = check_run_id(run_id or datetime.now(UTC).strftime(f"demo-{benchmark}-%Y%m%d-%H%M%S"))
+    work = Path(workdir).resolve()  # written only once the run id is known to be good
     work.mkdir(parents=True, exist_ok=True)
     dataset_path = str(demo.write(work / benchmark))
     benchmarks = list(demo.benchmarks)
     answers = write_answer_key(dataset_path, benchmarks, work / f"answers-{benchmark}.jsonl")
-    run_id = run_id or datetime.now(UTC).strftime(f"demo-{benchmark}-%Y%m%d-%H%M%S")
     request = EvalRequest(
         models=list(demo.models),
         benchmarks=benchmarks,

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 
 def build_parser() -> argparse.ArgumentParser:
     from cli import batches, extensions, results, run, up
+    from cli.errors import OneLineParser
 
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="evalfleet",
         description="Evaluate models on hard multimodal benchmarks (Prefect + Ray).",
     )
@@ -41,6 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from engine.outcome import Interrupted
 
     try:
+        check_run_ids(args)
         return args.func(args)
     except user_errors() as exc:
         print(f"error: {one_line(exc)}", file=sys.stderr)
@@ -64,6 +66,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return 1
+
+
+def check_run_ids(args: argparse.Namespace) -> None:
+    """Every run id a command was given (`RUN_ID`, `--run-id`, `BLIND_RUN_ID`, ...), checked
+    before the command makes a store key of it: one line in the user's words, not the
+    store's."""
+    given = [
+        value
+        for name, value in vars(args).items()
+        if (name == "run_id" or name.endswith("_run_id")) and isinstance(value, str)
+    ]
+    if given:
+        from engine.request import check_run_id
+
+        for run_id in given:
+            check_run_id(run_id)
 
 
 def entry() -> None:

@@ -112,7 +112,9 @@ def add_request_options(parser: argparse.ArgumentParser) -> None:
         kwargs: dict[str, Any] = {"dest": PREFIX + name, "default": UNSET}
         if base is bool:
             kwargs["action"] = "store_false" if facts.get("default") else "store_true"
-            kwargs["help"] = help_text(info.description, {})
+            kwargs["help"] = help_text(flag.help or info.description, {})
+            if facts.get("default") and not flag.help:
+                raise TypeError(f"{name}: a flag turning it off needs a Flag(help=...) of its own")
         elif origin is list:
             kwargs.update(action="append", metavar=flag.metavar or "VALUE")
             kwargs["help"] = help_text(info.description, facts, repeatable=True)
@@ -308,6 +310,8 @@ def _inline(schema: dict[str, Any], prop: dict[str, Any]) -> dict[str, Any]:
 
 
 def benchmark_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Each benchmark's options from its flags; a value an option does not take is refused
+    here, naming the flag and the values it takes (`--rome-tasks 'bogus' is not valid: ...`)."""
     options: dict[str, dict[str, Any]] = {}
     for bench in registry.all_benchmarks():
         flags = bench.option_flags_from or bench.name
@@ -318,6 +322,8 @@ def benchmark_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             if typing.get_origin(_base(info.annotation)) is list:
                 value = split_list(value)
             options.setdefault(bench.name, {})[field_name] = value
+        if bench.name in options:
+            bench.options(options[bench.name], named=functools.partial(option_flag, flags))
     return options
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 from pathlib import Path
 
 from cli.options import add_store_options, store_from
@@ -41,7 +42,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--version", help="a results version (default: the latest)")
     report.add_argument(
         "--media-mb",
-        type=float,
+        type=megabytes,
         default=MEDIA_BUDGET_MB,
         help="full-size images and audio embedded, in MB (thumbnails always) (default: "
         f"{MEDIA_BUDGET_MB:g})",
@@ -82,6 +83,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     board.set_defaults(func=cmd_leaderboard)
 
 
+def megabytes(text: str) -> float:
+    """A size in MB: a finite number, 0 or more (`nan`, `inf` and negatives refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"takes a size in MB, 0 or more, not {text!r}")
+    return value
+
+
 def cmd_aggregate(args: argparse.Namespace) -> int:
     from engine.aggregate import aggregate_run
     from reports.report import write_report_or_warn
@@ -108,9 +120,12 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     import json
 
+    from engine.request import check_run_id
     from reports.compare import compare, save, to_markdown
     from reports.report import write_report
 
+    for side in (args.a, args.b):  # RUN_ID[@VERSION][:MODEL]
+        check_run_id(side.partition(":")[0].partition("@")[0])
     store = store_from(args)
     result = compare(store, args.a, args.b)
     text = to_markdown(result)

@@ -151,10 +151,12 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    from stack.up import down
+    """Exit 1 when a process of the stack is left running (each named with how to stop it)."""
+    from stack.down import down
 
-    print("\n".join(down(args.state_dir)))
-    return 0
+    stopped = down(args.state_dir)
+    print("\n".join(stopped.lines))
+    return 0 if stopped.complete else 1
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

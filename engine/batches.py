@@ -70,9 +70,13 @@ def run_batches(
                 time.sleep(0.2)
             if STOP.requested():
                 break
-    jobs = batch_jobs.read_jobs(run.store, run.run_id)
-    still_open = sum(1 for j in jobs if j.state != "ended")
-    return {"batch": dict(totals), "batch_jobs_open": still_open, "stopped": STOP.requested()}
+    still_open = [j for j in batch_jobs.read_jobs(run.store, run.run_id) if j.state != "ended"]
+    return {
+        "batch": dict(totals),
+        "batch_jobs_open": len(still_open),
+        "batch_lines_open": sum(len(j.items) for j in still_open),
+        "stopped": STOP.requested(),
+    }
 
 
 async def _round(run_plan: RunPlan) -> Counter[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from benchmarks import registry
 from engine.identity import RunError
 from engine.manifest import build_manifest, precheck_run, read_manifest, require_manifest
-from engine.request import EvalRequest
+from engine.request import EvalRequest, check_run_id
 from engine.resolve import (
     ResolvedRun,
     check_batch_modes,
@@ -22,6 +22,7 @@ from engine.resolve import (
     resolve_models,
 )
 from engine.stored import plan_data
+from providers.names import check_model_id
 from storage import Store
 
 
@@ -30,7 +31,10 @@ def judge_request(
 ) -> EvalRequest:
     """The run's own request with `judge` added: the primary judge if it had none, else an
     extra one; a judge the run already has is resumed (what it has not judged yet, what
-    failed). One line if the run is not there or has nothing a judge grades."""
+    failed). One line if the judge's name or the run id is not valid, the run is not there or
+    it has nothing a judge grades: checked before the run's identity changes."""
+    check_model_id(judge, "judge")
+    check_run_id(run_id)
     manifest = require_manifest(store, run_id)
     request = EvalRequest(**manifest["request"])
     if judge in request.models:

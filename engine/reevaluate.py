@@ -15,6 +15,7 @@ import fnmatch
 import json
 import logging
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -150,7 +151,7 @@ class Reevaluation:
                     state = heartbeat.liveness(manifest)
                     log.info("model %s: resuming its run %s (%s)", model_id, run_id, state)
                 else:
-                    run_id = f"reeval-{stamp}-{provider}-{name}".replace("/", "-")[:128]
+                    run_id = reevaluation_run_id(stamp, provider, name)
                     log.info("new model %s: evaluating in run %s", model_id, run_id)
                 self.pending[model_id] = run_id
                 self._save(PENDING_KEY, self.pending)
@@ -223,3 +224,9 @@ class Reevaluation:
         if not key:
             raise ConfigError(f"missing API key for provider {provider}: set {env}")
         return key
+
+
+def reevaluation_run_id(stamp: str, provider: str, name: str) -> str:
+    """A valid run id for a new model: a name's `/ : @` (allowed in model names, not in run
+    ids: `ft:gpt-4o-mini:org:x`) become `-`."""
+    return re.sub(r"[^A-Za-z0-9._-]", "-", f"reeval-{stamp}-{provider}-{name}")[:128]

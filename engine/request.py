@@ -29,9 +29,24 @@ from pydantic_core import core_schema
 
 from benchmarks import registry
 from benchmarks.protocols import PROTOCOLS, ProtocolName
+from core.types import ConfigError
+from providers.names import MODEL_ID_PATTERN, check_model_id
 from storage import store_url
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+RUN_ID_RULE = "1-128 letters, digits, '.', '_' or '-', the first a letter or a digit"
+
+
+def check_run_id(run_id: str) -> str:
+    """`run_id` if it can name a run, else one line saying why: every command checks the
+    run id it is given before a store key is made of it."""
+    if not RUN_ID.fullmatch(run_id):
+        raise ConfigError(f"run id {run_id!r} is not valid: a run id is {RUN_ID_RULE}")
+    if run_id == "leaderboard":
+        raise ConfigError(
+            "run id 'leaderboard' is not valid: it is where the store keeps the leaderboard"
+        )
+    return run_id
 
 
 @dataclass(frozen=True)
@@ -40,12 +55,16 @@ class Flag:
 
     `names`: the flags (first the long one); `metavar`: the value's placeholder; `composite`:
     the field is set together with others by a flag of `cli.options` (e.g. `--dataset-path
-    [BENCHMARK=]PATH` sets `dataset_path` and `dataset_paths`), not by a flag of its own.
+    [BENCHMARK=]PATH` sets `dataset_path` and `dataset_paths`), not by a flag of its own;
+    `help`: what the flag does, where that is not the field's description: a flag that
+    turns off a field that is on by default (`--no-wait`) must say what it does, not what
+    the field means.
     """
 
     names: tuple[str, ...] = ()
     metavar: str | None = None
     composite: bool = False
+    help: str | None = None
 
 
 def _known_benchmark(name: str) -> str:
@@ -108,7 +127,7 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
 BenchmarkName = Annotated[str, AfterValidator(_known_benchmark), _RegistryEnum]
 
 SIMULATED_CHOICES = ["openai/sim-0.3", "openai/sim-0.7", "anthropic/sim-0.6", "google/sim-0.5"]
-MODEL_PATTERN = r"^(openai|openai-compatible|anthropic|google)/\S+$"
+MODEL_PATTERN = MODEL_ID_PATTERN  # the rule `providers.names.check_model_id` applies
 
 
 class _ModelChoices:
@@ -143,7 +162,18 @@ class _ModelChoices:
         }
 
 
-ModelName = Annotated[str, _ModelChoices]
+def _name_check(what: str):
+    def valid(model_id: str) -> str:
+        try:
+            return check_model_id(model_id, what)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+
+    return AfterValidator(valid)
+
+
+ModelName = Annotated[str, _name_check("model"), _ModelChoices]
+JudgeName = Annotated[str, _name_check("judge")]
 
 
 def _store_schema(schema: dict[str, Any]) -> None:
@@ -241,12 +271,12 @@ class EvalRequest(BaseModel):
         description="openai-compatible/NAME models served at a URL of your own, by model id "
         "(no registry entry needed)",
     )
-    judge_model: Annotated[str | None, Flag(metavar="PROVIDER/MODEL")] = Field(
+    judge_model: Annotated[JudgeName | None, Flag(metavar="PROVIDER/MODEL")] = Field(
         default=None,
         description="provider/model that grades answers for benchmarks with an LLM judge "
         "(ZeroBench's fallback parser, ROME, DatBench judge rows)",
     )
-    extra_judges: Annotated[list[str], Flag(("--extra-judge",), "PROVIDER/MODEL")] = Field(
+    extra_judges: Annotated[list[JudgeName], Flag(("--extra-judge",), "PROVIDER/MODEL")] = Field(
         default_factory=list,
         description="more judge models, each grading the same answers as judge_model (the "
         "primary); added to an existing run with extend, or by `evalfleet judge`",
@@ -309,7 +339,14 @@ class EvalRequest(BaseModel):
         default="batch",
         description="where a failed or expired batch line is asked again",
     )
-    batch_wait: Annotated[bool, Flag(("--no-wait",))] = Field(
+    batch_wait: Annotated[
+        bool,
+        Flag(
+            ("--no-wait",),
+            help="submit the batch jobs and return at once; `evalfleet batches poll` (or the "
+            "poll-batches deployment) collects them and writes the tables",
+        ),
+    ] = Field(
         default=True,
         description="wait for the batch jobs and write the tables; off: submit and return "
         "(`evalfleet batches poll` or the poll-batches flow collects them)",
@@ -337,10 +374,11 @@ class EvalRequest(BaseModel):
     @field_validator("run_id")
     @classmethod
     def _run_id(cls, value: str | None) -> str | None:
-        if value is not None and not RUN_ID.match(value):
-            raise ValueError("run id must be 1-128 characters of letters, digits, '.', '_' or '-'")
-        if value == "leaderboard":
-            raise ValueError("run id 'leaderboard' is where the store keeps the leaderboard")
+        if value is not None:
+            try:
+                check_run_id(value)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
         return value
 
     @model_validator(mode="after")

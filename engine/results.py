@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.escape import markdown_cell
 from engine.identity import RunError
 from storage import layout
 from storage.base import Store
@@ -59,12 +60,14 @@ def summaries(scored: Scored, benchmarks: dict[str, Any]) -> dict[str, pd.DataFr
 
 def markdown(frame: pd.DataFrame, width: int = WIDTH) -> str:
     """A Markdown table; one wider than `width` is split into several, each repeating the
-    key columns (model, scoring, ...), never squeezed."""
+    key columns (model, scoring, ...), never squeezed. Every name and value is escaped
+    (`core.escape.markdown_cell`): a `|` stays in its cell, HTML shows as text."""
     if frame.empty:
         return "_no rows_"
-    shown = frame.astype(object).where(frame.notna(), None)
-    keys = [c for c in ("model", "benchmark", "scoring", "breakdown", "group") if c in frame]
-    rest = [c for c in frame.columns if c not in keys]
+    shown = frame.astype(object).where(frame.notna(), None).map(markdown_cell)
+    shown.columns = [markdown_cell(str(c)) for c in shown.columns]
+    keys = [c for c in ("model", "benchmark", "scoring", "breakdown", "group") if c in shown]
+    rest = [c for c in shown.columns if c not in keys]
     # A pipe table is "| a | b |": each column adds its own width and 3, whatever is beside it.
     adds = {c: _width(_render(shown, [c])) - 1 for c in [*keys, *rest]}
     chunks: list[list[str]] = []

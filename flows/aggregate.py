@@ -10,6 +10,7 @@ from typing import Any
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
+from core.escape import markdown_cell, markdown_rows
 from flows.control_plane import attached
 from storage import Store, open_store
 
@@ -17,7 +18,8 @@ log = logging.getLogger("evalfleet")
 
 
 def publish_artifacts(result: dict[str, Any]) -> None:
-    """Tables in the Prefect UI (best effort: the tables are in the store either way)."""
+    """Tables in the Prefect UI (best effort: the tables are in the store either way). The
+    Markdown comes from `engine.results.markdown`, which escapes."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
     run_id = result["run_id"]
@@ -25,11 +27,13 @@ def publish_artifacts(result: dict[str, Any]) -> None:
         for name, records in result["summaries"].items():
             key = f"summary-{run_id}-{name}".lower().replace("_", "-").replace(".", "-")
             create_table_artifact(
-                table=records, key=key[:100], description=f"{name} summary of run {run_id}"
+                table=markdown_rows(records),
+                key=key[:100],
+                description=markdown_cell(f"{name} summary of run {run_id}"),
             )
         create_markdown_artifact(
             markdown=result["markdown"] or "_no records scored yet_",
-            description=f"evalfleet run {run_id}",
+            description=markdown_cell(f"evalfleet run {run_id}"),
         )
     except Exception as exc:
         log.warning("could not publish artifacts: %s", exc)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from prefect import flow
 
+from core.escape import markdown_cell
 from flows.control_plane import attached
 from storage import Store, open_store
 
@@ -23,7 +24,8 @@ DEPLOYMENT = "leaderboard/on-demand"
 
 def publish_artifacts(board: Board, where: str) -> None:
     """The leaderboard's page and plots in the Prefect UI (best effort: they are in the
-    store)."""
+    store); the page escapes what it shows, the path and description are escaped here
+    (`core.escape`)."""
     from prefect.artifacts import create_markdown_artifact
 
     from reports.board_page import markdown_page
@@ -35,9 +37,9 @@ def publish_artifacts(board: Board, where: str) -> None:
             if name.endswith(".png")
         )
         create_markdown_artifact(
-            markdown=f"{markdown_page(board)}\n\nFiles: `{where}`\n\n{images}",
+            markdown=f"{markdown_page(board)}\n\nFiles: {markdown_cell(where)}\n\n{images}",
             key="leaderboard",
-            description=f"evalfleet leaderboard ({where})",
+            description=markdown_cell(f"evalfleet leaderboard ({where})"),
         )
     except Exception as exc:
         log.warning("could not publish the leaderboard artifacts: %s", exc)

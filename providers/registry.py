@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,11 +10,11 @@ from typing import Any
 import yaml
 
 from core.types import ConfigError
+from providers.names import SIMULATED, check_model_id
 from providers.types import Usage
 
 DEFAULT_REGISTRY = Path(__file__).resolve().parent.parent / "deployments" / "models.yaml"
 PROVIDERS = ("openai", "openai-compatible", "anthropic", "google")
-SIMULATED_MODEL = re.compile(r"^sim-(\d+(?:\.\d+)?)")
 SIMULATOR_KEY_ENV = "EVALFLEET_SIMULATOR_API_KEY"
 # "50 % of the synchronous price": OpenAI Batch, Anthropic Message Batches, Gemini Batch Mode
 DEFAULT_BATCH_PRICE_FACTOR = 0.5
@@ -188,6 +187,7 @@ def resolve_model(
     """Turn "provider/model" into a ModelConfig, or raise a one-line ConfigError."""
     registry = registry if registry is not None else load_registry()
     provider, name = split_model_id(model_id)
+    check_model_id(model_id)
     defaults = (registry.get("providers") or {}).get(provider) or {}
     if endpoint is not None:
         if provider != "openai-compatible":
@@ -208,7 +208,7 @@ def resolve_model(
             entry["modalities"] = list(ADHOC_MODALITIES)
             entry["modalities_from"] = "default"
         return _from_entry(model_id, provider, name, {**defaults, **entry})
-    if SIMULATED_MODEL.match(name):
+    if SIMULATED.fullmatch(name):
         if not simulator_url:
             raise ConfigError(
                 f"model '{model_id}' is simulated: start `evalfleet simulate` and pass "

@@ -6,11 +6,10 @@ downloaded from S3, or mailed."""
 from __future__ import annotations
 
 import base64
-import html
-import json
 from pathlib import Path
 from typing import Any
 
+from core.escape import html_text, json_for_html
 from reports import formatting as fmt
 from reports.report_data import ReportData
 
@@ -29,7 +28,7 @@ def render(data: ReportData) -> str:
     return "\n".join(
         [
             "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
-            f"<title>evalfleet report {html.escape(meta['run_id'])}</title>",
+            f"<title>evalfleet report {html_text(meta['run_id'])}</title>",
             f"<style>{(ASSETS / 'report.css').read_text()}</style></head><body>",
             _header(meta),
             _filters(),
@@ -46,12 +45,13 @@ def render(data: ReportData) -> str:
 
 
 def _json_block(name: str, value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
-    return f"<script type='application/json' id='{name}'>{text}</script>"
+    """Names, targets and responses are untrusted: the block holds no `<` to end it early."""
+    return f"<script type='application/json' id='{html_text(name)}'>{json_for_html(value)}</script>"
 
 
 def _text_block(name: str, gzipped: bytes) -> str:
-    return f"<script type='text/plain' id='{name}'>{base64.b64encode(gzipped).decode()}</script>"
+    text = base64.b64encode(gzipped).decode()
+    return f"<script type='text/plain' id='{html_text(name)}'>{text}</script>"
 
 
 def _header(meta: dict[str, Any]) -> str:
@@ -77,7 +77,7 @@ def _header(meta: dict[str, Any]) -> str:
             )
         )
     parts = [
-        f"<header><h1>evalfleet report: {html.escape(meta['run_id'])}</h1>",
+        f"<header><h1>evalfleet report: {html_text(meta['run_id'])}</h1>",
         _table(["", ""], identity, header=False),
         "</header><section><h2>Coverage</h2>",
         _table(
@@ -134,7 +134,7 @@ def _header(meta: dict[str, Any]) -> str:
     for comparison in meta.get("comparisons") or []:
         parts.append(comparison_html(comparison))
     if meta.get("media_note"):
-        parts.append(f"<p class='note'>{html.escape(meta['media_note'])}</p>")
+        parts.append(f"<p class='note'>{html_text(meta['media_note'])}</p>")
     parts.append(f"<h2>Items</h2><p class='note'>{meta['items']} answered items.</p></section>")
     return "\n".join(parts)
 
@@ -144,7 +144,7 @@ def comparison_html(comparison: dict[str, Any]) -> str:
     a, b = comparison["a"]["label"], comparison["b"]["label"]
     rows = [(d["field"], d["a"], d["b"]) for d in comparison["identity"]]
     parts = [
-        f"<h2>Comparison: A {html.escape(a)} vs B {html.escape(b)}</h2>",
+        f"<h2>Comparison: A {html_text(a)} vs B {html_text(b)}</h2>",
         "<h3>What differs</h3>",
         _table(["field", "A", "B"], rows) if rows else "<p class='note'>nothing: same identity</p>",
         "<h3>Per benchmark and scoring mode, on the items both hold</h3>",
@@ -181,17 +181,17 @@ def comparison_html(comparison: dict[str, Any]) -> str:
             raw_columns={8, 9},
         ),
         *(
-            f"<p class='note'>{html.escape(r['benchmark'])} ({html.escape(r['scoring'])}): "
-            f"{html.escape(r['what_it_would_take'])}.</p>"
+            f"<p class='note'>{html_text(r['benchmark'])} ({html_text(r['scoring'])}): "
+            f"{html_text(r['what_it_would_take'])}.</p>"
             for r in comparison["rows"]
         ),
         *(
-            f"<p class='note'>No shared items on {html.escape(u['benchmark'])} "
-            f"({html.escape(u['scoring'])}): A on {html.escape(u['items_a'])}, B on "
-            f"{html.escape(u['items_b'])}.</p>"
+            f"<p class='note'>No shared items on {html_text(u['benchmark'])} "
+            f"({html_text(u['scoring'])}): A on {html_text(u['items_a'])}, B on "
+            f"{html_text(u['items_b'])}.</p>"
             for u in comparison.get("apart", [])
         ),
-        f"<p class='note'>{html.escape(comparison['note'])}</p>",
+        f"<p class='note'>{html_text(comparison['note'])}</p>",
     ]
     return "\n".join(parts)
 
@@ -205,9 +205,9 @@ def _flips(samples: list[str], row: dict[str, Any]) -> str:
     """Links to A's items that flipped (this is A's report)."""
     model = row["model_a"]
     links = [
-        f"<a href='#benchmark={html.escape(row['benchmark'])}&sample="
-        f"{html.escape(row['benchmark'])}/{html.escape(s)}/{row['epoch']}/{html.escape(model)}'>"
-        f"{html.escape(s)}</a>"
+        f"<a href='#benchmark={html_text(row['benchmark'])}&sample="
+        f"{html_text(row['benchmark'])}/{html_text(s)}/{row['epoch']}/{html_text(model)}'>"
+        f"{html_text(s)}</a>"
         for s in samples[:50]
     ]
     more = f" and {len(samples) - 50} more" if len(samples) > 50 else ""
@@ -246,12 +246,12 @@ def _table(
     raw_columns: set[int] | None = None,
 ) -> str:
     raw_columns = raw_columns or set()
-    head = "<tr>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in columns) + "</tr>"
+    head = "<tr>" + "".join(f"<th>{html_text(str(c))}</th>" for c in columns) + "</tr>"
     body = []
     for row in rows:
         cells = []
         for i, value in enumerate(row):
-            text = value if i in raw_columns else html.escape("" if value is None else str(value))
+            text = value if i in raw_columns else html_text(value)
             numeric = isinstance(value, int | float) and not isinstance(value, bool)
             cells.append(f"<td{' class=num' if numeric else ''}>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")

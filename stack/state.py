@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from core.places import process_start_ticks, stack_folder
+from stack import pidfiles
 from stack.services import ServiceError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -71,11 +72,23 @@ def stack_dir(folder: str | None = None) -> Path:
 
 
 def load(folder: Path) -> Stack | None:
+    """What `stack.json` records; None if it is missing or damaged (`load_checked` tells)."""
+    return load_checked(folder)[0]
+
+
+def load_checked(folder: Path) -> tuple[Stack | None, str | None]:
+    """(the stack, None), (None, None) when there is no `stack.json`, or (None, what is wrong
+    with it) when it cannot be read: then the pid files (`stack.pidfiles`) know the processes."""
     path = folder / "stack.json"
     try:
-        raw = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
+        return _from_raw(json.loads(path.read_text())), None
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        return None, f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:200]
+
+
+def _from_raw(raw: dict[str, Any]) -> Stack:
     single = ("prefect", "serve", "ray", "launcher")
     daemons = {k: Daemon(**raw[k]) if raw.get(k) else None for k in single}
     lists = {k: [Daemon(**d) for d in raw.get(k) or []] for k in ("workers", "ray_nodes")}
@@ -120,7 +133,9 @@ def spawn(name: str, command: list[str], env: dict[str, str], log: Path) -> Daem
         time.sleep(0.01)
     if started is None:
         raise ServiceError(f"the {name} exited at once: see {log}")
-    return Daemon(name, process.pid, started, str(log))
+    daemon = Daemon(name, process.pid, started, str(log))
+    pidfiles.write(daemon)  # before anything else can fail: `down` finds it even then
+    return daemon
 
 
 def wait_ready(daemon: Daemon, ready: Callable[[], bool], what: str) -> None:

@@ -13,9 +13,9 @@
 
 It waits until each answers, records what it started in `stack.json` (`stack.state`), and
 prints where everything is. A second `up` reports what is running and starts only what is
-not (given another store, schedule or runner, it restarts what depends on it). `down` stops
-exactly the processes recorded. `evalfleet run` attaches to a running stack instead of
-starting its own server and Ray head.
+not (given another store, schedule or runner, it restarts what depends on it). `down`
+(`stack.down`) stops exactly the processes recorded. `evalfleet run` attaches to a running
+stack instead of starting its own server and Ray head.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ import secrets
 from pathlib import Path
 
 from core.checkout import project_digest
-from stack import prefect_server, ray_cluster, runners
-from stack.state import Daemon, Stack, load, save, stack_dir, stop, stop_stale
+from stack import pidfiles, prefect_server, ray_cluster, runners
+from stack.services import ServiceError
+from stack.state import Daemon, Stack, load, load_checked, save, stack_dir, stop, stop_stale
 from storage import store_url
 
 DEPLOYMENT_NAMES = (  # what deployments/serve.py serves and deployments/prefect.yaml declares
@@ -55,7 +56,7 @@ def up(
     given and different, what runs the flow runs is restarted with them."""
     crash_after = prefect_server.crash_after_s()  # a bad value stops `up` before it starts
     path = stack_dir(folder)
-    stack = load(path) or Stack(folder=str(path), store="")
+    stack = load(path) or _fresh(path)
     notes: dict[str, str] = {}
     started: list[Daemon] = []
     try:
@@ -77,6 +78,22 @@ def up(
         raise
     save(stack)
     return stack, describe(stack, notes)
+
+
+def _fresh(path: Path) -> Stack:
+    """A new stack, unless processes an earlier `up` started still run unrecorded (its
+    `stack.json` damaged or lost): a second server and launcher beside them would be
+    unreachable by `down`."""
+    _, problem = load_checked(path)
+    running = pidfiles.alive(path)
+    if running:
+        what = "is damaged" if problem else "is missing"
+        pids = ", ".join(f"{d.name} pid {d.pid}" for d in running)
+        raise ServiceError(
+            f"stack.json in {path} {what} while processes `up` started still run ({pids}): "
+            "run `evalfleet down` first"
+        )
+    return Stack(folder=str(path), store="")
 
 
 def _bring_up(
@@ -259,24 +276,6 @@ def describe(stack: Stack, notes: dict[str, str] | None = None) -> list[str]:
     lines.append(line("logs", f"{stack.folder}/*.log"))
     lines.append("`evalfleet run` uses this stack while it is up; `evalfleet down` stops it.")
     return lines
-
-
-def down(folder: str | None = None) -> list[str]:
-    path = stack_dir(folder)
-    stack = load(path)
-    if stack is None:
-        return [f"no stack recorded in {path}: nothing to stop"]
-    lines = []
-    for daemon in stack.daemons():  # what runs flows first, then Ray, then Prefect
-        stopped = stop(daemon)
-        state = f"stopped (pid {daemon.pid})" if stopped else "was not running"
-        lines.append(f"  {daemon.name:<22} {state}")
-    if stack.ray is not None:
-        ray_cluster.remove_sessions(path)
-    if stack.launcher is not None:
-        Path(stack.launcher.address).unlink(missing_ok=True)
-    (path / "stack.json").unlink(missing_ok=True)
-    return [f"evalfleet stack in {path}:", *lines]
 
 
 def attach(folder: str | None = None) -> Stack | None:

@@ -14,7 +14,7 @@ import hashlib
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
@@ -44,6 +44,11 @@ if TYPE_CHECKING:
 
 SCORINGS = ("upstream", "fixed")
 STD_DDOF = 1  # sample standard deviation over the epochs (the leaderboard does not say)
+# The eight tasks of BAAI/ROME: a task option naming another would select nothing.
+RomeTask = Literal[
+    "academic", "diagrams", "puzzles-games", "memes", "geo", "recognition", "multi-image",
+    "spatial",
+]  # fmt: skip
 
 
 class RomeOptions(BenchmarkOptions):
@@ -51,12 +56,11 @@ class RomeOptions(BenchmarkOptions):
         default="test.json",
         description="annotation file under data/ (test-diagrams.json: the diagrams judge set)",
     )
-    tasks: list[str] = Field(
+    tasks: list[RomeTask] = Field(
         default_factory=list,
-        description="only these tasks (academic, diagrams, puzzles-games, memes, geo, "
-        "recognition, multi-image, spatial); empty: all",
+        description="only these tasks; empty: all",
     )
-    judge_tasks: list[str] = Field(
+    judge_tasks: list[RomeTask] = Field(
         default_factory=lambda: ["diagrams"],
         description="tasks graded by the judge model when one is given (upstream's official "
         "use: diagrams); the others keep their rule scores",

@@ -32,7 +32,12 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 
 def _score(args: argparse.Namespace, context: CommandContext) -> int:
     from benchmarks.rome.judge import RomeJudge
-    from benchmarks.rome.offline import read_annotations, read_predictions, score_predictions
+    from benchmarks.rome.offline import (
+        read_annotations,
+        read_predictions,
+        score_predictions,
+        unpredicted,
+    )
     from benchmarks.rome.scoring import dumps
 
     for flag, path in (("--annotations", args.annotations), ("--predictions", args.predictions)):
@@ -65,6 +70,14 @@ def _score(args: argparse.Namespace, context: CommandContext) -> int:
     (out / "scores.json").write_bytes(dumps(scores))
     (out / "updated_predictions.json").write_bytes(dumps(updated))
     print(f"final_score {scores['final_score']}, accuracy {scores['accuracy']}: written to {out}")
+    missing = unpredicted(annotations, predictions)
+    if missing:
+        first = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+        print(
+            f"{len(missing)} of {len(annotations)} annotated questions have no prediction "
+            f"(first: {first}): as upstream, the score is over the {len(predictions)} "
+            "predictions only; they count neither as wrong nor in the total"
+        )
     return 0
 
 

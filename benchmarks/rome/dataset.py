@@ -20,6 +20,7 @@ from typing import Any
 
 from benchmarks import hub
 from benchmarks.media import sniff_media_type
+from benchmarks.rome.files import read_json_file
 from core.types import DatasetError, Part, Sample
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ ZH_POST = {
 }
 ZH_OTHER = "后跟一个表示正确答案的字符串。"
 
+ANNOTATION_FIELDS = ("question_id", "question", "reference", "evaluator", "evaluator_kwargs")
 STR_LIST = "a list of strings"
 KWARGS: dict[str, dict[str, tuple[str, bool]]] = {
     # evaluator -> argument -> (expected type, required)
@@ -119,6 +121,14 @@ def check_item(item: dict[str, Any]) -> None:
     """One line naming the question and the field for an unusable annotation."""
     qid = item.get("question_id")
     where = f"ROME question {qid!r}"
+    missing = [name for name in ANNOTATION_FIELDS if name not in item]
+    if missing:
+        who = where if "question_id" not in missing else "a ROME annotation"
+        has = ", ".join(map(str, item)) or "no field"
+        raise DatasetError(
+            f"{who} has no {' or '.join(missing)}: an annotation has the fields "
+            f"{', '.join(ANNOTATION_FIELDS)} (this one has {has}): {FIX}"
+        )
     if not isinstance(qid, str | int) or qid == "":
         raise DatasetError(f"a ROME annotation has no question_id: {FIX}")
     evaluator = item.get("evaluator")
@@ -180,26 +190,6 @@ def prompt_text(item: dict[str, Any]) -> str:
         question = "<image 1> " + question
     post = post_prompt(question, item["evaluator"], item["evaluator_kwargs"])
     return f"{question}\n{post}".strip()
-
-
-def read_json_file(path: Path) -> Any:
-    """A JSON document, or JSON lines (one object per line). JSON is tried first, so a
-    pretty-printed object is never mistaken for JSON lines (upstream's sniffing quirk)."""
-    try:
-        text = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or type(exc).__name__
-        raise DatasetError(f"cannot read {path} ({reason}): give a readable JSON file") from None
-    if not text:
-        return []
-    try:
-        return json.loads(text)
-    except ValueError:
-        pass
-    try:
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
-    except ValueError as exc:
-        raise DatasetError(f"{path} is neither JSON nor JSON lines ({exc})") from None
 
 
 def annotation_items(data: Any, source: str) -> list[dict[str, Any]]:

@@ -372,8 +372,9 @@ def test_unknown_prediction_id_is_one_line(tmp_path, capsys):
         ]
     )
     assert code == 2
-    assert (
-        capsys.readouterr().err == "error: prediction question_id nope is not in the annotations\n"
+    assert capsys.readouterr().err == (
+        "error: prediction question_id nope is not in the annotations: score them against the "
+        "annotations they were made for\n"
     )
 
 
@@ -390,3 +391,103 @@ def test_rome_is_registered_with_its_options():
     options = ROME.options({"judge_tasks": ["diagrams", "geo"], "tasks": ["geo"]})
     assert options.judge_tasks == ["diagrams", "geo"] and options.annotations == "test.json"
     assert (ROME.protocol, ROME.epochs, ROME.scorings) == ("sampled-k", 4, ("upstream", "fixed"))
+
+
+def score_rome(tmp_path, predictions: str, annotations: Path | None = None) -> int:
+    path = tmp_path / "predictions.json"
+    path.write_text(predictions)
+    return main(
+        ["score", "rome", "--annotations", str(annotations or EXAMPLE / "annotation.json"),
+         "--predictions", str(path), "--output", str(tmp_path / "out")]
+    )  # fmt: skip
+
+
+def example_predictions() -> list[dict]:
+    return json.loads((EXAMPLE / "predictions.json").read_text())
+
+
+@pytest.mark.parametrize("shape", ["array", "lines"])
+def test_a_second_prediction_for_a_question_is_refused_naming_it(shape, tmp_path, capsys):
+    """Counted twice before: final_score [4.0, 10] for the example given twice."""
+    predictions = example_predictions()
+    twice = predictions + predictions[3:5]
+    text = json.dumps(twice) if shape == "array" else "\n".join(json.dumps(p) for p in twice)
+    assert score_rome(tmp_path, text) == 2
+    at = {
+        "array": ("item 4, item 6", "item 5, item 7"),
+        "lines": ("line 4, line 6", "line 5, line 7"),
+    }
+    assert capsys.readouterr().err == (
+        f"error: predictions {tmp_path / 'predictions.json'}: more than one prediction for "
+        f"question_id question_recognition_18 ({at[shape][0]}); question_geo_20 "
+        f"({at[shape][1]}): keep one prediction per question (upstream would count each)\n"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_question_id_repeated_as_a_key_is_refused(tmp_path, capsys):
+    first = example_predictions()[0]
+    body = json.dumps({k: v for k, v in first.items() if k != "question_id"})
+    qid = first["question_id"]
+    assert score_rome(tmp_path, f'{{"{qid}": {body}, "{qid}": {body}}}') == 2
+    assert capsys.readouterr().err == (
+        f"error: predictions {tmp_path / 'predictions.json'}: question_id {qid} given more than "
+        "once: keep one prediction per question (upstream would keep the last)\n"
+    )
+
+
+def test_annotations_without_a_prediction_are_reported_and_left_out_as_upstream_does(
+    tmp_path, capsys
+):
+    predictions = example_predictions()
+    assert score_rome(tmp_path, json.dumps([predictions[i] for i in (3, 4, 0)])) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == (
+        "2 of 5 annotated questions have no prediction (first: question_academic_42, "
+        "question_multi_1): as upstream, the score is over the 3 predictions only; they count "
+        "neither as wrong nor in the total"
+    )
+    scores = json.loads((tmp_path / "out" / "scores.json").read_text())
+    # recognition 1 + geo 1.0 + diagrams 0, over the three predictions (upstream's rule)
+    assert (scores["final_score"], scores["accuracy"]) == ([2.0, 3], 66.667)
+
+
+def test_a_malformed_line_is_named_by_its_number(tmp_path, capsys):
+    lines = [json.dumps(p) for p in example_predictions()]
+    lines[2] = lines[2][:40]  # cut short
+    assert score_rome(tmp_path, "\n".join(lines[:2]) + "\n\n" + "\n".join(lines[2:])) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"error: {tmp_path / 'predictions.json'} line 4: not valid JSON (Unterminated string "
+        "starting at, column "
+    )
+    assert err.endswith("): each line of a JSON lines file is one whole JSON object\n")
+    text = json.dumps(example_predictions(), indent=2).replace('"answer"', "answer", 1)
+    assert score_rome(tmp_path, text) == 2
+    line = next(n for n, t in enumerate(text.splitlines(), 1) if t.strip().startswith("answer"))
+    assert capsys.readouterr().err == (
+        f"error: {tmp_path / 'predictions.json'} line {line}, column 5: not valid JSON "
+        "(Expecting property name enclosed in double quotes): fix it there, or give JSON lines "
+        "(one object per line)\n"
+    )
+
+
+def test_wrong_field_names_are_named_with_the_expected_ones(tmp_path, capsys):
+    renamed = [{"id": p["question_id"], "response": p["answer"]} for p in example_predictions()]
+    assert score_rome(tmp_path, "\n".join(json.dumps(p) for p in renamed)) == 2
+    assert capsys.readouterr().err == (
+        f"error: predictions {tmp_path / 'predictions.json'} line 1: no question_id or answer: "
+        "a prediction has the fields question_id and answer (this one has id, response)\n"
+    )
+    annotations = json.loads((EXAMPLE / "annotation.json").read_text())
+    annotations[0]["kwargs"] = annotations[0].pop("evaluator_kwargs")
+    (tmp_path / "annotation.json").write_text(json.dumps(annotations))
+    assert (
+        score_rome(tmp_path, json.dumps(example_predictions()), tmp_path / "annotation.json") == 2
+    )
+    fields = ", ".join(annotations[0])
+    assert capsys.readouterr().err == (
+        "error: ROME question 'question_diagrams_2' has no evaluator_kwargs: an annotation has "
+        "the fields question_id, question, reference, evaluator, evaluator_kwargs (this one "
+        f"has {fields}): {rome_data.FIX}\n"
+    )

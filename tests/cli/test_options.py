@@ -12,7 +12,7 @@ from benchmarks import registry
 from cli.main import build_parser
 from cli.options import PREFIX, flag_names, schema_facts
 from cli.run import request_from_args
-from engine.request import EvalRequest
+from engine.request import EvalRequest, Flag
 from storage import store_url
 
 
@@ -38,7 +38,8 @@ def test_every_field_has_its_flag_and_the_flags_agree_with_the_schema():
         facts = schema_facts(schema[name])
         assert action.option_strings[0] == flag_names(name, info)[0]
         assert action.default is None  # left out: the request's own default applies
-        assert info.description in action.help.replace("%%", "%"), name
+        own = next((m.help for m in info.metadata if isinstance(m, Flag) and m.help), None)
+        assert (own or info.description) in action.help.replace("%%", "%"), name
         if isinstance(action, argparse._AppendAction) and facts.get("choices"):
             assert f"one or more of {', '.join(facts['choices'])}" in action.help, name
         elif facts.get("choices"):
@@ -54,6 +55,25 @@ def test_every_field_has_its_flag_and_the_flags_agree_with_the_schema():
                 assert f"{sign} {facts[key]}" in action.help, (name, key)
         checked += 1
     assert checked == 29  # every field but the composite ones (dataset paths, endpoints, ...)
+
+
+def test_a_flag_that_turns_a_field_off_says_what_the_flag_does():
+    """`--no-wait` read "wait for the batch jobs...; off: submit and return": the field's
+    meaning, backwards for the flag. Every generated flag for a field on by default has a
+    help of its own."""
+    actions = {a.dest: a for a in run_parser()._actions}
+    negated = {
+        name: actions[PREFIX + name]
+        for name, info in own_flag_fields().items()
+        if info.annotation is bool and info.default is True
+    }
+    assert list(negated) == ["batch_wait"]
+    action = negated["batch_wait"]
+    assert (action.option_strings, action.const) == (["--no-wait"], False)
+    assert action.help == (
+        "submit the batch jobs and return at once; `evalfleet batches poll` (or the "
+        "poll-batches deployment) collects them and writes the tables"
+    )
 
 
 def test_the_numbers_the_help_shows_are_the_requests_defaults():

@@ -100,3 +100,20 @@ def test_agreement_matches_the_verdicts_by_hand(judged):
         assert row.answers == n == 16
         assert row.agreement_pct == pytest.approx(100 * agree, abs=1e-3)
         assert row.kappa == pytest.approx((agree - chance) / (1 - chance), abs=1e-3)
+
+
+def test_a_judge_with_a_bad_name_is_refused_before_the_run_changes(judged, capsys):
+    """The name is checked before the manifest is read: one line naming the character,
+    exit 2, not one stored byte changed (the run's identity keeps its two judges)."""
+    runs, _, _, _ = judged
+    before = {p: p.read_bytes() for p in (runs / "rome").rglob("*") if p.is_file()}
+    capsys.readouterr()
+    bad = "openai/sim-0.9<img src=x onerror=alert(1)>"
+    assert main(["judge", "rome", "--judge", bad, "--store", str(runs)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: judge {bad!r} has the character '<': a simulated model is "
+        "sim-<accuracy>[-<tag>], the accuracy a number and the tag letters, digits and - . _ "
+        "(e.g. openai/sim-0.5-think)\n"
+    )
+    after = {p: p.read_bytes() for p in (runs / "rome").rglob("*") if p.is_file()}
+    assert after == before

@@ -273,3 +273,46 @@ def test_no_wait_submits_and_batches_poll_finishes_the_run(
     assert set(summary["model"]) == {"google/sim-0.7"} and set(summary["n_questions"]) == {4}
     created = [e for e in log_entries(log) if e["route"] == "gemini.batches.create"]
     assert len(created) == 1
+
+
+def test_an_interrupted_batch_run_says_how_many_lines_wait_and_that_a_resume_collects_them(
+    ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path
+):
+    runs, log = tmp_path / "runs", tmp_path / "sim.jsonl"
+    env = {**os.environ, "RAY_ADDRESS": ray_address, "PREFECT_API_URL": prefect_api_url}
+    config = {"latency": {"ms": 5}, "batch": {"completion_s": 600}}
+    with start_simulator(answer_key, config, log) as sim:
+        args = ["run", "-m", "google/sim-0.7", "-b", "zerobench", "--batch", "--run-id", "cut"]
+        args += ["--dataset-path", demo_dataset, "--store", str(runs), "--simulator-url", sim.url]
+        args += ["--batch-poll-s", "0.2"]
+        output = tmp_path / "out.log"
+        with output.open("w") as out:
+            first = subprocess.Popen(
+                [sys.executable, "-m", "cli.main", *args],
+                cwd=REPO,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        jobs = runs / "cut" / "batches"
+        deadline = time.monotonic() + 120
+        while not any(json.loads(p.read_text())["state"] == "submitted" for p in jobs.glob("*")):
+            assert first.poll() is None and time.monotonic() < deadline, output.read_text()
+            time.sleep(0.1)
+        os.killpg(first.pid, signal.SIGINT)  # Ctrl-C while it polls a job that takes 10 minutes
+        assert first.wait(timeout=60) == 130, output.read_text()
+        said = output.read_text()
+        assert "Traceback" not in said, said
+        assert (
+            "run cut interrupted by SIGINT: 0 new records stored, 0 items not asked; 24 lines "
+            "wait in 1 open batch job at the provider, which a rerun (or `evalfleet batches "
+            "poll`) collects without sending them again; everything stored is kept"
+        ) in said
+        sim.advance_batches(600)
+        resumed = cli(env, *args)
+        assert resumed.returncode == 0, resumed.stderr
+        sim.flush_log()
+    created = [e for e in log_entries(log) if e["route"] == "gemini.batches.create"]
+    assert len(created) == 1  # the resume collected the job, it did not send it again
+    assert len(records(runs, "cut")) == 24
