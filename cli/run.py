@@ -127,6 +127,9 @@ def cmd_judge(args: argparse.Namespace) -> int:
         print(result["unchanged"])
         return 0
     print_result(result)
+    if result.get("budget_reached"):  # the run's own --max-cost-usd
+        print(f"budget reached: {result['budget_reached']}", file=sys.stderr)
+        return 3
     return 0
 
 

@@ -109,8 +109,9 @@ def left_as_it_was_unless_graded(store: Store, run_id: str, judge: str) -> Itera
     failed, or nothing to grade) leaves the run as it was: its manifest (identity, history,
     heartbeat) put back, and nothing kept under judgements/{judge}/."""
     before = store.get(layout.manifest_key(run_id))
-    manifest = json.loads(before) if before else {}
-    new = judge not in EvalRequest(**manifest["request"]).judges() if manifest else False
+    identity = json.loads(before).get("identity", {}) if before else {}
+    judges = [identity.get("judge_model"), *(identity.get("extra_judges") or [])]
+    new = before is not None and judge not in judges
     try:
         yield
     except RunFailed:
