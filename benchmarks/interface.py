@@ -7,6 +7,8 @@ methods below, in the spirit of inspect_ai's dataset / solver / scorer / metric 
 ========================  =================================================================
 what                      where
 ========================  =================================================================
+answer length             `typical_answer_tokens` (and the judge's `reply_tokens`): the low
+                          end of the cost estimate before any answer is stored
 options                   `options_model`: a pydantic model; part of the run identity and
                           rendered as a form in the Prefect UI and as `--NAME-FIELD` flags
 epoch protocol            `protocol` and `epochs`: the defaults a request may override
@@ -213,6 +215,12 @@ class JudgeSpec(ABC):
     #: The judge scoring modes `score` returns, one Score each.
     scorings: ClassVar[tuple[str, ...]] = ("judge",)
     decoding: ClassVar[Decoding] = Decoding(temperature=0.0, top_p=1.0, max_tokens=4096, seed=42)
+    #: Output tokens of the shortest reply the grader prompt asks for: the low end of the
+    #: estimate's judge rows (None: not declared).
+    reply_tokens: ClassVar[int | None] = None
+    #: Whether `wants` depends on the answer itself (ZeroBench's judge reads only answers whose
+    #: format broke): before an answer is given, its judgement may or may not be asked.
+    answer_decides: ClassVar[bool] = False
 
     @abstractmethod
     def wants(self, sample: Sample, response: str, options: BenchmarkOptions) -> bool:
@@ -254,6 +262,11 @@ class Benchmark(ABC):
     epochs: ClassVar[int] = 1
     #: Rule scoring modes, headline first.
     scorings: ClassVar[tuple[str, ...]]
+    #: Output tokens of a short answer in the format the prompt asks for (a few lines of
+    #: reasoning and the final answer): the low end of what a model writes, used by the
+    #: estimate before any answer is stored (models that reason at length write more). None:
+    #: not declared (the estimate assumes 1000 and has no low figure for the output).
+    typical_answer_tokens: ClassVar[int | None] = None
     #: The whole-benchmark metric (group "") the leaderboard ranks by: the mean of the
     #: per-unit values of `headline_units`.
     headline: ClassVar[str] = "accuracy"

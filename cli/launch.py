@@ -22,8 +22,9 @@ from typing import Any
 
 from engine import heartbeat
 from engine.interrupts import STOP
-from engine.outcome import Interrupted, interrupted_message
+from engine.outcome import Interrupted, RunFailed, interrupted_message
 from engine.request import EvalRequest
+from storage.base import Store
 
 
 def run_request(
@@ -70,8 +71,8 @@ def run_request(
             result = _run(run.request, retry_errors, stack.prefect_url, answers)
             failed = False
             return result
-    except (*user_errors(), Interrupted):
-        failed = False  # the input or a signal, not the services: their logs tell nothing
+    except (*user_errors(), Interrupted, RunFailed):
+        failed = False  # the input, a signal or the run's own failure: not the services
         raise
     finally:
         stack.begin_stop()
@@ -127,33 +128,50 @@ def run_without_prefect(
     request: EvalRequest, *, retry_errors: bool = True, answers: bool = True
 ) -> dict[str, Any]:
     """`evaluate-and-aggregate` (or `judge`) without a Prefect server: the same steps."""
-    from engine.aggregate import aggregate_run
-    from engine.evaluate import evaluate_run
-    from reports.leaderboard import update
-    from reports.report import write_report_or_warn
+    from engine.judges import NothingGraded, left_as_it_was_unless_graded, resolve_stored
     from storage import open_store
 
+    store = open_store(request.store, s3_endpoint_url=request.s3_endpoint_url)
+    kept: contextlib.AbstractContextManager = contextlib.nullcontext()
     if not answers:  # a judge-only run resolves from the store, not from the dataset
-        from engine.judges import resolve_stored
+        resolve_stored(request, store)
+        judge = request.judges()[-1]
+        kept = left_as_it_was_unless_graded(store, request.resolved_run_id(), judge)
+    try:
+        with kept, heartbeat.beating(final="finished"):
+            return _whole_job_here(request, store, retry_errors, answers)
+    except NothingGraded as exc:  # nothing to do: the run is as it was
+        return {"run_id": request.resolved_run_id(), "unchanged": str(exc)}
 
-        resolve_stored(request, open_store(request.store, s3_endpoint_url=request.s3_endpoint_url))
-    with heartbeat.beating(final="finished"):
-        evaluated = evaluate_run(request, retry_errors=retry_errors, answers=answers)
-        if evaluated.get("stopped"):
-            raise Interrupted(interrupted_message(evaluated))
-        if evaluated.get("batch_jobs_open"):
-            heartbeat.finish_all("batches open")
-            return {**evaluated, "store": None}
-        store = open_store(request.store, s3_endpoint_url=request.s3_endpoint_url)
-        result = aggregate_run(store, evaluated["run_id"])
-        result["report"] = write_report_or_warn(store, evaluated["run_id"], result["version"])
-        try:
-            update(store)
-        except Exception as exc:  # the tables are written; the leaderboard can wait
-            print(f"the leaderboard was not updated: {exc}", file=sys.stderr)
-        if evaluated.get("budget_reached"):
-            result["budget_reached"] = evaluated["budget_reached"]
-        return result
+
+def _whole_job_here(
+    request: EvalRequest, store: Store, retry_errors: bool, answers: bool
+) -> dict[str, Any]:
+    """The steps of `run_without_prefect`, within the run's heartbeat."""
+    from engine.aggregate import aggregate_run
+    from engine.evaluate import evaluate_run
+    from engine.judges import check_graded
+    from reports.leaderboard import update
+    from reports.report import write_report_or_warn
+
+    evaluated = evaluate_run(request, retry_errors=retry_errors, answers=answers)
+    if evaluated.get("stopped"):
+        raise Interrupted(interrupted_message(evaluated))
+    if evaluated.get("batch_jobs_open"):
+        heartbeat.finish_all("batches open")
+        return {**evaluated, "store": None}
+    if not answers:
+        check_graded(store, request, evaluated)
+    result = aggregate_run(store, evaluated["run_id"])
+    result["report"] = write_report_or_warn(store, evaluated["run_id"], result["version"])
+    try:
+        update(store)
+    except Exception as exc:  # the tables are written; the leaderboard can wait
+        print(f"the leaderboard was not updated: {exc}", file=sys.stderr)
+    if evaluated.get("budget_reached"):
+        result["budget_reached"] = evaluated["budget_reached"]
+        result["finish_cap_usd"] = evaluated.get("finish_cap_usd")
+    return result
 
 
 def _ray_initialized() -> bool:
@@ -173,9 +191,27 @@ def _disconnect_ray() -> None:
                 ray.shutdown()
 
 
-def resume_hint(run_id: str) -> str:
-    """The command that resumes this run: the same command line, with its run id."""
+def resume_hint(run_id: str, max_cost_usd: float | None = None) -> str:
+    """The command that resumes this run: the same command line, with its run id (as --run-id
+    unless the command line names it), and `max_cost_usd` as its cap when given."""
     args = sys.argv[1:]
-    if "--run-id" not in args and not any(a.startswith("--run-id=") for a in args):
+    if max_cost_usd is not None:
+        args = _without_option(args, "--max-cost-usd") + ["--max-cost-usd", f"{max_cost_usd:g}"]
+    named = run_id in args or any(a.startswith("--run-id=") for a in args)
+    if not named:
         args = [*args, "--run-id", run_id]
     return "evalfleet " + " ".join(shlex.quote(a) for a in args)
+
+
+def _without_option(args: list[str], option: str) -> list[str]:
+    """`args` without `option VALUE` and `option=VALUE`."""
+    out: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == option:
+            skip = True
+        elif not arg.startswith(option + "="):
+            out.append(arg)
+    return out

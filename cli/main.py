@@ -1,5 +1,7 @@
 """`evalfleet`: the parser of every command group, and how a command ends (exit 0; 2 for bad
-input, in one line; 130 / 143 when interrupted; 1 for a bug)."""
+input, in one line; 3 when a run reached its cost cap; 4 when a run did not do its job (a
+record it could not store, a model every call to which failed); 130 / 143 when interrupted;
+1 for a bug)."""
 
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a malformed flag (2)
         return int(exc.code or 0)
-    from engine.outcome import Interrupted
+    from engine.outcome import Interrupted, RunFailed
 
     try:
         check_run_ids(args)
@@ -47,6 +49,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except user_errors() as exc:
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
+    except RunFailed as exc:  # the run did not do its job (exit 0: there was nothing to do)
+        from cli.launch import resume_hint
+
+        print(f"{'error: ' if exc.exit_code else ''}{one_line(exc)}", file=sys.stderr)
+        if exc.exit_code and getattr(args, "run_id", None):
+            print(f"resume with: {resume_hint(args.run_id)}", file=sys.stderr)
+        return exc.exit_code
     except Interrupted as exc:
         from cli.launch import resume_hint
         from engine.interrupts import STOP

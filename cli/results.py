@@ -9,10 +9,13 @@ from pathlib import Path
 
 from cli.options import add_store_options, store_from
 from reports import MEDIA_BUDGET_MB
+from storage import Store
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    agg = sub.add_parser("aggregate", help="score a run and write its result tables")
+    agg = sub.add_parser(
+        "aggregate", help="score a run, write its result tables and rebuild the leaderboard"
+    )
     agg.add_argument("run_id")
     add_store_options(agg)
     agg.set_defaults(func=cmd_aggregate)
@@ -103,7 +106,23 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
     result = aggregate_run(store, args.run_id)
     result["report"] = write_report_or_warn(store, args.run_id, result["version"])
     print_result(result)
+    rebuild_leaderboard(store)
     return 0
+
+
+def rebuild_leaderboard(store: Store) -> None:
+    """As the aggregate flow does: the store's leaderboard with the new results in it; a
+    leaderboard that cannot be rebuilt leaves the tables written (one line says why)."""
+    import sys
+
+    from reports.leaderboard import update
+
+    try:
+        _, where = update(store)
+    except Exception as exc:
+        print(f"the leaderboard was not updated: {' '.join(str(exc).split())}", file=sys.stderr)
+        return
+    print(f"leaderboard: {where}")
 
 
 def cmd_report(args: argparse.Namespace) -> int:

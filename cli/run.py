@@ -108,10 +108,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     print_result(result)
     if result.get("budget_reached"):
         print(f"budget reached: {result['budget_reached']}", file=sys.stderr)
-        print(
-            f"to finish, rerun with a higher --max-cost-usd: {resume_hint(args.run_id)}",
-            file=sys.stderr,
-        )
+        cap = result.get("finish_cap_usd")
+        how = f"--max-cost-usd {cap:g}" if cap else "a higher --max-cost-usd"
+        print(f"to finish, rerun with {how}: {resume_hint(args.run_id, cap)}", file=sys.stderr)
         return 3
     return 0
 
@@ -123,7 +122,14 @@ def cmd_judge(args: argparse.Namespace) -> int:
     from reports.tables import print_result
 
     request = judge_request(store_from(args), args.run_id, args.judge, args.simulator_url)
-    print_result(run_request(request, retry_errors=True, answers=False))
+    result = run_request(request, retry_errors=True, answers=False)
+    if result.get("unchanged"):  # nothing for the judge to grade
+        print(result["unchanged"])
+        return 0
+    print_result(result)
+    if result.get("budget_reached"):  # the run's own --max-cost-usd
+        print(f"budget reached: {result['budget_reached']}", file=sys.stderr)
+        return 3
     return 0
 
 

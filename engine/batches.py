@@ -30,6 +30,7 @@ from tasks.batch_jobs import read_jobs  # noqa: F401  (what status views read)
 from tasks.records import decode_record
 
 log = logging.getLogger("evalfleet")
+FAILURES = ("store_failed", "endpoints_down")  # an online round that did not do its job
 
 
 def run_batches(
@@ -42,6 +43,7 @@ def run_batches(
     with `retry_errors` off: a terminal error is asked once per command, as online.
     """
     totals: Counter[str] = Counter()
+    failed: dict[str, Any] = {}
     first = True
     while True:
         run_plan = plan_items(run, "resumed", retry_errors=retry_errors and first)
@@ -51,7 +53,9 @@ def run_batches(
             outcome = generate(online)
             asked = outcome.get("submitted", 0)
             totals["online"] += asked
-            if outcome.get("stopped"):
+            if any(outcome.get(k) for k in FAILURES):  # `check_done` reads these
+                failed = {k: outcome.get(k) for k in (*FAILURES, "statuses")}
+            if outcome.get("stopped") or failed:
                 break
         first = False
         done = asyncio.run(_round(run_plan))
@@ -76,6 +80,7 @@ def run_batches(
         "batch_jobs_open": len(still_open),
         "batch_lines_open": sum(len(j.items) for j in still_open),
         "stopped": STOP.requested(),
+        **failed,
     }
 
 

@@ -3,24 +3,27 @@
 It plans exactly what the run would request, without opening the run: the store is listed and
 its records read, nothing is written and nothing is sent. Per (model, benchmark, stage) it
 reports the items of the run, those already stored (not requested again, not counted in the
-cost), those to request, their expected input and output tokens and their expected cost at
-the registry's prices (no prompt caching assumed), and the cost if every item used its whole
-output budget.
+cost), those to request, their expected input and output tokens and three costs at the
+registry's prices (the batch price for a model in batch mode; no prompt caching assumed): the
+expected one, a low one (each answer as short as the benchmark's typical answer) and a high
+one (each answer using its whole output budget).
 
 - Input tokens: `providers.token_rules.estimate_prompt_tokens` of each prompt (the rules per
   provider and their sources are in that module).
 - Output tokens per item (`output_source`): "measured", the mean output tokens (reasoning
   included) of the model's stored answers in this store: this run's records, and the usage
   tables of the store's other runs' latest results; the same benchmark's when there are any,
-  else any benchmark's. Else "registry", the model's `expected_output_tokens`. Else "assumed",
-  1000. Always capped by the request's output limit (`providers.pricing`).
+  else any benchmark's. Else "registry", the model's `expected_output_tokens`. Else "typical",
+  the benchmark's `typical_answer_tokens` (its judge's `reply_tokens`). Always capped by the
+  request's output limit (`providers.pricing`). The low figure takes the typical length where
+  it is shorter; a model that reasons (`reasoning` yes) writes its reasoning beyond it.
 - Judgements (stage "judge", the judge model's rows): for an answer already stored, the grader
   prompt it will get; for an answer still to request, the grader prompt with an empty answer
   plus the answer's expected length (the measured mean of the visible, non-reasoning output,
   else the expected output tokens). Whether the judge wants an answer can depend on the answer
-  (ZeroBench's judge reads only answers that broke the format): an answer not given yet is
-  asked as if it were unformatted prose, so the judge rows of answers still to request are an
-  upper bound.
+  (ZeroBench's judge reads only answers that broke the format, `JudgeSpec.answer_decides`):
+  an answer not given yet is asked as if it were unformatted prose, so the expected and high
+  figures of those rows are an upper bound, and the low one counts none of them.
 """
 
 from __future__ import annotations
@@ -34,11 +37,12 @@ from engine.items import answer_items, judged_benchmarks, planned_judgements
 from engine.manifest import read_manifest
 from engine.resolve import ResolvedRun
 from engine.state import Reconciled, list_records, reconcile
-from providers.pricing import expected_output_tokens
+from providers.pricing import expected_item_cost_usd, expected_output_tokens
 from providers.registry import ModelConfig
 from providers.token_rules import estimate_prompt_tokens
 from storage import layout
 from storage.base import Store
+from storage.layout import ItemKey
 
 COLUMNS = [
     "model",
@@ -51,8 +55,11 @@ COLUMNS = [
     "output_tokens",
     "output_per_item",
     "output_source",
+    "reasoning",
+    "batch",
     "cost_usd",
-    "max_cost_usd",
+    "low_cost_usd",
+    "high_cost_usd",
 ]
 # What an answer not given yet is taken to be when asking whether the judge would want it:
 # prose without the asked-for format.
@@ -106,23 +113,44 @@ class _Row:
     config: ModelConfig
     source: str = ""
     per_item: int = 0
+    typical: int | None = None  # output tokens of the low figure, per item
+    batch: bool = False  # priced at the batch price
+    reasons: bool = False
     items: int = 0
     stored: int = 0
     to_request: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     max_output_tokens: int = 0
+    low_input_tokens: int = 0
+    low_output_tokens: int = 0
 
-    def add(self, input_tokens: int, output_tokens: int, max_output_tokens: int) -> None:
+    def add(
+        self,
+        input_tokens: int,
+        output_tokens: int,
+        max_output_tokens: int,
+        low: tuple[int, int] | None,
+    ) -> None:
+        """One item to request; `low` is its (input, output) tokens at the low figure, None
+        when it may not be asked at all."""
         self.items += 1
         self.to_request += 1
         self.input_tokens += input_tokens
         self.output_tokens += output_tokens
         self.max_output_tokens += max_output_tokens
+        if low is not None:
+            self.low_input_tokens += low[0]
+            self.low_output_tokens += low[1]
+
+    def low_output(self, output: int) -> int:
+        """Output tokens of one item at the low figure."""
+        return min(output, self.typical) if self.typical is not None else 0
 
     def as_dict(self) -> dict[str, Any]:
-        cost = self.config.cost_usd(self.input_tokens, self.output_tokens)
-        most = self.config.cost_usd(self.input_tokens, self.max_output_tokens)
+        def price(input_tokens: int, output_tokens: int) -> float:
+            return round(self.config.cost_usd(input_tokens, output_tokens, batch=self.batch), 6)
+
         per_item = self.output_tokens / self.to_request if self.to_request else self.per_item
         return {
             "model": self.model,
@@ -135,9 +163,29 @@ class _Row:
             "output_tokens": self.output_tokens,
             "output_per_item": int(per_item + 0.5),
             "output_source": self.source,
-            "cost_usd": round(cost, 6),
-            "max_cost_usd": round(most, 6),
+            "reasoning": "yes" if self.reasons else "no",
+            "batch": "yes" if self.batch else "no",
+            "cost_usd": price(self.input_tokens, self.output_tokens),
+            "low_cost_usd": price(self.low_input_tokens, self.low_output_tokens),
+            "high_cost_usd": price(self.input_tokens, self.max_output_tokens),
         }
+
+
+def typical_output(run: ResolvedRun, key: ItemKey) -> int | None:
+    """The typical output tokens of an item: its benchmark's answer, or its judge's reply."""
+    bench = run.data[key.benchmark].benchmark
+    if key.stage == layout.JUDGE:
+        return bench.judge.reply_tokens if bench.judge is not None else None
+    return bench.typical_answer_tokens
+
+
+def expected_item_cost(run: ResolvedRun, key: ItemKey, parts: list[Part], decoding) -> float:
+    """What one item is expected to cost before any call of its model landed (the budget's
+    first reservations): its prompt, and the output this estimate expects without a measure,
+    at the online price."""
+    config = run.configs[key.caller]
+    output, _ = expected_output_tokens(config, decoding, typical=typical_output(run, key))
+    return expected_item_cost_usd(config, parts, decoding, output)
 
 
 def estimate_run(run: ResolvedRun, *, retry_errors: bool = True) -> list[dict[str, Any]]:
@@ -160,15 +208,13 @@ def estimate_run(run: ResolvedRun, *, retry_errors: bool = True) -> list[dict[st
     rows: dict[tuple[str, str, str], _Row] = {}
     for name, bench_data in data.items():
         for model in request.models:
-            rows[(layout.ANSWER, model, name)] = _row(
-                measured, layout.ANSWER, model, name, configs[model], bench_data.decodings[0]
-            )
+            key = ItemKey.answer(model, name, "", 0)
+            rows[(layout.ANSWER, model, name)] = _row(run, measured, key, bench_data.decodings[0])
     for judge_model in run.judges:
         for name in (n for n in data if n in judged):
             judge_spec = data[name].benchmark.judge
-            rows[(layout.JUDGE, judge_model, name)] = _row(
-                measured, layout.JUDGE, judge_model, name, configs[judge_model], judge_spec.decoding
-            )
+            key = ItemKey.answer("", name, "", 0).judged_by(judge_model)
+            rows[(layout.JUDGE, judge_model, name)] = _row(run, measured, key, judge_spec.decoding)
 
     prompts: dict[tuple[str, str, str], int] = {}  # (model, benchmark, sample) -> tokens
     for item in answers:
@@ -185,8 +231,17 @@ def estimate_run(run: ResolvedRun, *, retry_errors: bool = True) -> list[dict[st
         if prompt_key not in prompts:
             prompts[prompt_key] = estimate_prompt_tokens(config, sample.parts)
         mean = measured.mean(layout.ANSWER, key.model, key.benchmark)
-        output, _ = expected_output_tokens(config, item.decoding, mean_of(mean))
-        row.add(prompts[prompt_key], output, config.output_limit(item.decoding.max_tokens))
+        output, _ = expected_output_tokens(
+            config, item.decoding, mean_of(mean), bench_data.benchmark.typical_answer_tokens
+        )
+        prompt_tokens = prompts[prompt_key]
+        low_output = row.low_output(output)
+        row.add(
+            prompt_tokens,
+            output,
+            config.output_limit(item.decoding.max_tokens),
+            (prompt_tokens, low_output),
+        )
         if key.benchmark not in judged:
             continue
         judge_spec = bench_data.benchmark.judge
@@ -199,12 +254,15 @@ def estimate_run(run: ResolvedRun, *, retry_errors: bool = True) -> list[dict[st
             judge_row = rows[(layout.JUDGE, judge_model, key.benchmark)]
             judge_mean = measured.mean(layout.JUDGE, judge_model, key.benchmark)
             judge_output, _ = expected_output_tokens(
-                judge_config, judge_spec.decoding, mean_of(judge_mean)
+                judge_config, judge_spec.decoding, mean_of(judge_mean), judge_spec.reply_tokens
             )
+            grader_tokens = estimate_prompt_tokens(judge_config, grader)
+            low = (grader_tokens + low_output, judge_row.low_output(judge_output))
             judge_row.add(
-                estimate_prompt_tokens(judge_config, grader) + answer_tokens,
+                grader_tokens + answer_tokens,
                 judge_output,
                 judge_config.output_limit(judge_spec.decoding.max_tokens),
+                None if judge_spec.answer_decides else low,
             )
 
     for item, parts in stored_judgements:
@@ -216,20 +274,37 @@ def estimate_run(run: ResolvedRun, *, retry_errors: bool = True) -> list[dict[st
             continue
         judge_config = configs[judge_model]
         judge_mean = measured.mean(layout.JUDGE, judge_model, item.key.benchmark)
-        judge_output, _ = expected_output_tokens(judge_config, item.decoding, mean_of(judge_mean))
+        judge_output, _ = expected_output_tokens(
+            judge_config, item.decoding, mean_of(judge_mean), row.typical
+        )
+        grader_tokens = estimate_prompt_tokens(judge_config, parts)
         row.add(
-            estimate_prompt_tokens(judge_config, parts),
+            grader_tokens,
             judge_output,
             judge_config.output_limit(item.decoding.max_tokens),
+            (grader_tokens, row.low_output(judge_output)),
         )
     return [row.as_dict() for row in rows.values()]
 
 
-def _row(measured: Measured, stage: str, model: str, name: str, config, decoding) -> _Row:
+def _row(run: ResolvedRun, measured: Measured, key: ItemKey, decoding) -> _Row:
+    """The row of a (stage, caller, benchmark); `key` names them."""
+    config = run.configs[key.caller]
+    typical = typical_output(run, key)
     per_item, source = expected_output_tokens(
-        config, decoding, mean_of(measured.mean(stage, model, name))
+        config, decoding, mean_of(measured.mean(key.stage, key.caller, key.benchmark)), typical
     )
-    return _Row(model, name, stage, config, source=source, per_item=per_item)
+    return _Row(
+        key.caller,
+        key.benchmark,
+        key.stage,
+        config,
+        source=source,
+        per_item=per_item,
+        typical=typical,
+        batch=run.request.batched(key.caller),
+        reasons=config.thinks(decoding.reasoning_effort),
+    )
 
 
 def mean_of(mean: _Mean | None) -> float | None:
@@ -327,8 +402,10 @@ def format_estimate(run_id: str, rows: list[dict[str, Any]]) -> str:
     frame = pd.DataFrame(rows, columns=COLUMNS)
     to_request = int(frame["to_request"].sum())
     stored = int(frame["stored"].sum())
-    cost = round(float(frame["cost_usd"].sum()), 6)
-    most = round(float(frame["max_cost_usd"].sum()), 6)
+    cost, low, high = (
+        round(float(frame[column].sum()), 6)
+        for column in ("cost_usd", "low_cost_usd", "high_cost_usd")
+    )
     lines = [f"estimate for run {run_id}: nothing was sent and nothing written"]
     for stage, title in ((layout.ANSWER, "answers"), (layout.JUDGE, "judgements")):
         mine = frame[frame["stage"] == stage].drop(columns=["stage"])
@@ -338,14 +415,23 @@ def format_estimate(run_id: str, rows: list[dict[str, Any]]) -> str:
         "",
         f"total: {to_request} requests, {int(frame['input_tokens'].sum())} input tokens, "
         f"{int(frame['output_tokens'].sum())} output tokens: expected ${cost:.6f}, "
-        f"at most ${most:.6f} (every request using its whole output budget)",
+        f"low ${low:.6f} (every answer as short as the benchmark's typical answer), "
+        f"high ${high:.6f} (every request using its whole output budget)",
         f"already stored: {stored} items, not requested again and not counted",
         "output tokens per item: measured = mean of the model's stored records in this store; "
-        "registry = its expected_output_tokens; assumed = 1000; each capped by max_tokens",
+        "registry = its expected_output_tokens; typical = the benchmark's typical answer (its "
+        "judge's reply); assumed = 1000; each capped by max_tokens",
     ]
+    if (frame["reasoning"] == "yes").any():
+        lines.append(
+            "reasoning = yes: the model reasons before it answers; its reasoning tokens are "
+            "not in the low figure, and its cost lies nearer the high one"
+        )
+    if (frame["batch"] == "yes").any():
+        lines.append("batch = yes: asked through the provider's batch API, at the batch price")
     if (frame["stage"] == layout.JUDGE).any():
         lines.append(
             "judge rows count, for answers still to request, every answer the judge may "
-            "grade: an upper bound"
+            "grade: an upper bound (the low figure counts only those it will surely grade)"
         )
     return "\n".join(lines)

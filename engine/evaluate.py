@@ -10,6 +10,7 @@ from engine import heartbeat
 from engine.batches import run_batches
 from engine.generation import generate
 from engine.interrupts import STOP
+from engine.outcome import check_done
 from engine.plan import RunPlan, plan, report_plan
 from engine.request import EvalRequest
 from engine.resolve import resolved
@@ -39,9 +40,12 @@ def batch_step(run_plan: RunPlan, retry_errors: bool = True) -> dict[str, Any]:
 
 
 def needs_batches(request: EvalRequest, generated: dict[str, Any]) -> bool:
-    """After the online step: whether the batch rounds follow (the cost cap ends the run)."""
+    """After the online step: whether the batch rounds follow (the cost cap ends the run, and
+    so do a record that could not be stored and a model whose every call failed)."""
     if generated.get("budget_reached"):
         heartbeat.finish_all("budget reached")
+        return False
+    if generated.get("store_failed") or generated.get("endpoints_down"):
         return False
     return request.uses_batches() and not generated.get("stopped")
 
@@ -57,4 +61,5 @@ def evaluate_run(
         result = generate_step(run_plan)
         if needs_batches(request, result):
             result.update(batch_step(run_plan, retry_errors))
+        check_done(result)
         return result

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from engine.interrupts import STOP
@@ -31,7 +32,8 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
     from engine.progress import Progress
     from engine.ray_session import ensure_ray
     from providers.retry import RetryPolicy
-    from tasks.dispatch import Budget, dispatch
+    from tasks.budget import Budget
+    from tasks.dispatch import dispatch
     from tasks.pool import Crew
     from tasks.worker import WorkerSetup
 
@@ -110,11 +112,17 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
         progress.close()
     summary = summarize_outcomes(dispatched, time.monotonic() - started)
     if dispatched.budget_reached and budget is not None:
-        summary["budget_reached"] = (
-            f"spent {budget.spent_usd:.4f} USD of {budget.cap_usd:.4f}; "
-            f"{dispatched.not_started} items not asked"
-        )
+        from engine.capping import budget_stop
+
+        summary.update(budget_stop(run, budget.spent_usd, budget.cap_usd))
         log.warning("run %s: budget reached: %s", run.run_id, summary["budget_reached"])
+    if dispatched.write_failed:
+        summary["store_failed"] = dispatched.write_failed
+    if dispatched.down:
+        summary["endpoints_down"] = {
+            caller: f"{run.configs[caller].endpoint()} ({error})"
+            for caller, error in dispatched.down.items()
+        }
     return summary
 
 
@@ -162,27 +170,27 @@ def join_rate_budgets(run: ResolvedRun) -> dict[str, Any]:
     return budgets
 
 
-def item_cost_model(run: ResolvedRun):
-    """Expected USD of one item, for the budget: the mean cost of this model's calls so far
-    in the run once there are some, else the a-priori estimate from the registry's prices."""
-    from providers.pricing import expected_item_cost_usd, expected_output_tokens
+def item_cost_model(run: ResolvedRun) -> Callable[[WorkItem, Any], float]:
+    """Expected USD of one item before any call of its model landed, for the budget: what
+    `evalfleet run --estimate` expects of it (`engine.estimate.expected_item_cost`)."""
+    from engine.estimate import expected_item_cost
 
-    configs = run.configs
     samples = {
         (name, sample.id): sample.parts
         for name, data in run.data.items()
         for sample in data.samples
     }
-    cache: dict[tuple[str, str, str], float] = {}
+    cache: dict[tuple[str, str, str, str], float] = {}
 
-    def cost_of(item: WorkItem) -> float:
-        key = (item.key.caller, item.key.benchmark, item.key.sample_id)
-        cost = cache.get(key)
+    def cost_of(item: WorkItem, prompt: Any) -> float:
+        key = item.key
+        if isinstance(prompt, list):  # a judgement: its grader prompt, each one its own
+            return expected_item_cost(run, key, prompt, item.decoding)
+        cached = (key.caller, key.benchmark, key.sample_id, key.stage)
+        cost = cache.get(cached)
         if cost is None:
-            parts = samples.get((item.key.benchmark, item.key.sample_id), [])
-            config = configs[item.key.caller]
-            output, _ = expected_output_tokens(config, item.decoding)
-            cost = cache[key] = expected_item_cost_usd(config, parts, item.decoding, output)
+            parts = samples.get((key.benchmark, key.sample_id), [])
+            cost = cache[cached] = expected_item_cost(run, key, parts, item.decoding)
         return cost
 
     return cost_of

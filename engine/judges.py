@@ -4,14 +4,21 @@ The run is resolved from the store alone: its plans give every sample's metadata
 digest, its manifest the models' API names, so neither the dataset nor the evaluated models'
 keys are needed, and nothing is asked of the evaluated models. The new judge joins the run's
 identity as an extension (the first judge stays the primary one); its judgements are planned,
-rate limited, checkpointed and priced like the first judge's.
+rate limited, checkpointed and priced like the first judge's. A judge added by a command that
+grades nothing (every call failed, or nothing for it to grade) leaves the run as it was.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+from collections.abc import Iterator
+from typing import Any
+
 from benchmarks import registry
 from engine.identity import RunError
 from engine.manifest import build_manifest, precheck_run, read_manifest, require_manifest
+from engine.outcome import RunFailed
 from engine.request import EvalRequest, check_run_id
 from engine.resolve import (
     ResolvedRun,
@@ -21,9 +28,10 @@ from engine.resolve import (
     remember,
     resolve_models,
 )
+from engine.storable import check_storable
 from engine.stored import plan_data
 from providers.names import check_model_id
-from storage import Store
+from storage import Store, layout
 
 
 def judge_request(
@@ -63,6 +71,7 @@ def resolve_stored(request: EvalRequest, store: Store) -> ResolvedRun:
     existing = read_manifest(store, run_id) or {}
     data = plan_data(store, existing, request)
     judges = resolve_models(request, only=request.judges())
+    check_storable(run_id, store, request.models, request.judges(), data)
     keys = collect_keys(judges)
     check_modalities(request.model_copy(update={"models": []}), judges, data)
     check_batch_modes(request, judges)
@@ -73,3 +82,53 @@ def resolve_stored(request: EvalRequest, store: Store) -> ResolvedRun:
     precheck_run(store, manifest, extend=True)
     run = ResolvedRun(request, run_id, store, judges, keys, data, manifest, api_models, False)
     return remember(run)
+
+
+class NothingGraded(RunFailed):
+    """A judge found nothing to grade: the run is left as it was (not an error: the command
+    says so and exits 0)."""
+
+    exit_code = 0
+
+
+def check_graded(store: Store, request: EvalRequest, evaluated: dict[str, Any]) -> None:
+    """After a judge-only evaluation: raise NothingGraded when the judge added last has no
+    judgement stored (its calls failed is told by `check_done` before this)."""
+    judge = request.judges()[-1]
+    if not _graded(store, request.resolved_run_id(), judge):
+        raise NothingGraded(
+            f"judge {judge} found nothing to grade in run {request.run_id} (its benchmarks' "
+            "judges read none of the stored answers): the run is left as it was"
+        )
+
+
+@contextlib.contextmanager
+def left_as_it_was_unless_graded(store: Store, run_id: str, judge: str) -> Iterator[None]:
+    """A judge this command adds to the run that stores no judgement (RunFailed: every call
+    failed, or nothing to grade) leaves the run as it was: its manifest (identity, history,
+    heartbeat) put back, and nothing kept under judgements/{judge}/."""
+    before = store.get(layout.manifest_key(run_id))
+    identity = json.loads(before).get("identity", {}) if before else {}
+    judges = [identity.get("judge_model"), *(identity.get("extra_judges") or [])]
+    new = before is not None and judge not in judges
+    try:
+        yield
+    except RunFailed:
+        if before is not None and new and not _graded(store, run_id, judge):
+            for key in store.list(_judge_prefix(run_id, judge)):
+                store.delete(key)
+            store.put(layout.manifest_key(run_id), before)
+        raise
+
+
+def _judge_prefix(run_id: str, judge: str) -> str:
+    return f"{layout.stage_prefix(run_id, layout.JUDGE)}{layout.segment(judge)}/"
+
+
+def _graded(store: Store, run_id: str, judge: str) -> bool:
+    """Whether `judge` has any judgement of the run stored (a failed call's record is not)."""
+    for key in store.list(_judge_prefix(run_id, judge)):
+        name = layout.parse_record_key(run_id, key)
+        if name is not None and not name.failed:
+            return True
+    return False

@@ -1,4 +1,5 @@
-"""How a run that a signal stopped says so: what was kept, and how to resume."""
+"""How a run that did not finish says so: stopped by a signal (what was kept, how to resume),
+or failed (a record it could not store, a model every call to which failed)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,37 @@ def interrupted_message(result: dict[str, Any]) -> str:
         f"{left} items not asked{waiting}; everything stored is kept and a rerun with run id "
         f"{result['run_id']} asks only the rest"
     )
+
+
+class RunFailed(Exception):
+    """The run did not do its job: a record could not be stored, or every call to a model
+    failed. The message says what failed; the same command resumes it once that is fixed."""
+
+    exit_code = 4
+
+
+def check_done(result: dict[str, Any]) -> None:
+    """Raise RunFailed when the evaluation stopped on a record it could not store, or a model
+    every call to which failed (`tasks.dispatch`); nothing is aggregated then."""
+    run_id = result.get("run_id", "")
+    problems = []
+    if result.get("store_failed"):
+        unstored = (result.get("statuses") or {}).get("write_failed", 0)
+        problems.append(
+            f"a record could not be stored ({result['store_failed']}): nothing more was sent, "
+            f"the calls in flight landed, {unstored} answers paid for were not stored; fix the "
+            "store"
+        )
+    for caller, why in (result.get("endpoints_down") or {}).items():
+        problems.append(
+            f"every call to {caller} at {why} failed: it was not asked again; check that the "
+            "endpoint is up and its key is right"
+        )
+    if problems:
+        raise RunFailed(
+            f"run {run_id} stopped: {'; '.join(problems)}; then run the same command again: it "
+            "asks only what is not stored"
+        )
 
 
 def _plural(n: int, word: str) -> str:

@@ -60,9 +60,10 @@ class Progress:
         self._bar.refresh()
 
     def update(self, outcomes: list[Outcome]) -> None:
-        self.done += len(outcomes)
+        done = sum(o.status != "write_failed" for o in outcomes)  # not stored: not done
+        self.done += done
         self.statuses.update(o.status for o in outcomes)
-        self._bar.update(len(outcomes))
+        self._bar.update(done)
         failed = self.statuses.get("failed", 0)
         if failed:
             self._bar.set_postfix(failed=failed, refresh=False)

@@ -9,6 +9,7 @@ the form and on the command line without any change here.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -365,6 +366,21 @@ class EvalRequest(BaseModel):
         description="stop sending once the run's spend (stored records included) plus what is "
         "in flight could pass this many USD; rerun with a higher cap to finish",
     )
+
+    @field_validator("max_cost_usd", mode="before")
+    @classmethod
+    def _a_cap(cls, value: Any) -> Any:
+        """A cap is a finite number of USD above 0 (pydantic lets inf through, and says of
+        nan only that it is not above 0)."""
+        try:
+            number = float(value) if value is not None and not isinstance(value, bool) else None
+        except (TypeError, ValueError):
+            return value  # pydantic says it is not a number
+        if number is not None and not (math.isfinite(number) and number > 0):
+            raise ValueError(
+                f"a cost cap is a number of USD above 0, such as 5 or 0.5; {number:g} is not one"
+            )
+        return value
 
     @field_validator("store")
     @classmethod

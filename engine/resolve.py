@@ -12,6 +12,7 @@ from engine import manifest as manifests
 from engine.items import BenchmarkData
 from engine.reading import read_benchmarks
 from engine.request import EvalRequest
+from engine.storable import check_storable
 from providers.registry import ModelConfig, load_registry, resolve_api_key, resolve_model
 from storage import Store, open_store
 from tasks.secrets import Secret
@@ -69,6 +70,7 @@ def resolve(request: EvalRequest, configs: dict[str, ModelConfig] | None = None)
     keys = collect_keys(configs)
     configs = describe_endpoints(configs, keys)
     data = read_benchmarks(request)
+    check_storable(run_id, store, request.models, request.judges(), data)
     check_modalities(request, configs, data)
     check_batch_modes(request, configs)
     manifest = manifests.build_manifest(request, run_id, configs, data)

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from engine import control
-from engine.outcome import interrupted_message
+from engine.outcome import RunFailed, interrupted_message
 
 
 class ProgressArtifact:
@@ -59,6 +59,14 @@ def attached() -> Iterator[None]:
     plane = control.ControlPlane(run_label=flow_run.id, progress=ProgressArtifact)
     with control.attached(plane):
         yield
+
+
+def failed_state(exc: RunFailed):
+    """A run that did not do its job ends its flow run Failed with the one line that says why
+    (raised, Prefect would log a traceback); its result raises `exc` again."""
+    from prefect.states import Failed
+
+    return Failed(message=str(exc), data=exc)
 
 
 def finished_state(result: dict[str, Any]):

@@ -12,9 +12,10 @@ from prefect.utilities.annotations import quote
 from engine import heartbeat
 from engine.evaluate import batch_step, generate_step, needs_batches, plan_step
 from engine.interrupts import STOP
+from engine.outcome import RunFailed, check_done
 from engine.plan import RunPlan
 from engine.request import EvalRequest
-from flows.control_plane import attached, finished_state
+from flows.control_plane import attached, failed_state, finished_state
 
 
 def transient(task, task_run, state) -> bool:
@@ -69,6 +70,7 @@ def evaluate_steps(
         result = generate_task(quote(run_plan))
         if needs_batches(request, result):
             result = {**result, **batch_task(quote(run_plan), retry_errors)}
+        check_done(result)  # a run that did not do its job fails here, before any table
         return result
 
 
@@ -82,5 +84,9 @@ def evaluate(request: EvalRequest, retry_errors: bool = True):
         request: what to evaluate, how, and where to keep it
         retry_errors: on a resume, request again the items that ended in an error
     """
-    with attached(), heartbeat.beating(final="evaluated"):
-        return finished_state(evaluate_steps(request, retry_errors))
+    with attached():
+        try:
+            with heartbeat.beating(final="evaluated"):
+                return finished_state(evaluate_steps(request, retry_errors))
+        except RunFailed as exc:
+            return failed_state(exc)

@@ -6,8 +6,14 @@ from __future__ import annotations
 
 from prefect import flow
 
-from engine.judges import judge_request, resolve_stored
-from flows.control_plane import attached
+from engine.judges import (
+    NothingGraded,
+    judge_request,
+    left_as_it_was_unless_graded,
+    resolve_stored,
+)
+from engine.outcome import RunFailed
+from flows.control_plane import attached, failed_state
 from flows.pipeline import whole_job
 from storage import open_store
 
@@ -37,4 +43,10 @@ def judge(
         opened = open_store(store, s3_endpoint_url=s3_endpoint_url)
         request = judge_request(opened, run_id, judge, simulator_url)
         resolve_stored(request, opened)
-        return whole_job(request, retry_errors=True, answers=False)
+        try:
+            with left_as_it_was_unless_graded(opened, run_id, judge):
+                return whole_job(request, retry_errors=True, answers=False)
+        except NothingGraded as exc:  # nothing to do: the run is as it was
+            return {"run_id": run_id, "unchanged": str(exc)}
+        except RunFailed as exc:
+            return failed_state(exc)

@@ -8,9 +8,11 @@ from typing import Any
 from prefect import flow
 
 from engine import heartbeat
+from engine.judges import check_graded
+from engine.outcome import RunFailed
 from engine.request import EvalRequest
 from flows.aggregate import aggregate_task
-from flows.control_plane import attached, finished_state
+from flows.control_plane import attached, failed_state, finished_state
 from flows.evaluate import evaluate_steps
 from flows.leaderboard import refresh
 from storage import open_store
@@ -26,7 +28,10 @@ def evaluate_and_aggregate(request: EvalRequest, retry_errors: bool = True):
         retry_errors: on a resume, request again the items that ended in an error
     """
     with attached():
-        return whole_job(request, retry_errors)
+        try:
+            return whole_job(request, retry_errors)
+        except RunFailed as exc:
+            return failed_state(exc)
 
 
 def whole_job(request: EvalRequest, retry_errors: bool = True, answers: bool = True):
@@ -39,6 +44,8 @@ def whole_job(request: EvalRequest, retry_errors: bool = True, answers: bool = T
         if evaluated.get("batch_jobs_open"):
             return batches_left(evaluated)
         store = open_store(request.store, s3_endpoint_url=request.s3_endpoint_url)
+        if not answers:
+            check_graded(store, request, evaluated)
         result = aggregate_task(store, evaluated["run_id"])
         refresh(store)
         return with_budget(result, evaluated)
@@ -47,7 +54,7 @@ def whole_job(request: EvalRequest, retry_errors: bool = True, answers: bool = T
 def with_budget(result: dict[str, Any], evaluated: dict[str, Any]) -> dict[str, Any]:
     """A run stopped by its cost cap says so beside the tables of what it has."""
     if evaluated.get("budget_reached"):
-        return {**result, "budget_reached": evaluated["budget_reached"]}
+        return {**result, **{k: evaluated.get(k) for k in ("budget_reached", "finish_cap_usd")}}
     return result
 
 

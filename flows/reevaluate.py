@@ -8,6 +8,7 @@ from typing import Any
 
 from prefect import flow
 
+from engine.outcome import RunFailed
 from engine.reevaluate import ReevaluateRequest, Reevaluation
 from flows.control_plane import attached
 from flows.leaderboard import refresh
@@ -29,7 +30,10 @@ def reevaluate(request: ReevaluateRequest) -> dict[str, Any]:
         if job.baseline_only():
             return job.report(baseline=True)
         for candidate in job.candidates():
-            job.done(candidate, evaluate_and_aggregate(job.eval_request(candidate)))
+            try:
+                job.done(candidate, evaluate_and_aggregate(job.eval_request(candidate)))
+            except RunFailed as exc:  # kept pending: the next reevaluation resumes its run
+                print(f"{candidate.model_id} was not evaluated: {exc}")
         if job.evaluated:
             refresh(store)
         return job.report()

@@ -16,17 +16,22 @@ ASSUMED_OUTPUT_TOKENS = 1000  # per answer when nothing better is known (capped 
 
 
 def expected_output_tokens(
-    config: ModelConfig, decoding: Decoding, measured: float | None = None
+    config: ModelConfig,
+    decoding: Decoding,
+    measured: float | None = None,
+    typical: int | None = None,
 ) -> tuple[int, str]:
     """Output tokens (reasoning included) one request is expected to take, and where the
     figure comes from: "measured" (the mean of stored records, given as `measured`),
-    "registry" (the model's `expected_output_tokens`) or "assumed" (1000). Always capped by
-    the request's output limit."""
+    "registry" (the model's `expected_output_tokens`), "typical" (`typical`: the benchmark's
+    typical answer) or "assumed" (1000). Always capped by the request's output limit."""
     cap = config.output_limit(decoding.max_tokens)
     if measured is not None:
         return min(cap, int(measured + 0.5)), "measured"
     if config.expected_output_tokens is not None:
         return min(cap, config.expected_output_tokens), "registry"
+    if typical is not None:
+        return min(cap, typical), "typical"
     return min(cap, ASSUMED_OUTPUT_TOKENS), "assumed"
 
 

@@ -91,6 +91,10 @@ class ModelConfig:
             return False
         return effort is not None or self.thinking is not None
 
+    def endpoint(self) -> str:
+        """Where its calls go, for messages."""
+        return self.base_url or f"the {self.provider} API"
+
     def output_limit(self, requested: int) -> int:
         if self.max_output_tokens is None:
             return requested

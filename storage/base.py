@@ -29,6 +29,8 @@ class Store(ABC):
 
     url: str
     endpoint_url: str | None = None  # S3's endpoint, when not botocore's own
+    #: What every key is stored under (S3: the URL's prefix), counted in a key's length.
+    key_prefix: str = ""
     #: True when a write is a local file operation cheap enough to run on an event loop.
     writes_are_local: bool = False
 

@@ -14,6 +14,10 @@ from storage.base import StoreError
 
 TMP_PREFIX = ".tmp-"
 """Name prefix of in-flight temporary files; never a valid key segment, never listed."""
+SEGMENT_BYTES = 255
+"""The longest key segment: a file name on ext4, XFS, btrfs, APFS."""
+KEY_BYTES = 1024
+"""The longest key, the store's prefix included: an S3 object key."""
 
 _FORBIDDEN_CHARS = ("\\", "\x00")
 
@@ -42,6 +46,16 @@ def check_key(key: str) -> str:
     for seg in key.split("/"):
         _check_segment(seg, key)
     return key
+
+
+def oversize(key: str, prefix: str = "") -> tuple[str, int, int] | None:
+    """What of `key` (under the store's `prefix`) is too long to be stored on every backend:
+    (its longest segment, or "" for the whole key; its bytes; the limit), or None."""
+    segment = max(key.split("/"), key=lambda s: len(s.encode()))
+    if len(segment.encode()) > SEGMENT_BYTES:
+        return segment, len(segment.encode()), SEGMENT_BYTES
+    size = len(prefix.encode()) + len(key.encode())
+    return ("", size, KEY_BYTES) if size > KEY_BYTES else None
 
 
 def norm_prefix(prefix: str) -> str:

@@ -56,6 +56,7 @@ class S3Store(Store):
     ) -> None:
         self.bucket = bucket
         self.prefix = norm_prefix(prefix)  # '' or 'a/b/'
+        self.key_prefix = self.prefix
         self.endpoint_url = endpoint_url
         self.max_pool_connections = max_pool_connections
         self.max_attempts = max_attempts

@@ -9,8 +9,12 @@ checkpointed by the workers), then the rest are cancelled.
 
 A worker lost with its node is replaced, and the items it had in flight are sent again
 marked `recheck`: the new worker first looks for a record the lost one may have stored, so
-nothing stored is asked twice. A budget (`--max-cost-usd`) stops submission before the
-spend plus what is in flight could pass it.
+nothing stored is asked twice. A budget (`--max-cost-usd`, `tasks.budget`) holds back an item
+whose reservation it refuses until the calls in flight settle, and ends submission when it
+refuses one with nothing in flight. A record that cannot be stored ends submission at once:
+the calls in flight land (their records are written if they can be), nothing more is sent. A
+model whose every call fails with an error of its endpoint's (`tasks.endpoints`) is not asked
+again.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ import ray.exceptions
 
 from core.types import Part
 from storage.layout import ItemKey
+from tasks.budget import Budget
+from tasks.endpoints import Endpoints
 from tasks.pool import Crew
 from tasks.work import WorkItem
 from tasks.worker import ClaimLost, Outcome
@@ -39,44 +45,6 @@ log = logging.getLogger("evalfleet.dispatch")
 WORKER_LOST = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
 CHUNK = 64  # items per submit
 POLL_S = 0.2  # how often the loop looks at a stop request when nothing lands
-
-
-class Budget:
-    """What a run may still spend: stops submission before spend + in flight passes the cap."""
-
-    def __init__(self, cap_usd: float, spent_usd: float, cost_of: Callable[[WorkItem], float]):
-        self.cap_usd = cap_usd
-        self.spent_usd = spent_usd
-        self._cost_of = cost_of
-        self._in_flight: dict[Any, float] = {}
-        self.in_flight_usd = 0.0  # the sum of `_in_flight`, kept as calls come and go
-        self._seen: dict[str, tuple[float, int]] = {}  # caller -> (USD, calls) this run
-
-    def expected(self, item: WorkItem) -> float:
-        """The mean cost of this caller's calls so far (once there are a few), else the
-        a-priori estimate."""
-        total, calls = self._seen.get(item.key.caller, (0.0, 0))
-        return total / calls if calls >= 3 else self._cost_of(item)
-
-    def admit(self, item: WorkItem) -> float | None:
-        """The expected cost of sending `item`, or None if it could pass the cap."""
-        cost = self.expected(item)
-        if self.spent_usd + self.in_flight_usd + cost > self.cap_usd:
-            return None
-        return cost
-
-    def track(self, ref: Any, cost: float) -> None:
-        self._in_flight[ref] = cost
-        self.in_flight_usd += cost
-
-    def settle(self, ref: Any, outcome: Outcome | None) -> None:
-        self.in_flight_usd -= self._in_flight.pop(ref, 0.0)
-        if outcome is None:  # lost with its worker: sent again, paid when it lands
-            return
-        self.spent_usd += outcome.cost_usd
-        if outcome.status in ("ok", "failed"):
-            total, calls = self._seen.get(outcome.key.caller, (0.0, 0))
-            self._seen[outcome.key.caller] = (total + outcome.cost_usd, calls + 1)
 
 
 @dataclass
@@ -93,6 +61,8 @@ class Dispatched:
     not_started: int = 0
     redispatched: int = 0  # sent again after their worker was lost
     budget_reached: bool = False
+    write_failed: str = ""  # the first record that could not be stored, and why
+    down: dict[str, str] = field(default_factory=dict)  # caller -> its endpoint's last error
 
     def count(self, outcomes: list[Outcome]) -> None:
         self.submitted += len(outcomes)
@@ -130,8 +100,13 @@ def dispatch(
     """
     pool = [_Worker(w) for w in workers]
     queues: dict[str, deque[tuple[WorkItem, Any]]] = {}
+    endpoints = Endpoints()
+    result = Dispatched()
 
     def enqueue(item: WorkItem, prompt: Any, front: bool = False) -> None:
+        if item.key.caller in result.down:  # its endpoint is down: not asked in this run
+            result.not_started += 1
+            return
         queue = queues.setdefault(item.key.caller, deque())
         (queue.appendleft if front else queue.append)((item, prompt))
 
@@ -140,36 +115,41 @@ def dispatch(
     busy: Counter[str] = Counter()  # in flight per model
     retired: list[Any] = []  # replaced workers, ended with the others
     collecting: dict[Any, int] = {}  # a collect call in flight -> its worker
-    result = Dispatched()
 
     def in_flight() -> int:
         return sum(len(w.outstanding) for w in pool)
 
+    def limit(model: str) -> int:
+        most = per_model_limit.get(model, 1 << 30)
+        probe = budget.limit(model) if budget is not None else None
+        return most if probe is None else min(most, probe)
+
     def fill() -> None:
         """Take items, models in turn, up to the limits; send them in chunks, each to the
-        least busy worker."""
+        least busy worker. A model whose next item the budget refuses waits for the calls in
+        flight to settle; refused with nothing in flight, the budget is reached."""
         room = max_in_flight - in_flight()
         picked: list[tuple[WorkItem, Any]] = []
+        refused: set[str] = set()
         progressed = True
-        while progressed and room > 0 and not result.budget_reached:
+        while progressed and room > 0:
             progressed = False
             for model, queue in queues.items():
-                if not queue or busy[model] >= per_model_limit.get(model, 1 << 30):
+                if not queue or model in refused or busy[model] >= limit(model):
                     continue
                 item, prompt = queue[0]
-                cost = budget.admit(item) if budget is not None else 0.0
-                if cost is None:
-                    result.budget_reached = True
-                    break
+                if budget is not None and not budget.reserve(item, prompt):
+                    refused.add(model)
+                    continue
                 queue.popleft()
-                if budget is not None:
-                    budget.track(item.key, cost)
                 picked.append((item, prompt))
                 busy[model] += 1
                 room -= 1
                 progressed = True
                 if room <= 0:
                     break
+        if refused and not picked and not in_flight():
+            result.budget_reached = True
         for start in range(0, len(picked), CHUNK):
             chunk = picked[start : start + CHUNK]
             worker = min(pool, key=lambda w: len(w.outstanding))
@@ -199,9 +179,17 @@ def dispatch(
         worker = pool[index]
         for outcome in outcomes:
             worker.outstanding.pop(outcome.key, None)
-            busy[outcome.key.caller] -= 1
+            caller = outcome.key.caller
+            busy[caller] -= 1
             if budget is not None:
-                budget.settle(outcome.key, outcome)
+                budget.settle(outcome.key, (outcome.status, outcome.cost_usd))
+            if outcome.status == "write_failed" and not result.write_failed:
+                result.write_failed = f"{outcome.store_key}: {outcome.error}"
+                log.error("a record could not be stored (%s): nothing more is sent", outcome.error)
+            if endpoints.land(caller, outcome.status, outcome.error_kind, outcome.error):
+                result.down[caller] = error = endpoints.down()[caller]
+                result.not_started += len(queues.pop(caller, ()))
+                log.error("every call to %s failed (%s): it is not asked again", caller, error)
         result.count(outcomes)
         if follow_up is not None:
             for outcome in outcomes:
@@ -235,21 +223,27 @@ def dispatch(
                 continue
             landed(index, outcomes)
 
+    def sending() -> bool:
+        return not (stop_requested() or result.write_failed)
+
     try:
-        if not stop_requested():
+        if sending():
             fill()
+        # After a failed write nothing more is sent, but what is in flight lands.
         while in_flight() and not stop_requested():
             collect(timeout=POLL_S)
-            if not stop_requested():
+            if sending():
                 fill()
         left = sum(len(q) for q in queues.values())
-        result.stopped = bool(in_flight() or (left and not result.budget_reached))
+        ended = result.budget_reached or bool(result.write_failed)
+        result.stopped = bool(in_flight() or (left and not ended))
         if in_flight():
             deadline = time.monotonic() + drain_s
             while in_flight() and time.monotonic() < deadline:
                 collect(timeout=min(POLL_S, max(0.0, deadline - time.monotonic())))
             result.abandoned = in_flight()
-        result.not_started = sum(len(q) for q in queues.values())
+        result.not_started += sum(len(q) for q in queues.values())
+        result.down.update(endpoints.down())
     finally:
         for ref in collecting:
             ray.cancel(ref)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -76,9 +77,27 @@ def encode_record(record: dict[str, Any]) -> bytes:
 
 
 def decode_record(data: bytes) -> dict[str, Any] | None:
-    """None for a truncated or undecodable record (reported, then treated as missing)."""
+    """None for a truncated or undecodable record (reported, then treated as missing), and
+    for one whose cost is not a finite number of USD at least 0: a budget, a table or a bill
+    would take it as truth."""
     try:
         record = json.loads(data)
     except (ValueError, UnicodeDecodeError):
         return None
-    return record if isinstance(record, dict) and "sample_id" in record else None
+    if not isinstance(record, dict) or "sample_id" not in record:
+        return None
+    parts = record.get("cost") or {}
+    if not isinstance(parts, dict) or not all(
+        map(_a_cost, [record.get("cost_usd"), *parts.values()])
+    ):
+        return None
+    return record
+
+
+def _a_cost(value: Any) -> bool:
+    """A stored cost: None (an old record without one) or a finite number >= 0."""
+    if value is None:
+        return True
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return math.isfinite(value) and value >= 0

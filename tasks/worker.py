@@ -46,6 +46,7 @@ log = logging.getLogger("evalfleet.worker")
 PARTS_CACHE_SIZE = 512
 WORKER_PACKAGES = ("core", "providers", "storage", "tasks")  # the code a worker runs
 CLAIM_S = 15.0  # a warm worker's claimant that has not called for this long is gone
+ERROR_CHARS = 300  # of an error's message, told to the driver
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +62,7 @@ class Outcome:
     cost_usd: float
     store_key: str = ""
     response: str | None = None  # only when the item asked for it (an answer to judge)
+    error: str = ""  # why the call failed, or why its record could not be stored
 
 
 @dataclass(frozen=True)
@@ -348,6 +350,7 @@ class CompletionWorker:
         )
         key = item.store_key if error is None else item.failure_key(int(finished * 1000))
         status = "ok" if error is None else "failed"
+        problem = error.message[:ERROR_CHARS] if error is not None else ""
         try:
             data = encode_record(record)
             if self._store.writes_are_local:
@@ -358,9 +361,10 @@ class CompletionWorker:
                 written = await loop.run_in_executor(self._io, self._store.put_if_absent, key, data)
             if not written:
                 status = "exists"
-        except Exception as exc:  # the item stays missing; the run reports it at the end
+        except Exception as exc:  # the item stays missing; the run stops sending and says so
             log.warning("checkpoint write failed for %s: %s", key, exc)
             status = "write_failed"
+            problem = " ".join(str(exc).split())[:ERROR_CHARS] or type(exc).__name__
         usage = response.usage if response else None
         return Outcome(
             key=item.key,
@@ -372,6 +376,7 @@ class CompletionWorker:
             cost_usd=record["cost_usd"],
             store_key=key,
             response=response.text if item.return_response and error is None else None,
+            error=problem,
         )
 
     async def _stored(self, item: WorkItem) -> Outcome | None:

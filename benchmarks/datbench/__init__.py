@@ -76,6 +76,7 @@ class DatBench(Benchmark):
     protocol = "greedy"
     epochs = 1
     scorings = ("default", "compat")
+    typical_answer_tokens = 24  # a short answer in the row's prompt format
     judge = DatBenchJudge()
     blind: ClassVar[bool] = False
     unit_name = "item"  # a row, or a circular group of rotations

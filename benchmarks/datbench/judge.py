@@ -13,6 +13,7 @@ from core.types import Decoding, Sample, Score
 class DatBenchJudge(JudgeSpec):
     scorings = ("judge",)
     decoding = Decoding(temperature=0.0, top_p=1.0, max_tokens=1024, seed=42)
+    reply_tokens = 3  # "answer: true"
 
     def wants(self, sample: Sample, response: str, options: BenchmarkOptions) -> bool:
         return sample.metadata.get("eval_mode") == "judge"

@@ -52,6 +52,7 @@ class OmniBench(Benchmark):
     revision = dataset.REVISION
     options_model = OmniBenchOptions
     scorings = ("evalscope", "original")
+    typical_answer_tokens = 32  # "think step by step", then "ANSWER: X"
     text_alternatives = frozenset({"image", "audio"})
 
     def text_alternative_hint(self, kinds: Sequence[str]) -> str | None:

@@ -77,6 +77,7 @@ class Rome(Benchmark):
     epochs = 4  # the ROME leaderboard reports four rounds
     pool_units = 281
     scorings = SCORINGS
+    typical_answer_tokens = 24  # FlagEvalMM's post-prompts ask for the answer in a format
     judge = RomeJudge()
 
     def load(self, path: str | None, options: BenchmarkOptions, limit: int | None) -> LoadedData:

@@ -57,6 +57,7 @@ def parse_robust(content: str) -> int | None:
 class RomeJudge(JudgeSpec):
     scorings = ("judge", "judge_upstream")
     decoding = Decoding(temperature=0.0, top_p=1.0, max_tokens=4096, seed=42)
+    reply_tokens = 8  # a line of reasoning and "Judgement: 1"
 
     def wants(self, sample: Sample, response: str, options: BenchmarkOptions) -> bool:
         return sample.metadata.get("task") in getattr(options, "judge_tasks", ())

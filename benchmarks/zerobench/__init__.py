@@ -38,6 +38,8 @@ class ZeroBench(Benchmark):
     protocol = "zerobench-paper"
     epochs = 5
     scorings = tuple(SCORERS)
+    # "think step by step" and the answer in braces: a few short steps at the least
+    typical_answer_tokens = 32
     judge = FallbackParser()
     default = True
     pool_units = 100  # main questions (the subquestions belong to them)

@@ -43,6 +43,8 @@ def parse_reply(reply: str) -> str | None:
 class FallbackParser(JudgeSpec):
     scorings = ("judge",)
     decoding = Decoding(temperature=0.0, top_p=1.0, max_tokens=1024, seed=42)
+    reply_tokens = 2  # the extracted answer in braces
+    answer_decides = True  # only answers whose format broke are judged
 
     def wants(self, sample: Sample, response: str, options: BenchmarkOptions) -> bool:
         return needs_fallback(response)

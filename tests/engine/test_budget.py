@@ -1,10 +1,13 @@
-"""`--max-cost-usd`: a run capped at half its estimated cost stops near the cap, within one
-in-flight window, ends "budget reached" (exit 3), and a rerun with a higher cap finishes it
-without asking anything twice.
+"""`--max-cost-usd`: a cap that caps, and no more.
 
-The estimate is `evalfleet run --estimate`'s, measured from a small earlier run of the same
-model in the same store (the simulator's answers are short: the a-priori 1,000 output tokens
-per answer would put half the estimate above the whole run's cost).
+- A run capped at half its estimated cost stops at the cap, less than a call's cost below
+  it, ends "budget reached" (exit 3) saying what it spent and what is left to ask, and the
+  cap its hint gives finishes it, without asking anything twice. The estimate is `evalfleet
+  run --estimate`'s, measured from a small earlier run of the same model in the same store.
+- A run whose whole cost is below its cap finishes (exit 0, every item answered): the demo's
+  request with a cap a quarter above its cost, and with one ten times its cost. (The first
+  refused reservation used to end the run: the a-priori estimate of the calls in flight
+  passed a cap the run's real cost was far below.)
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import pytest
 
 from cli.main import build_parser as cli_parser
 from cli.run import request_from_args
+from engine.capping import round_up
 from engine.estimate import estimate_run
 from engine.heartbeat import liveness
 from engine.resolve import resolve
@@ -38,7 +42,12 @@ def spent(runs: Path, run_id: str) -> tuple[float, int]:
     return sum(json.loads(p.read_text())["cost_usd"] for p in paths), len(paths)
 
 
-def test_a_capped_run_stops_near_the_cap_and_resumes_with_a_higher_one(
+def run_command(env: dict[str, str], args: list[str]) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "cli.main", *args]
+    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+
+
+def test_a_capped_run_stops_at_the_cap_and_its_hint_finishes_it(
     ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path
 ):
 
@@ -49,8 +58,7 @@ def test_a_capped_run_stops_near_the_cap_and_resumes_with_a_higher_one(
         base += ["--simulator-url", sim.url, "--max-in-flight", str(IN_FLIGHT)]
 
         def run(*extra: str) -> subprocess.CompletedProcess:
-            command = [sys.executable, "-m", "cli.main", *base, *extra]
-            return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+            return run_command(env, [*base, *extra])
 
         # other seeds: none of its requests is one the capped run makes
         seed = run("--run-id", "seed", "-b", "zerobench", "--limit", "2", "--seed", "1000")
@@ -63,21 +71,60 @@ def test_a_capped_run_stops_near_the_cap_and_resumes_with_a_higher_one(
 
         first = run("--run-id", "capped", "--max-cost-usd", f"{cap:.9f}")
         assert first.returncode == 3, first.stderr
-        assert "budget reached: spent " in first.stderr
-        assert "to finish, rerun with a higher --max-cost-usd: evalfleet run" in first.stderr
         cost, stored = spent(runs, "capped")
         per_item = cost / stored
         assert 0 < stored < ITEMS
         assert cost <= cap  # never past the cap
-        assert cap - cost <= IN_FLIGHT * per_item * 1.5  # stopped within one in-flight window
+        assert cap - cost < 2 * per_item  # stopped when the next call could not fit
         manifest = json.loads((runs / "capped" / "manifest.json").read_text())
         assert liveness(manifest) == "budget reached"
+        # what was spent, what is left to ask and its expected cost, from the records just
+        # stored; the hint's cap: 1.1 x (spent + expected), up to two significant digits
+        left = estimate_run(resolve(request_from_args(cli_parser().parse_args(capped))))
+        left_usd = sum(r["cost_usd"] for r in left)
+        assert sum(r["to_request"] for r in left) == ITEMS - stored
+        said = [line for line in first.stderr.splitlines() if line.startswith("budget reached")]
+        assert said == [
+            f"budget reached: spent ${cost:.4f} of the ${cap:.4f} cap; {ITEMS - stored} requests "
+            f"left to ask, expected ${left_usd:.4f} more"
+        ]
+        finish = round_up((cost + left_usd) * 1.1)
+        assert finish > cap
+        hint = [line for line in first.stderr.splitlines() if line.startswith("to finish")]
+        command = [*base, "--run-id", "capped", "--max-cost-usd", f"{finish:g}"]
+        assert hint == [
+            f"to finish, rerun with --max-cost-usd {finish:g}: evalfleet {' '.join(command)}"
+        ]
 
-        second = run("--run-id", "capped", "--max-cost-usd", f"{estimate * 2:.9f}")
+        second = run_command(env, command)  # the hint's command, as given
         assert second.returncode == 0, second.stderr
+        assert spent(runs, "capped")[0] <= finish
         sim.flush_log()
     assert spent(runs, "capped")[1] == ITEMS
     entries = [json.loads(line) for line in log.read_text().splitlines()]
     asked = Counter((e["prompt_sha256"], e["seed"]) for e in entries if e["status"] == 200)
     assert sum(asked.values()) == ITEMS + 2 * 6  # the capped run's items and the seed run's
     assert max(asked.values()) == 1  # nothing asked twice
+
+
+def test_a_run_whose_cost_is_below_its_cap_finishes(
+    ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path
+):
+    runs, log = tmp_path / "runs", tmp_path / "sim.jsonl"
+    env = {**os.environ, "RAY_ADDRESS": ray_address, "PREFECT_API_URL": prefect_api_url}
+    demo = 2 * ITEMS  # the demo's request: its two models on both ZeroBench splits
+    with start_simulator(answer_key, {"latency": {"ms": 5}}, log) as sim:
+        base = ["run", "-m", "openai/sim-0.3", "-m", "openai/sim-0.7"]
+        base += ["--dataset-path", demo_dataset, "--store", str(runs), "--simulator-url", sim.url]
+        uncapped = run_command(env, [*base, "--run-id", "whole"])
+        assert uncapped.returncode == 0, uncapped.stderr
+        whole, answered = spent(runs, "whole")
+        assert answered == demo
+        for run_id, cap in (("tight", whole * 1.25), ("tenfold", whole * 10)):
+            capped = run_command(env, [*base, "--run-id", run_id, "--max-cost-usd", f"{cap:.9f}"])
+            assert capped.returncode == 0, capped.stderr
+            assert "budget reached" not in capped.stderr
+            # the same requests: the same answers at the same cost, every one of them
+            assert spent(runs, run_id) == (pytest.approx(whole, abs=1e-9), demo)
+            manifest = json.loads((runs / run_id / "manifest.json").read_text())
+            assert liveness(manifest) == "finished"

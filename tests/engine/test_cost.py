@@ -222,6 +222,10 @@ def test_expected_output_tokens_and_item_cost():
     listed = config("openai", "gpt-x", expected_output_tokens=4000)
     assert expected_output_tokens(listed, decoding) == (4000, "registry")
     assert expected_output_tokens(listed, decoding, measured=99.0) == (99, "measured")
+    # a benchmark's typical answer, when nothing is measured or listed; capped by max_tokens
+    assert expected_output_tokens(PRICED, decoding, typical=32) == (32, "typical")
+    assert expected_output_tokens(PRICED, Decoding(max_tokens=20), typical=32) == (20, "typical")
+    assert expected_output_tokens(listed, decoding, typical=32) == (4000, "registry")
     parts = [Part.of_text("x" * 400), Part(kind="image", data=png(1024, 1024))]
     # 100 text + 765 image tokens at $2, 500 output at $8: (865 * 2 + 500 * 8) / 1e6
     assert expected_item_cost_usd(PRICED, parts, decoding, 500) == 0.00573
@@ -398,7 +402,7 @@ def printed_tables(out: str) -> dict[tuple[str, str, str], dict[str, str]]:
     return rows
 
 
-def cells(items, stored, to_request, tokens_in, tokens_out, per_item, source, cost, most):
+def cells(items, stored, to_request, tokens_in, tokens_out, per_item, source, cost, low, high):
     return {
         "items": str(items),
         "stored": str(stored),
@@ -407,8 +411,11 @@ def cells(items, stored, to_request, tokens_in, tokens_out, per_item, source, co
         "output_tokens": str(tokens_out),
         "output_per_item": str(per_item),
         "output_source": source,
+        "reasoning": "no",
+        "batch": "no",
         "cost_usd": cost,
-        "max_cost_usd": most,
+        "low_cost_usd": low,
+        "high_cost_usd": high,
     }
 
 
@@ -422,33 +429,35 @@ def test_estimate_of_a_new_run_prints_exact_numbers_and_writes_nothing(
     assert not store.exists()  # not even the store's directory
     rows = printed_tables(out)
     # Simulated models cost $1 / $4 per million input / output tokens; nothing is stored, so
-    # every answer is assumed to take 1000 output tokens (max_tokens 16000) and every judgement
-    # 1000 (the judge's max_tokens 1024). 2 questions x 2 epochs per model.
+    # every answer is expected to be ZeroBench's typical answer, 32 output tokens (max_tokens
+    # 16000), and every judgement the judge's typical reply, 2 (its max_tokens 1024). 2
+    # questions x 2 epochs per model.
     assert rows == {
-        # 2 x (799 + 1396) = 4390 in, 4000 out: (4390 + 16000) / 1e6 = 0.02039;
-        # at most 4 x 16000 out: (4390 + 256000) / 1e6 = 0.26039
+        # 2 x (799 + 1396) = 4390 in, 128 out: (4390 + 512) / 1e6 = 0.004902, low the same;
+        # high 4 x 16000 out: (4390 + 256000) / 1e6 = 0.26039
         ("answers", "openai/sim-0.5", "zerobench"): cells(
-            4, 0, 4, 4390, 4000, 1000, "assumed", "0.0204", "0.2604"
+            4, 0, 4, 4390, 128, 32, "typical", "0.0049", "0.0049", "0.2604"
         ),
-        # 2 x (1432 + 1715) = 6294: 0.022294; 0.262294
+        # 2 x (1432 + 1715) = 6294: 0.006806; 0.262294
         ("answers", "anthropic/sim-0.5", "zerobench"): cells(
-            4, 0, 4, 6294, 4000, 1000, "assumed", "0.0223", "0.2623"
+            4, 0, 4, 6294, 128, 32, "typical", "0.0068", "0.0068", "0.2623"
         ),
-        # 2 x (1066 + 1842) = 5816: 0.021816; 0.261816
+        # 2 x (1066 + 1842) = 5816: 0.006328; 0.261816
         ("answers", "google/sim-0.5", "zerobench"): cells(
-            4, 0, 4, 5816, 4000, 1000, "assumed", "0.0218", "0.2618"
+            4, 0, 4, 5816, 128, 32, "typical", "0.0063", "0.0063", "0.2618"
         ),
         # every answer may break the format: 12 judgements, each the grader prompt (115 or
-        # 118) plus the answer's expected 1000 tokens: 3 x 2 x (1115 + 1118) = 13398 in,
-        # 12000 out: (13398 + 48000) / 1e6 = 0.061398; at most 12 x 1024: 0.06255 (the float
-        # just under it prints 0.0625)
+        # 118) plus the answer's expected 32 tokens: 3 x 2 x (147 + 150) = 1782 in, 24 out:
+        # (1782 + 96) / 1e6 = 0.001878; high 12 x 1024: (1782 + 49152) / 1e6 = 0.050934; low
+        # 0: ZeroBench's judge reads only answers whose format broke, none of them is sure
         ("judgements", JUDGE, "zerobench"): cells(
-            12, 0, 12, 13398, 12000, 1000, "assumed", "0.0614", "0.0625"
+            12, 0, 12, 1782, 24, 2, "typical", "0.0019", "0.0000", "0.0509"
         ),
     }
     assert (
-        "total: 24 requests, 29898 input tokens, 24000 output tokens: expected $0.125898, "
-        "at most $0.847050 (every request using its whole output budget)"
+        "total: 24 requests, 18282 input tokens, 408 output tokens: expected $0.019914, "
+        "low $0.018036 (every answer as short as the benchmark's typical answer), "
+        "high $0.835434 (every request using its whole output budget)"
     ) in out
     assert "already stored: 0 items, not requested again and not counted" in out
 
@@ -548,18 +557,21 @@ def test_estimate_of_a_resumed_run_measures_stored_records_and_skips_them(
     assert rows == {
         # Q1 stored twice; Q2 twice to request at the measured mean of 200:
         # 2 x 1396 = 2792 in, 400 out: (2792 + 1600) / 1e6; at most (2792 + 128000) / 1e6
+        # low: each at most ZeroBench's typical 32: (2792 + 2 x 32 x 4) / 1e6 = 0.003048
         ("answers", "openai/sim-0.5", "zerobench"): cells(
-            4, 2, 2, 2792, 400, 200, "measured", "0.0044", "0.1308"
+            4, 2, 2, 2792, 400, 200, "measured", "0.0044", "0.0030", "0.1308"
         ),
         # Q1 epoch 0 stored; Q1 epoch 1 and Q2 twice at 120: 1432 + 2 x 1715 = 4862 in,
         # 360 out: 0.006302; at most (4862 + 192000) / 1e6 = 0.196862
+        # low (4862 + 3 x 32 x 4) / 1e6 = 0.005246
         ("answers", "anthropic/sim-0.5", "zerobench"): cells(
-            4, 1, 3, 4862, 360, 120, "measured", "0.0063", "0.1969"
+            4, 1, 3, 4862, 360, 120, "measured", "0.0063", "0.0052", "0.1969"
         ),
         # the failed answer is asked again; "old" gives 900 / 3 = 300 per answer:
         # 5816 in, 1200 out: (5816 + 4800) / 1e6 = 0.010616; at most 0.261816
+        # low (5816 + 4 x 32 x 4) / 1e6 = 0.006328
         ("answers", "google/sim-0.5", "zerobench"): cells(
-            4, 0, 4, 5816, 1200, 300, "measured", "0.0106", "0.2618"
+            4, 0, 4, 5816, 1200, 300, "measured", "0.0106", "0.0063", "0.2618"
         ),
         # judge output measured: (40 + 60) / 3 = 33.3 -> 33 per judgement.
         # Stored: openai's Q1 epoch 0 judgement. To request: openai's Q1 epoch 1, graded as
@@ -567,14 +579,17 @@ def test_estimate_of_a_resumed_run_measures_stored_records_and_skips_them(
         # answer's visible length (measured output minus reasoning): openai 2 x (118 + 150),
         # anthropic (115 + 120) + 2 x (118 + 120), google 2 x (115 + 200) + 2 x (118 + 200)
         # = 119 + 536 + 711 + 1266 = 2632 in, 10 x 33 = 330 out: (2632 + 1320) / 1e6
-        # = 0.003952; at most 10 x 1024: (2632 + 40960) / 1e6 = 0.043592
+        # = 0.003952; high 10 x 1024: (2632 + 40960) / 1e6 = 0.043592; low: only the one
+        # sure to be asked, of the stored answer, at the judge's typical reply of 2 tokens:
+        # (119 + 2 x 4) / 1e6 = 0.000127
         ("judgements", JUDGE, "zerobench"): cells(
-            11, 1, 10, 2632, 330, 33, "measured", "0.0040", "0.0436"
+            11, 1, 10, 2632, 330, 33, "measured", "0.0040", "0.0001", "0.0436"
         ),
     }
     assert (
         "total: 19 requests, 16102 input tokens, 2290 output tokens: expected $0.025262, "
-        "at most $0.633062 (every request using its whole output budget)"
+        "low $0.014749 (every answer as short as the benchmark's typical answer), "
+        "high $0.633062 (every request using its whole output budget)"
     ) in out
     assert "already stored: 4 items, not requested again and not counted" in out
 
@@ -602,9 +617,61 @@ def test_estimate_keeps_terminal_errors_with_no_retry_errors(tiny_zerobench, tmp
         "output_tokens": 900,
         "output_per_item": 300,
         "output_source": "measured",
+        "reasoning": "no",
+        "batch": "no",
         "cost_usd": 0.007574,  # (3974 + 3600) / 1e6
-        "max_cost_usd": 0.195974,  # (3974 + 3 x 16000 x 4) / 1e6
+        "low_cost_usd": 0.004358,  # (3974 + 3 x 32 x 4) / 1e6
+        "high_cost_usd": 0.195974,  # (3974 + 3 x 16000 x 4) / 1e6
     }
     judge = next(r for r in rows if r["stage"] == "judge")
     # google's placeholders: 2 x (115 + 200) + (118 + 200) = 948 instead of 1266
     assert (judge["to_request"], judge["input_tokens"]) == (9, 2632 - 1266 + 948)
+
+
+def estimate_rows(dataset: str, store: Path, run_id: str, *extra: str) -> list[dict]:
+    from cli.main import build_parser
+    from cli.run import request_from_args
+    from engine.estimate import estimate_run
+    from engine.resolve import resolve
+
+    args = build_parser().parse_args(run_args(dataset, store, run_id, *extra))
+    return estimate_run(resolve(request_from_args(args)))
+
+
+def test_estimate_in_batch_mode_is_at_the_batch_price(tiny_zerobench, tmp_path):
+    online = estimate_rows(tiny_zerobench, tmp_path / "runs", "est4")
+    batch = estimate_rows(tiny_zerobench, tmp_path / "runs", "est4", "--batch")
+    figures = ("cost_usd", "low_cost_usd", "high_cost_usd")
+    assert [r["batch"] for r in online] == ["no"] * 4
+    assert [r["batch"] for r in batch] == ["yes"] * 4
+    # every price of a simulated model's batch call is half the online one (0.5, the default)
+    for on, off in zip(online, batch, strict=True):
+        assert {k: v for k, v in off.items() if k not in (*figures, "batch")} == {
+            k: v for k, v in on.items() if k not in (*figures, "batch")
+        }
+        assert [off[f] for f in figures] == [pytest.approx(on[f] / 2, abs=1e-6) for f in figures]
+    # openai's answers: (4390 + 512) / 2 / 1e6 and (4390 + 256000) / 2 / 1e6
+    openai = batch[0]
+    assert (openai["model"], openai["cost_usd"], openai["high_cost_usd"]) == (
+        "openai/sim-0.5",
+        0.002451,
+        0.130195,
+    )
+
+
+def test_estimate_marks_reasoning_models(capsys, tiny_zerobench, tmp_path):
+    args = run_args(tiny_zerobench, tmp_path / "runs", "est5", "-m", "openai/sim-0.5-think")
+    assert main([*args, "--estimate"]) == 0
+    out = capsys.readouterr().out
+    rows = printed_tables(out)
+    assert {key[1]: row["reasoning"] for key, row in rows.items()} == {
+        "openai/sim-0.5": "no",
+        "anthropic/sim-0.5": "no",
+        "google/sim-0.5": "no",
+        "openai/sim-0.5-think": "yes",  # Responses with reasoning_effort medium
+        JUDGE: "no",
+    }
+    assert (
+        "reasoning = yes: the model reasons before it answers; its reasoning tokens are not in "
+        "the low figure, and its cost lies nearer the high one"
+    ) in out

@@ -1,9 +1,15 @@
-"""Checkpoint writes that fail, and records that cannot be decoded, leave the item missing.
+"""Checkpoint writes that fail stop the run; records that cannot be decoded leave the item
+missing.
 
-* S3 (a moto server on 127.0.0.1): two completion keys refuse every write attempt the store
+* A local store whose sample directory cannot be made (a file is in its place): the first
+  answer that cannot be stored stops the run. Nothing more is sent, the call in flight lands,
+  the command exits 4 naming the key and the error with the command that resumes it, no table
+  is written and the run is marked failed; once the file is gone the resume asks exactly what
+  is not stored.
+* S3 (a moto server on 127.0.0.1): a completion key refuses every write attempt the store
   makes (409 ConditionalRequestConflict, the one S3 error the store retries itself). The run
-  goes on, counts them `write_failed`, reports them at the end, stores nothing for them, and a
-  resume requests exactly those two.
+  stops sending, stores nothing for it, keeps what was in flight, and a resume asks exactly
+  what is not stored.
 * Local store: a truncated record and a record of binary garbage are reported by `status` as
   unreadable and counted missing; the tables leave them out exactly as if they were missing;
   the next resume moves them under {run}/quarantine/ and requests exactly those two again.
@@ -24,6 +30,7 @@ import boto3
 import pandas as pd
 import pytest
 
+from engine.heartbeat import liveness
 from engine.items import answer_items
 from engine.request import EvalRequest
 from engine.resolve import resolve
@@ -48,13 +55,18 @@ COLUMNS = ["stage", "model", "benchmark", "done", "failed", "stale", "missing", 
 
 DRIVER = """
 import json, sys
+from engine.outcome import RunFailed
 from flows.aggregate import aggregate
 from flows.evaluate import evaluate
 from engine.request import EvalRequest
 from reports.tables import print_result
 
 request = EvalRequest.model_validate_json(sys.argv[1])
-evaluated = evaluate(request)
+try:
+    evaluated = evaluate(request)
+except RunFailed as exc:
+    print("FAILED " + json.dumps(str(exc)))
+    raise SystemExit(exc.exit_code)
 aggregated = aggregate(request.run_id, store=request.store, s3_endpoint_url=request.s3_endpoint_url)
 print_result(aggregated)
 print("RESULT " + json.dumps({"evaluate": evaluated, "aggregate": aggregated}))
@@ -86,7 +98,8 @@ def job_env(ray_address: str, prefect_api_url: str) -> dict[str, str]:
     }
 
 
-def drive(request: EvalRequest, env: dict[str, str]) -> tuple[dict, str]:
+def drive(request: EvalRequest, env: dict[str, str], code: int = 0) -> tuple[dict | str, str]:
+    """The evaluate and aggregate flows' results (exit 0), or the failed run's message."""
     done = subprocess.run(
         [sys.executable, "-c", DRIVER, request.model_dump_json()],
         cwd=REPO,
@@ -96,10 +109,11 @@ def drive(request: EvalRequest, env: dict[str, str]) -> tuple[dict, str]:
         timeout=300,
     )
     output = done.stdout + done.stderr
-    assert done.returncode == 0, output
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert done.returncode == code, output
+    tag = "RESULT " if code == 0 else "FAILED "
+    lines = [line for line in done.stdout.splitlines() if line.startswith(tag)]
     assert len(lines) == 1, output
-    return json.loads(lines[0][len("RESULT ") :]), output
+    return json.loads(lines[0][len(tag) :]), output
 
 
 def work_items(request: EvalRequest):
@@ -130,7 +144,75 @@ def status_rows(
     return table.values.tolist(), sorted(bad)
 
 
-def test_s3_write_that_keeps_failing_leaves_the_item_missing_and_the_run_goes_on(
+def test_local_write_that_fails_stops_the_run_and_the_resume_asks_the_rest(
+    ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path
+):
+    runs, log = tmp_path / "runs", tmp_path / "sim.jsonl"
+    env = {**os.environ, "RAY_ADDRESS": ray_address, "PREFECT_API_URL": prefect_api_url}
+    prompts = prompt_hashes(demo_dataset)
+    with start_simulator(answer_key, {"latency": {"ms": 5}}, log) as sim:
+        args = ["run", "-m", MODEL, "--dataset-path", demo_dataset, "--store", str(runs)]
+        args += ["--simulator-url", sim.url, "--run-id", "wlocal", "--max-in-flight", "2"]
+        args += ["--workers", "1"]
+        request = EvalRequest(
+            models=[MODEL],
+            dataset_path=demo_dataset,
+            run_id="wlocal",
+            store=str(runs),
+            simulator_url=sim.url,
+        )
+        items = work_items(request)
+        first = items[0]  # sample 1 of the main split, epoch 0: asked first
+        assert (first.key.benchmark, first.key.sample_id) == (MAIN, "1")
+        blocker = runs / first.store_key.rsplit("/", 1)[0]  # where its record's folder goes
+        blocker.parent.mkdir(parents=True)
+        blocker.write_text("a file where the run needs a folder")
+
+        def run() -> subprocess.CompletedProcess:
+            command = [sys.executable, "-m", "cli.main", *args]
+            return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+
+        failed = run()
+        sim.flush_log()
+        asked = requested_since(log, 0)
+        # The first answer that landed could not be stored: nothing more was sent, the other
+        # call in flight (sample 1's epoch 1, whose folder is the same) landed.
+        assert failed.returncode == 4, failed.stderr
+        assert len(asked) == 2
+        lines = [line for line in failed.stderr.splitlines() if line.startswith("error: ")]
+        assert len(lines) == 1, failed.stderr
+        assert lines[0].startswith(
+            "error: run wlocal stopped: a record could not be stored (wlocal/completions/"
+            "openai%2Fsim-0.5/zerobench/1/"
+        )
+        assert "[Errno 17] File exists" in lines[0]
+        assert (
+            "nothing more was sent, the calls in flight landed, 2 answers paid for were "
+            in (lines[0])
+        )
+        resume = [line for line in failed.stderr.splitlines() if line.startswith("resume with: ")]
+        assert resume == [f"resume with: evalfleet {' '.join(args)}"]
+        # write failures are not finished work: nothing stored, no tables, the run failed
+        assert list((runs / "wlocal").rglob("*.json")) == [runs / "wlocal" / "manifest.json"]
+        manifest = json.loads((runs / "wlocal" / "manifest.json").read_text())
+        assert liveness(manifest) == "failed"
+
+        blocker.unlink()
+        resumed_at = time.time()
+        done = run()
+        assert done.returncode == 0, done.stderr
+        sim.flush_log()
+    again = requested_since(log, resumed_at)
+    assert again == sorted(
+        (prompts[(i.key.benchmark, i.key.sample_id)], i.decoding.seed) for i in items
+    )
+    assert status_rows("wlocal", str(runs)) == (
+        [["answer", MODEL, MAIN, N_MAIN, 0, 0, 0, 0], ["answer", MODEL, SUB, N_SUB, 0, 0, 0, 0]],
+        [],
+    )
+
+
+def test_s3_write_that_keeps_failing_stops_the_run_and_a_resume_finishes_it(
     moto_server, ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path
 ):
     bucket = f"evalfleet-wf-{uuid.uuid4().hex[:8]}"
@@ -153,46 +235,36 @@ def test_s3_write_that_keeps_failing_leaves_the_item_missing_and_the_run_goes_on
             s3_endpoint_url=moto_server.endpoint,
             simulator_url=sim.url,
             workers=1,
+            max_in_flight=4,
         )
         items = work_items(request)
-        failing = [pick(items, MAIN, "2", 3), pick(items, SUB, "4_1", 0)]
-        for item in failing:
-            # Every attempt the store makes is refused; the fault is used up by them.
-            moto_server.inject("PUT", f"{PREFIX}/{item.store_key}", "conflict", _CONFLICT_ATTEMPTS)
+        failing = pick(items, MAIN, "2", 3)
+        # Every attempt the store makes is refused; the fault is used up by them.
+        moto_server.inject("PUT", f"{PREFIX}/{failing.store_key}", "conflict", _CONFLICT_ATTEMPTS)
 
-        result, output = drive(request, env)
-        assert result["evaluate"]["submitted"] == TOTAL
-        assert result["evaluate"]["statuses"] == {"ok": TOTAL - 2, "write_failed": 2}
-        assert result["evaluate"]["errors"] == {}
-        assert "2 records could not be checkpointed" in output
-        assert "2 items have no record yet: run again with the same run id" in output
-        assert result["aggregate"]["missing"] == 2
-        # Nothing at all was stored for the two items (no record, no failure record).
-        expected = sorted(item.store_key for item in items)
-        assert bucket_completions() == sorted(set(expected) - {i.store_key for i in failing})
-        assert status_rows("wfail", request.store, s3_endpoint_url=moto_server.endpoint) == (
-            [
-                ["answer", MODEL, MAIN, N_MAIN - 1, 0, 0, 1, 0],
-                ["answer", MODEL, SUB, N_SUB - 1, 0, 0, 1, 0],
-            ],
-            [],
-        )
-        # Each of the two was requested exactly once by the first run.
+        message, _ = drive(request, env, code=4)
+        assert f"a record could not be stored ({failing.store_key}: " in message
+        sim.flush_log()
         first = requested_since(tmp_path / "sim.jsonl", 0)
-        assert len(first) == len(set(first)) == TOTAL
+        stored = bucket_completions()
+        # Nothing at all was stored for it; what else was asked was stored; the rest was not
+        # asked (the store retried the write for a while, and the run went on meanwhile; once
+        # the write had failed, nothing more was sent)
+        assert failing.store_key not in stored
+        assert len(first) == len(set(first)) == len(stored) + 1 < TOTAL
 
         resumed_at = time.time()
         result, output = drive(request, env)
-        assert result["evaluate"]["submitted"] == 2
-        assert result["evaluate"]["statuses"] == {"ok": 2}
+        assert result["evaluate"]["statuses"] == {"ok": TOTAL - len(stored)}
         assert result["aggregate"]["missing"] == 0
-        assert "could not be checkpointed" not in output
+        assert "could not be stored" not in output
 
     again = requested_since(tmp_path / "sim.jsonl", resumed_at)
-    assert again == sorted(
-        (prompts[(i.key.benchmark, i.key.sample_id)], i.decoding.seed) for i in failing
+    by_key = {(prompts[(i.key.benchmark, i.key.sample_id)], i.decoding.seed): i for i in items}
+    assert sorted(by_key[a].store_key for a in again) == sorted(
+        i.store_key for i in items if i.store_key not in stored
     )
-    assert bucket_completions() == expected
+    assert bucket_completions() == sorted(item.store_key for item in items)
     assert status_rows("wfail", request.store, s3_endpoint_url=moto_server.endpoint) == (
         [["answer", MODEL, MAIN, N_MAIN, 0, 0, 0, 0], ["answer", MODEL, SUB, N_SUB, 0, 0, 0, 0]],
         [],
