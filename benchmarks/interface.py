@@ -114,6 +114,7 @@ class MetricRow:
     se: float | None = None
     n: int = 0
     group: str = ""
+    note: str = ""  # why the value is missing, where it is (shown as a footnote)
 
 
 @dataclass(frozen=True)
@@ -275,6 +276,8 @@ class Benchmark(ABC):
     pool_units: ClassVar[int | None] = None
     #: What a unit of the headline is called in sentences ("question", "main question").
     unit_name: ClassVar[str] = "question"
+    #: The unit of the figures of `summary`, said above each of its tables.
+    summary_unit: ClassVar[str] = "values are fractions of 1"
     judge: ClassVar[JudgeSpec | None] = None
     #: Media kinds this benchmark can replace by a text stand-in, and the option that does it.
     text_alternatives: ClassVar[frozenset[str]] = frozenset()
@@ -315,9 +318,14 @@ class Benchmark(ABC):
 
     @abstractmethod
     def metrics(
-        self, scored: Sequence[ScoredItem], samples: dict[str, Sample], protocol: str
+        self,
+        scored: Sequence[ScoredItem],
+        samples: dict[str, Sample],
+        protocol: str,
+        epochs: int,
     ) -> list[MetricRow]:
-        """The metric set of one (model, scoring mode)."""
+        """The metric set of one (model, scoring mode); `epochs` is how many the run asked
+        (the k of pass@k: `benchmarks.protocols.sampled_epochs`)."""
 
     def summary(self, long: pd.DataFrame) -> pd.DataFrame:
         """The benchmark's wide table from its long-table rows (default: one row per model

@@ -13,10 +13,18 @@ from core.types import ConfigError, Decoding
 
 ProtocolName = Literal["zerobench-paper", "sampled-k", "greedy"]
 PROTOCOLS: dict[str, str] = {
-    "zerobench-paper": "epoch 0 greedy (pass@1, num_correct), then k sampled (pass@k, k/k)",
-    "sampled-k": "k sampled epochs at the request's temperature and top_p",
+    "zerobench-paper": "epoch 0 greedy (pass@1, num_correct), then k sampled epochs "
+    "(pass@k and k/k for that k)",
+    "sampled-k": "k sampled epochs at the request's temperature and top_p (pass@1 unbiased, "
+    "pass@k and k/k for that k)",
     "greedy": "k epochs at temperature 0",
 }
+
+
+def sampled_epochs(protocol: str, epochs: int) -> int:
+    """How many sampled epochs a benchmark asked with `epochs` epochs in all: the k of its
+    pass@k and k/k (zerobench-paper's first epoch is greedy)."""
+    return epochs - 1 if protocol == "zerobench-paper" else epochs
 
 
 @dataclass(frozen=True)

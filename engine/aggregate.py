@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any
 
 from engine.agreement import judge_agreement
-from engine.results import markdown, summaries, write_results
+from engine.results import markdown, notes, summaries, write_results
 from engine.scoring import score_run
 from engine.stored import load_run
 from storage.base import Store
@@ -38,13 +38,15 @@ def aggregate_run(store: Store, run_id: str) -> dict[str, Any]:
         extra["judges"] = scored.judges
         extra["judge_agreement"] = judge_agreement(scored.samples, benchmarks, run.judges)
     identity = run.manifest["identity"]
-    version, written = write_results(store, run_id, scored, tables, extra, identity)
+    units = {name: bench.summary_unit for name, bench in benchmarks.items()}
+    version, written = write_results(store, run_id, scored, tables, extra, identity, units)
     judge_states = Counter(run.judge_state.state.values())
     return {
         "run_id": run_id,
         "store": store.url,
         "version": version,
         "summaries": {name: _records(t) for name, t in tables.items()},
+        "notes": {name: notes(scored.long, name) for name in tables},
         "usage": _records(scored.usage),
         "markdown": "\n\n".join(f"### {n}\n\n{markdown(t)}" for n, t in tables.items()),
         "written": written,

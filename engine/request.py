@@ -250,8 +250,9 @@ class EvalRequest(BaseModel):
         default=None,
         ge=1,
         le=100,
-        description="epochs (for zerobench-paper the sampled ones after the greedy one); "
-        "empty: each benchmark's own",
+        description="epochs; for zerobench-paper the sampled ones after the greedy one. The "
+        "tables show pass@K and K/K for this K (ZeroBench's own: 5); a K/K or pass@K a sample "
+        "has fewer epochs for is shown as — with its reason, never 0. Empty: each benchmark's own",
     )
     temperature: float = Field(default=0.7, ge=0, le=2, description="of sampled epochs")
     top_p: float = Field(default=0.95, gt=0, le=1, description="of sampled epochs")

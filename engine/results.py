@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # loaded where a table is read: the command line starts witho
     from engine.scoring import Scored
 
 WIDTH = 120
+MISSING = "—"  # a figure that was not measured: never shown as 0 or left blank
 SCORING_MODULES = ("scoring.py", "results.py", "agreement.py")
 USAGE_IN_SUMMARY = [
     "errors",
@@ -58,6 +59,14 @@ def summaries(scored: Scored, benchmarks: dict[str, Any]) -> dict[str, pd.DataFr
     return out
 
 
+def notes(long: pd.DataFrame, benchmark: str) -> list[str]:
+    """Why a benchmark's tables show — where they do (`MetricRow.note`), each reason once."""
+    if "note" not in long:
+        return []
+    mine = long[(long["benchmark"] == benchmark) & long["note"].fillna("").astype(bool)]
+    return [f"— {text}" for text in dict.fromkeys(mine["note"])]
+
+
 def markdown(frame: pd.DataFrame, width: int = WIDTH) -> str:
     """A Markdown table; one wider than `width` is split into several, each repeating the
     key columns (model, scoring, ...), never squeezed. Every name and value is escaped
@@ -85,7 +94,7 @@ def markdown(frame: pd.DataFrame, width: int = WIDTH) -> str:
 
 
 def _render(frame: pd.DataFrame, columns: list[str]) -> str:
-    return frame[columns].to_markdown(index=False, floatfmt=".4f", missingval="")
+    return frame[columns].to_markdown(index=False, floatfmt=".4f", missingval=MISSING)
 
 
 def _width(text: str) -> int:
@@ -122,10 +131,12 @@ def write_results(
     tables: dict[str, pd.DataFrame],
     extra: dict[str, pd.DataFrame] | None = None,
     identity: dict[str, Any] | None = None,
+    units: dict[str, str] | None = None,
 ) -> tuple[str, list[str]]:
     """Write one aggregation's tables under its version (with `version.json`: what scored
     them, and the run's identity then, so two versions of a grown run compare), then move
-    `latest` to it. `extra`: more tables by file stem (judge agreement)."""
+    `latest` to it. `extra`: more tables by file stem (judge agreement); `units`: what each
+    summary's figures are, said above its Markdown table."""
     from engine.manifest import code_version
 
     version = version_of(scored)
@@ -145,7 +156,9 @@ def write_results(
     for name, table in tables.items():
         files[f"summary_{name}.parquet"] = _parquet(table)
         files[f"summary_{name}.csv"] = table.to_csv(index=False).encode()
-        files[f"summary_{name}.md"] = (markdown(table) + "\n").encode()
+        footnotes = "".join(f"\n- {line}" for line in notes(scored.long, name))
+        unit = f"{units[name]}\n\n" if units and name in units else ""
+        files[f"summary_{name}.md"] = (unit + markdown(table) + "\n" + footnotes).encode()
     written = []
     for name, data in files.items():
         key = layout.results_key(run_id, version, name)

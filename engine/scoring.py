@@ -45,6 +45,7 @@ LONG_COLUMNS = [
     "ci95_low",  # the headline's 95 % interval (`metrics.intervals`), on its row only
     "ci95_high",
     "n",
+    "note",  # why a value is missing, where it is (a footnote under the tables)
     "errors",
     "judged",
     "score_errors",
@@ -284,7 +285,7 @@ def metric_table(run: StoredRun, samples: pd.DataFrame) -> tuple[pd.DataFrame, p
                     "binary": units.binary,
                 }
             )
-        for metric in bench.metrics(items, data.by_id, data.protocol):
+        for metric in bench.metrics(items, data.by_id, data.protocol, len(data.decodings)):
             headline = interval is not None and (metric.metric, metric.group) == (
                 bench.headline,
                 "",
@@ -301,6 +302,7 @@ def metric_table(run: StoredRun, samples: pd.DataFrame) -> tuple[pd.DataFrame, p
                     "ci95_low": interval.low if headline else None,
                     "ci95_high": interval.high if headline else None,
                     "n": metric.n,
+                    "note": metric.note,
                     "errors": errors,
                     "judged": judged,
                     "score_errors": score_errors,

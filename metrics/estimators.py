@@ -33,12 +33,15 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 def reliability_at_k(n: int, c: int, k: int) -> float:
     """k/k reliability: the chance that k epochs drawn without replacement are all correct.
 
-    C(c, k)/C(n, k) as inspect_evals `reliability_at` (not the naive (c/n)**k).
+    C(c, k)/C(n, k) as inspect_evals `reliability_at` (not the naive (c/n)**k). NaN when
+    n < k: k of k was never measured (inspect_evals gives 0, which reads as "never reliable").
     """
     if k <= 0:
         raise ValueError(f"k must be positive, got {k}")
     _check_counts(n, c)
-    if k > n or k > c:
+    if k > n:
+        return math.nan
+    if k > c:
         return 0.0
     return math.comb(c, k) / math.comb(n, k)
 

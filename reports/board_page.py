@@ -6,12 +6,12 @@ rows ranked, its partial rows apart and not ranked."""
 from __future__ import annotations
 
 import base64
-import html
 import urllib.parse
 from datetime import UTC, datetime
 
 import pandas as pd
 
+from core.escape import html_text
 from reports import formatting as fmt
 
 RANKED = ["rank", "band", "model", "value", "95% interval", "coverage", "errors"]
@@ -94,47 +94,47 @@ def html_page(board, files: dict[str, bytes]) -> str:
         "img{max-width:100%;border:1px solid #ddd;margin:1em 0;display:block}"
         ".new{background:#fff4c2}.items{color:#555}.partial td{color:#777}</style>"
         "</head><body>",
-        f"<h1>evalfleet leaderboard</h1><p>{html.escape(stamp)}. {html.escape(legend(board))}"
+        f"<h1>evalfleet leaderboard</h1><p>{html_text(stamp)}. {html_text(legend(board))}"
         " Each model links to its answers in its run's report.</p>",
     ]
     if board.new:
-        items = "".join(f"<li>{html.escape(line)}</li>" for line in board.new)
+        items = "".join(f"<li>{html_text(line)}</li>" for line in board.new)
         parts.append(f"<h2>New models</h2><ul>{items}</ul>")
     section = None
     for benchmark, scoring, label, complete, partial in tables(board.table):
         if (benchmark, scoring) != section:
             section = (benchmark, scoring)
-            parts.append(f"<h2>{html.escape(benchmark)} — {html.escape(scoring)}</h2>")
-        parts.append(f"<p class='items'>Items: {html.escape(label)}</p>")
+            parts.append(f"<h2>{html_text(benchmark)} — {html_text(scoring)}</h2>")
+        parts.append(f"<p class='items'>Items: {html_text(label)}</p>")
         if not complete.empty:
             parts.append(_html_table(complete, [*RANKED, *SPENT]))
         if not partial.empty:
             parts.append("<p>Partial results, not ranked:</p>")
             parts.append(_html_table(partial, PARTIAL, "partial"))
     if board.close_calls:
-        items = "".join(f"<li>{html.escape(line)}</li>" for line in board.close_calls)
+        items = "".join(f"<li>{html_text(line)}</li>" for line in board.close_calls)
         parts.append(f"<h2>What it would take</h2><ul>{items}</ul>")
     if board.damaged:
-        items = "".join(f"<li>{html.escape(line)}</li>" for line in board.damaged)
+        items = "".join(f"<li>{html_text(line)}</li>" for line in board.damaged)
         parts.append(f"<h2>Runs that cannot be read</h2><ul>{items}</ul>")
     for name in sorted(files):
         if name.endswith(".png") and name.startswith(PLOT_STEMS):
             data = base64.b64encode(files[name]).decode()
-            parts.append(f"<img alt='{html.escape(name)}' src='data:image/png;base64,{data}'>")
+            parts.append(f"<img alt='{html_text(name)}' src='data:image/png;base64,{data}'>")
     parts.append("</body></html>")
     return "\n".join(parts)
 
 
 def _html_table(part: pd.DataFrame, columns: list[str], css: str = "") -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    head = "".join(f"<th>{html_text(c)}</th>" for c in columns)
     body = []
     for row in part.itertuples(index=False):
         shown = cells(row)
         tds = []
         for column in columns:
-            text = html.escape(shown[column])
+            text = html_text(shown[column])
             if column == "model":
-                link = html.escape(report_link(row), quote=True)
+                link = html_text(report_link(row))
                 tds.append(f"<td class='l'><a href='{link}'>{text}</a></td>")
             else:
                 tds.append(f"<td>{text}</td>")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from core.escape import markdown_cell
+
 MISSING = "—"
 
 
@@ -52,9 +54,6 @@ def coverage(done: int, expected: int) -> str:
     return f"{done}/{expected}"
 
 
-def md_text(text: str) -> str:
-    """Untrusted text in a Markdown table or list: HTML escaped (a Markdown viewer renders
-    HTML), pipes escaped (a `|` would add a column), one line."""
-    import html
-
-    return html.escape(" ".join(str(text).split()), quote=False).replace("|", "\\|")
+def md_text(text: Any) -> str:
+    """Untrusted text in a Markdown table or list, on one line (`core.escape`)."""
+    return markdown_cell(" ".join(str(text).split()))

@@ -119,7 +119,11 @@ class DatBench(Benchmark):
         return out
 
     def metrics(
-        self, scored: Sequence[ScoredItem], samples: dict[str, Sample], protocol: str
+        self,
+        scored: Sequence[ScoredItem],
+        samples: dict[str, Sample],
+        protocol: str,
+        epochs: int,
     ) -> list[MetricRow]:
         grouped = unit_values(scored, samples, circular=True)
         per_row = unit_values(scored, samples, circular=False)

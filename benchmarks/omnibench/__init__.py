@@ -83,7 +83,11 @@ class OmniBench(Benchmark):
         return scores
 
     def metrics(
-        self, scored: Sequence[ScoredItem], samples: dict[str, Sample], protocol: str
+        self,
+        scored: Sequence[ScoredItem],
+        samples: dict[str, Sample],
+        protocol: str,
+        epochs: int,
     ) -> list[MetricRow]:
         return accuracy_rows(scored, samples, BREAKDOWNS)
 

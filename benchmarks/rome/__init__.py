@@ -76,6 +76,10 @@ class Rome(Benchmark):
     protocol = "sampled-k"
     epochs = 4  # the ROME leaderboard reports four rounds
     pool_units = 281
+    summary_unit = (
+        "accuracy in percent, as upstream's leaderboard; the leaderboard and compare use "
+        "fractions of 1"
+    )
     scorings = SCORINGS
     typical_answer_tokens = 24  # FlagEvalMM's post-prompts ask for the answer in a format
     judge = RomeJudge()
@@ -91,7 +95,11 @@ class Rome(Benchmark):
         return [rule_score(sample, response, mode) for mode in SCORINGS]
 
     def metrics(
-        self, scored: Sequence[ScoredItem], samples: dict[str, Sample], protocol: str
+        self,
+        scored: Sequence[ScoredItem],
+        samples: dict[str, Sample],
+        protocol: str,
+        epochs: int,
     ) -> list[MetricRow]:
         """Per task and overall: accuracy as the mean over epochs of each epoch's accuracy,
         its standard deviation over epochs (ddof 1), and mean output and reasoning tokens."""

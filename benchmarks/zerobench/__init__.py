@@ -54,10 +54,16 @@ class ZeroBench(Benchmark):
         return [scorer(response, sample.target) for scorer in SCORERS.values()]
 
     def metrics(
-        self, scored: Sequence[ScoredItem], samples: dict[str, Sample], protocol: str
+        self,
+        scored: Sequence[ScoredItem],
+        samples: dict[str, Sample],
+        protocol: str,
+        epochs: int,
     ) -> list[MetricRow]:
         groups = {sid: s.group_id or sid for sid, s in samples.items()}
-        return metrics.metric_rows(scored, groups, protocol=protocol, grouped=self.grouped)
+        return metrics.metric_rows(
+            scored, groups, protocol=protocol, epochs=epochs, grouped=self.grouped
+        )
 
     def summary(self, long: pd.DataFrame) -> pd.DataFrame:
         return metrics.summary_table(long)

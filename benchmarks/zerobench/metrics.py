@@ -1,10 +1,12 @@
-"""ZeroBench's metric set, laid out like the paper's Table 2.
+"""ZeroBench's metric set, laid out like the paper's Table 2, for the epochs the run asked.
 
-`zerobench-paper` protocol: pass@1 and num_correct come from the greedy epoch 0; pass@5 and
-5/5 from the sampled epochs 1..k. `sampled-k` (and `greedy`): every metric from all epochs
-(pass@1 is then the unbiased pass@1, the mean of c/n). Failed completions count as
-incorrect (and are counted apart as errors); epochs never requested (a run still in
-progress) just lower n, as upstream's reducers do.
+`zerobench-paper` protocol: pass@1 and num_correct come from the greedy epoch 0; pass@k and
+k/k from the k sampled epochs 1..k the run asked (the paper's k is 5). `sampled-k` (and
+`greedy`): every metric from all k epochs (pass@1 is then the unbiased pass@1, the mean of
+c/n). pass@k uses the unbiased estimator over a question's n sampled epochs (Chen et al.
+2021); a question with fewer than k epochs so far has no pass@k or k/k (not 0), and a figure
+no question was measured for is left out with its reason (`MetricRow.note`). Failed
+completions count as incorrect (and are counted apart as errors).
 
 On the subquestion split `grouped_accuracy` and its SE are the paper's subquestion pass@1 and
 SE (mean of per-main-question accuracies; SE over those means); `accuracy` is the plain mean
@@ -14,11 +16,13 @@ with upstream's ungrouped `all_samples_mean_stderr` as its SE, kept for comparab
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from benchmarks.interface import MetricRow, ScoredItem
+from benchmarks.protocols import sampled_epochs
 from benchmarks.tables import KEYS, metric_lookup
 from metrics import (
     accuracy,
@@ -34,16 +38,9 @@ if TYPE_CHECKING:
 
     from metrics.intervals import UnitValues
 
-K = 5
-SUMMARY_COLUMNS = [
-    "model",
-    "benchmark",
-    "scoring",
-    "n_questions",
-    "n_epochs",
-    "pass@1",
-    f"pass@{K}",
-    f"{K}/{K}",
+K_COLUMN = re.compile(r"pass@(\d+)|(\d+)/\2")
+LEADING = ["model", "benchmark", "scoring", "n_questions", "n_epochs", "pass@1"]
+TRAILING = [
     "num_correct",
     "accuracy",
     "all_samples_mean_stderr",
@@ -64,9 +61,12 @@ def metric_rows(
     sample_groups: dict[str, str],
     *,
     protocol: str,
+    epochs: int,
     grouped: bool,
 ) -> list[MetricRow]:
-    """The metric rows of one (model, split, scoring mode)."""
+    """The metric rows of one (model, split, scoring mode); `epochs` is how many the run
+    asked of the split (its k comes from it)."""
+    k = sampled_epochs(protocol, epochs)
     sample_ids = list(sample_groups)
     greedy: dict[str, float] = {}
     sampled: dict[str, list[bool]] = defaultdict(list)
@@ -93,15 +93,17 @@ def metric_rows(
         headline = [v for v in pass1 if not math.isnan(v)]
         num_correct = None
     n = len(headline)
-    pass_k = per_sample(pass_at_k, K)
-    reliable = per_sample(reliability_at_k, K)
-    epochs = len({item.epoch for item in scored})
+    seen = len({item.epoch for item in scored})
     rows = [
         MetricRow("n_questions", float(len(sample_ids)), n=len(sample_ids)),
-        MetricRow("n_epochs", float(epochs), n=epochs),
+        MetricRow("n_epochs", float(seen), n=seen),
         MetricRow("pass@1", _mean(headline), n=n),
-        MetricRow(f"pass@{K}", _mean(pass_k), n=sum(not math.isnan(v) for v in pass_k)),
-        MetricRow(f"{K}/{K}", _mean(reliable), n=sum(not math.isnan(v) for v in reliable)),
+    ]
+    if k >= 2:
+        rows.append(_at_k(f"pass@{k}", per_sample(pass_at_k, k), k, sampled))
+    if k >= 1:
+        rows.append(_at_k(f"{k}/{k}", per_sample(reliability_at_k, k), k, sampled))
+    rows += [
         MetricRow("num_correct", None if num_correct is None else float(num_correct), n=n),
         MetricRow(
             "accuracy",
@@ -123,15 +125,32 @@ def metric_rows(
     return rows
 
 
+def _at_k(name: str, values: list[float], k: int, sampled: dict[str, list[bool]]) -> MetricRow:
+    """A pass@k or k/k over the questions with at least k sampled epochs; when there is none,
+    no value and the reason."""
+    measured = sum(not math.isnan(v) for v in values)
+    if measured:
+        return MetricRow(name, _mean(values), n=measured)
+    most = max((len(d) for d in sampled.values()), default=0)
+    note = (
+        f"{name} not measured: it needs {k} sampled epochs of a question, the answers hold "
+        f"at most {most}"
+    )
+    return MetricRow(name, None, n=0, note=note)
+
+
 def summary_table(long: pd.DataFrame) -> pd.DataFrame:
-    """The paper's columns, one row per (model, split, scoring mode)."""
+    """The paper's columns, one row per (model, split, scoring mode); pass@k and k/k for the
+    k the run asked."""
     import pandas as pd
 
+    at_k = [m for m in dict.fromkeys(long["metric"]) if K_COLUMN.fullmatch(m) and m != "pass@1"]
+    columns = [*LEADING, *at_k, *TRAILING]
     rows = []
     for (model, benchmark, scoring), part in long.groupby(KEYS, sort=False):
         value = metric_lookup(part)
         row = {"model": model, "benchmark": benchmark, "scoring": scoring}
-        for metric in ("n_questions", "n_epochs", "pass@1", f"pass@{K}", f"{K}/{K}", "num_correct"):
+        for metric in ("n_questions", "n_epochs", "pass@1", *at_k, "num_correct"):
             row[metric] = value(metric)
         row["accuracy"] = value("accuracy")
         row["all_samples_mean_stderr"] = value("accuracy", "se")
@@ -144,7 +163,7 @@ def summary_table(long: pd.DataFrame) -> pd.DataFrame:
             if row[column] is not None:
                 row[column] = int(row[column])
         rows.append(row)
-    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    return pd.DataFrame(rows, columns=columns)
 
 
 def headline_units(

@@ -58,7 +58,7 @@ class ToyArithmetic(Benchmark):
         correct = answer == sample.target
         return [Score("exact", answer, correct, float(correct))]
 
-    def metrics(self, scored, samples, protocol):
+    def metrics(self, scored, samples, protocol, epochs):
         values = [item.value for item in scored]
         big = [item.value for item in scored if samples[item.sample_id].metadata["size"] == "big"]
         return [

@@ -412,7 +412,7 @@ def test_metrics_by_task_and_audio_type() -> None:
         item("5", 0.0, epoch=1),
         item("3", 0.0, epoch=1, score_error="unparsable"),
     ]
-    rows = OMNIBENCH.metrics(scored, samples, "greedy")
+    rows = OMNIBENCH.metrics(scored, samples, "greedy", 1)
     se_all = (sum((v - 0.5) ** 2 for v in (1, 0, 0, 1, 0.5)) / 4) ** 0.5 / 5**0.5
     se_speech = (sum((v - 0.5) ** 2 for v in (1, 0, 0.5)) / 2) ** 0.5 / 3**0.5
     assert all(isinstance(r, MetricRow) and r.metric == "accuracy" for r in rows)

@@ -118,7 +118,7 @@ class Toy(Benchmark):
     def score(self, sample, response, options):
         return []
 
-    def metrics(self, scored, samples, protocol):
+    def metrics(self, scored, samples, protocol, epochs):
         return []
 
     def answer_key(self, sample, options):

@@ -151,8 +151,21 @@ def test_naive_estimators_differ_from_unbiased(nc: tuple[int, int]) -> None:
 
 
 def test_too_few_epochs() -> None:
+    # k > n was never measured: NaN for both (inspect_evals' reliability_at gives 0.0, which
+    # reads as "never reliable"; reference/statistics.md: show —, never 0)
     assert math.isnan(pass_at_k(3, 2, 5))
-    assert reliability_at_k(3, 3, 5) == 0.0
+    assert math.isnan(reliability_at_k(3, 3, 5))
+    assert math.isnan(reliability_at_k(1, 1, 5))
+
+
+@pytest.mark.parametrize(
+    ("n", "c", "k", "at_k", "k_of_k"),
+    [(5, 2, 2, 0.7, 0.1), (5, 3, 2, 0.9, 0.3), (5, 0, 5, 0.0, 0.0), (5, 5, 5, 1.0, 1.0)]
+    + [(2, 1, 2, 1.0, 0.0)],
+)
+def test_reference_vectors_of_pass_at_k_and_k_of_k(n, c, k, at_k, k_of_k) -> None:
+    assert pass_at_k(n, c, k) == pytest.approx(at_k, abs=1e-12)
+    assert reliability_at_k(n, c, k) == pytest.approx(k_of_k, abs=1e-12)
 
 
 def test_upstream_reliability_tests() -> None:
