@@ -1,7 +1,8 @@
 """Helpers benchmark packages use to lay out their wide summary from long-table rows.
 
 The long table has one row per (model, benchmark, scoring, metric, group) with columns
-`value, se, n` (see `engine.scoring.LONG_COLUMNS`); `group` is "" for whole-benchmark figures.
+`value, se, n` (see `engine.scoring.score.LONG_COLUMNS`); `group` is "" for whole-benchmark
+figures.
 """
 
 from __future__ import annotations

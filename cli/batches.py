@@ -20,7 +20,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_batches_poll(args: argparse.Namespace) -> int:
-    from engine.batches import poll_store
+    from engine.generation.batches import poll_store
     from reports.leaderboard import update
     from reports.report import write_report_or_warn
 
@@ -29,13 +29,13 @@ def cmd_batches_poll(args: argparse.Namespace) -> int:
     if not report:
         print(f"no batch jobs open in {store.url}")
     for run_id, outcome in report.items():
-        left = outcome["batch_jobs_open"]
-        state = "aggregated" if outcome.get("aggregated") else f"{left} jobs open"
-        print(f"run {run_id}: {outcome['batch']} — {state}")
-        if outcome.get("aggregated"):
+        left = outcome.batch_jobs_open
+        state = f"{left} jobs open" if left else "aggregated"
+        print(f"run {run_id}: {dict(outcome.batch)} — {state}")
+        if not left:
             where = write_report_or_warn(store, run_id)
             print(f"  report: {where}" if where else "  the report was not written (see above)")
-    if any(outcome.get("aggregated") for outcome in report.values()):
+    if any(not outcome.batch_jobs_open for outcome in report.values()):
         try:
             update(store)
         except Exception as exc:  # the tables are written; the leaderboard can wait

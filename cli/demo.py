@@ -10,7 +10,7 @@ from typing import Any
 from benchmarks import registry
 from benchmarks.answer_key import write_answer_key
 from core.types import ConfigError
-from engine.request import EvalRequest, check_run_id
+from engine.run.request import EvalRequest, check_run_id
 from storage import store_url
 
 

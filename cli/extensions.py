@@ -20,7 +20,7 @@ class Context:
     def ask_judge(
         self, model_id: str, prompts: list[str], decoding: Decoding, simulator_url: str | None
     ) -> list[str | None]:
-        from engine.offline_judge import judge_prompts
+        from engine.scoring.offline_judge import judge_prompts
 
         return judge_prompts(model_id, prompts, decoding, simulator_url=simulator_url)
 

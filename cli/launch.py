@@ -18,25 +18,28 @@ import contextlib
 import os
 import shlex
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
-from engine import heartbeat
-from engine.interrupts import STOP
-from engine.outcome import Interrupted, RunFailed, interrupted_message
-from engine.request import EvalRequest
+from engine.run.interrupts import STOP
+from engine.run.outcome import Interrupted, RunFailed, interrupted_message
+from engine.run.request import EvalRequest
 from storage.base import Store
+
+if TYPE_CHECKING:
+    from engine.pipeline import JobResult
+    from engine.prepare.resolve import ResolvedRun
 
 
 def run_request(
     request: EvalRequest, *, retry_errors: bool = True, answers: bool = True
-) -> dict[str, Any]:
+) -> JobResult:
     """Run one request end to end from the command line; raise Interrupted on a signal.
     With `answers` off (a judge added to a stored run) only the judges are asked."""
     from cli.errors import user_errors
     from core import collector
-    from engine.generation import prestart_workers
+    from engine.generation.online import prestart_workers
     from engine.judges import resolve_stored
-    from engine.resolve import quick_checks, resolve
+    from engine.prepare.resolve import quick_checks, resolve
     from stack.services import LocalStack
     from storage import open_store
 
@@ -68,7 +71,7 @@ def run_request(
             if not stack.wait(STOP.requested):
                 raise Interrupted(f"run {run.run_id} interrupted by {STOP.name} before any request")
             collector.imported()
-            result = _run(run.request, retry_errors, stack.prefect_url, answers)
+            result = _run(run, retry_errors, stack.prefect_url)
             failed = False
             return result
     except (*user_errors(), Interrupted, RunFailed):
@@ -111,67 +114,33 @@ def _attach_to_running_stack() -> None:
     print(f"using the running evalfleet stack ({where})", file=sys.stderr, flush=True)
 
 
-def _run(
-    request: EvalRequest, retry_errors: bool, prefect_url: str | None, answers: bool
-) -> dict[str, Any]:
+def _run(run: ResolvedRun, retry_errors: bool, prefect_url: str | None) -> JobResult:
     """The flow in this process; the same steps without Prefect if its server is lost."""
     from flows.in_process import PrefectLost, run_flow_here, say_lost
 
     try:
-        return run_flow_here(request, retry_errors, prefect_url, answers=answers)
+        result = run_flow_here(run, retry_errors, prefect_url)
     except PrefectLost as lost:
         say_lost(str(lost))
-        return run_without_prefect(request, retry_errors=retry_errors, answers=answers)
+        result = run_without_prefect(run, retry_errors=retry_errors)
+    if result.outcome.stopped:
+        raise Interrupted(interrupted_message(result.outcome))
+    return result
 
 
-def run_without_prefect(
-    request: EvalRequest, *, retry_errors: bool = True, answers: bool = True
-) -> dict[str, Any]:
-    """`evaluate-and-aggregate` (or `judge`) without a Prefect server: the same steps."""
-    from engine.judges import NothingGraded, left_as_it_was_unless_graded, resolve_stored
-    from storage import open_store
-
-    store = open_store(request.store, s3_endpoint_url=request.s3_endpoint_url)
-    kept: contextlib.AbstractContextManager = contextlib.nullcontext()
-    if not answers:  # a judge-only run resolves from the store, not from the dataset
-        resolve_stored(request, store)
-        judge = request.judges()[-1]
-        kept = left_as_it_was_unless_graded(store, request.resolved_run_id(), judge)
-    try:
-        with kept, heartbeat.beating(final="finished"):
-            return _whole_job_here(request, store, retry_errors, answers)
-    except NothingGraded as exc:  # nothing to do: the run is as it was
-        return {"run_id": request.resolved_run_id(), "unchanged": str(exc)}
-
-
-def _whole_job_here(
-    request: EvalRequest, store: Store, retry_errors: bool, answers: bool
-) -> dict[str, Any]:
-    """The steps of `run_without_prefect`, within the run's heartbeat."""
-    from engine.aggregate import aggregate_run
-    from engine.evaluate import evaluate_run
-    from engine.judges import check_graded
+def run_without_prefect(run: ResolvedRun, *, retry_errors: bool = True) -> JobResult:
+    """The whole job without a Prefect server: the same steps, as plain calls."""
+    from engine.pipeline import plain_steps, whole_job
     from reports.leaderboard import update
     from reports.report import write_report_or_warn
 
-    evaluated = evaluate_run(request, retry_errors=retry_errors, answers=answers)
-    if evaluated.get("stopped"):
-        raise Interrupted(interrupted_message(evaluated))
-    if evaluated.get("batch_jobs_open"):
-        heartbeat.finish_all("batches open")
-        return {**evaluated, "store": None}
-    if not answers:
-        check_graded(store, request, evaluated)
-    result = aggregate_run(store, evaluated["run_id"])
-    result["report"] = write_report_or_warn(store, evaluated["run_id"], result["version"])
-    try:
-        update(store)
-    except Exception as exc:  # the tables are written; the leaderboard can wait
-        print(f"the leaderboard was not updated: {exc}", file=sys.stderr)
-    if evaluated.get("budget_reached"):
-        result["budget_reached"] = evaluated["budget_reached"]
-        result["finish_cap_usd"] = evaluated.get("finish_cap_usd")
-    return result
+    def leaderboard(store: Store) -> None:
+        try:
+            update(store)
+        except Exception as exc:  # the tables are written; the leaderboard can wait
+            print(f"the leaderboard was not updated: {exc}", file=sys.stderr)
+
+    return whole_job(run, plain_steps(write_report_or_warn, leaderboard), retry_errors)
 
 
 def _ray_initialized() -> bool:

@@ -41,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a malformed flag (2)
         return int(exc.code or 0)
-    from engine.outcome import Interrupted, RunFailed
+    from engine.run.outcome import Interrupted, RunFailed
 
     try:
         check_run_ids(args)
@@ -58,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except Interrupted as exc:
         from cli.launch import resume_hint
-        from engine.interrupts import STOP
+        from engine.run.interrupts import STOP
 
         print(f"{exc}", file=sys.stderr)
         run_id = getattr(args, "run_id", None)
@@ -87,7 +87,7 @@ def check_run_ids(args: argparse.Namespace) -> None:
         if (name == "run_id" or name.endswith("_run_id")) and isinstance(value, str)
     ]
     if given:
-        from engine.request import check_run_id
+        from engine.run.request import check_run_id
 
         for run_id in given:
             check_run_id(run_id)

@@ -1,4 +1,4 @@
-"""The command line's run options, generated from the request model (`engine.request`).
+"""The command line's run options, generated from the request model (`engine.run.request`).
 
 Each field of `EvalRequest` is a flag: `--field-name`, or the names its `Flag` gives. Its help
 is the field's description with the range, choices and default of the request's JSON schema
@@ -18,7 +18,7 @@ from typing import Any
 
 from benchmarks import registry
 from core.types import UsageError
-from engine.request import EndpointSpec, EvalRequest, Flag
+from engine.run.request import EndpointSpec, EvalRequest, Flag
 from storage import open_store
 from storage.base import Store
 

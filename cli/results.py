@@ -98,7 +98,7 @@ def megabytes(text: str) -> float:
 
 
 def cmd_aggregate(args: argparse.Namespace) -> int:
-    from engine.aggregate import aggregate_run
+    from engine.scoring.aggregate import aggregate_run
     from reports.report import write_report_or_warn
     from reports.tables import print_result
 
@@ -139,7 +139,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     import json
 
-    from engine.request import check_run_id
+    from engine.run.request import check_run_id
     from reports.compare import compare, save, to_markdown
     from reports.report import write_report
 
@@ -196,7 +196,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"{len(bad)} undecodable records count as missing ({action}):")
         for key in bad[:20]:
             print(f"  {key}")
-    from engine.results import check_results
+    from engine.store.results import check_results
 
     about = check_results(store, args.run_id)  # a damaged results file: one line, exit 2
     if about is None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from benchmarks import registry
 from core.types import UsageError
-from engine.request import EvalRequest
+from engine.run.request import EvalRequest
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -96,19 +96,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.estimate:
         return estimate(request, retry_errors=not args.no_retry_errors)
     result = run_request(request, retry_errors=not args.no_retry_errors)
-    if result.get("batch_jobs_open"):
+    outcome = result.outcome
+    if result.tables is None:  # batch jobs left open: the poller writes the tables
         print(
-            f"run {result['run_id']}: {result['batch_jobs_open']} batch jobs open; "
+            f"run {outcome.run_id}: {outcome.batch_jobs_open} batch jobs open; "
             f"`evalfleet batches poll --store {request.store}` (or the poll-batches "
             "deployment) collects them and writes the tables once they end"
         )
         return 0
     from reports.tables import print_result  # pandas: loaded once the run is done
 
-    print_result(result)
-    if result.get("budget_reached"):
-        print(f"budget reached: {result['budget_reached']}", file=sys.stderr)
-        cap = result.get("finish_cap_usd")
+    print_result(result.tables)
+    if outcome.budget_reached:
+        print(f"budget reached: {outcome.budget_reached}", file=sys.stderr)
+        cap = outcome.finish_cap_usd
         how = f"--max-cost-usd {cap:g}" if cap else "a higher --max-cost-usd"
         print(f"to finish, rerun with {how}: {resume_hint(args.run_id, cap)}", file=sys.stderr)
         return 3
@@ -123,20 +124,21 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
     request = judge_request(store_from(args), args.run_id, args.judge, args.simulator_url)
     result = run_request(request, retry_errors=True, answers=False)
-    if result.get("unchanged"):  # nothing for the judge to grade
-        print(result["unchanged"])
+    if result.unchanged:  # nothing for the judge to grade
+        print(result.unchanged)
         return 0
-    print_result(result)
-    if result.get("budget_reached"):  # the run's own --max-cost-usd
-        print(f"budget reached: {result['budget_reached']}", file=sys.stderr)
+    if result.tables is not None:
+        print_result(result.tables)
+    if result.outcome.budget_reached:  # the run's own --max-cost-usd
+        print(f"budget reached: {result.outcome.budget_reached}", file=sys.stderr)
         return 3
     return 0
 
 
 def estimate(request: EvalRequest, *, retry_errors: bool = True) -> int:
     """`evalfleet run --estimate`: the checks a run makes, then the table. Exit code 0."""
-    from engine.estimate import estimate_run, format_estimate
-    from engine.resolve import resolve
+    from engine.prepare.estimate import estimate_run, format_estimate
+    from engine.prepare.resolve import resolve
 
     run = resolve(request)
     print(format_estimate(run.run_id, estimate_run(run, retry_errors=retry_errors)))

@@ -13,23 +13,21 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator
-from typing import Any
 
 from benchmarks import registry
-from engine.identity import RunError
-from engine.manifest import build_manifest, precheck_run, read_manifest, require_manifest
-from engine.outcome import RunFailed
-from engine.request import EvalRequest, check_run_id
-from engine.resolve import (
+from engine.prepare.resolve import (
     ResolvedRun,
     check_batch_modes,
     check_modalities,
     collect_keys,
-    remember,
     resolve_models,
 )
-from engine.storable import check_storable
-from engine.stored import plan_data
+from engine.run.identity import RunError
+from engine.run.outcome import RunFailed
+from engine.run.request import EvalRequest, check_run_id
+from engine.store.manifest import build_manifest, precheck_run, read_manifest, require_manifest
+from engine.store.storable import check_storable
+from engine.store.stored import plan_data
 from providers.names import check_model_id
 from storage import Store, layout
 
@@ -80,8 +78,7 @@ def resolve_stored(request: EvalRequest, store: Store) -> ResolvedRun:
     manifest["models"] = {**existing["models"], **manifest["models"]}
     manifest["datasets"] = existing["datasets"]
     precheck_run(store, manifest, extend=True)
-    run = ResolvedRun(request, run_id, store, judges, keys, data, manifest, api_models, False)
-    return remember(run)
+    return ResolvedRun(request, run_id, store, judges, keys, data, manifest, api_models, False)
 
 
 class NothingGraded(RunFailed):
@@ -91,7 +88,7 @@ class NothingGraded(RunFailed):
     exit_code = 0
 
 
-def check_graded(store: Store, request: EvalRequest, evaluated: dict[str, Any]) -> None:
+def check_graded(store: Store, request: EvalRequest) -> None:
     """After a judge-only evaluation: raise NothingGraded when the judge added last has no
     judgement stored (its calls failed is told by `check_done` before this)."""
     judge = request.judges()[-1]

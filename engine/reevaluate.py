@@ -26,9 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from benchmarks import registry as benchmarks
 from benchmarks.protocols import ProtocolName
 from core.types import ConfigError
-from engine import heartbeat
-from engine.manifest import read_manifest
-from engine.request import BenchmarkName, EvalRequest
+from engine.run.request import BenchmarkName, EvalRequest
+from engine.store import heartbeat
+from engine.store.manifest import read_manifest
 from providers.discovery import list_provider_models
 from providers.registry import load_registry, resolve_api_key, resolve_model, simulator_base_url
 from storage import Store, store_url
@@ -136,7 +136,7 @@ class Reevaluation:
                 except ConfigError:
                     # Unknown prices and parameters: never spend money on a guess.
                     log.warning(
-                        "new model %s is not in deployments/models.yaml: add it to evaluate it",
+                        "new model %s is not in the model registry: add it to evaluate it",
                         model_id,
                     )
                     self.needs_registry.append(model_id)
@@ -217,9 +217,7 @@ class Reevaluation:
             return resolve_api_key(probe)
         env = ((self.registry.get("providers") or {}).get(provider) or {}).get("api_key_env")
         if not env:
-            raise ConfigError(
-                f"provider '{provider}' has no api_key_env in deployments/models.yaml"
-            )
+            raise ConfigError(f"provider '{provider}' has no api_key_env in the model registry")
         key = os.environ.get(env, "")
         if not key:
             raise ConfigError(f"missing API key for provider {provider}: set {env}")

@@ -1,4 +1,4 @@
-"""The `aggregate` flow: score a run and write its tables (`engine.aggregate`), publish them
+"""The `aggregate` flow: score a run and write its tables (`engine.scoring.aggregate`), publish them
 as artifacts, and bring the leaderboard up to date."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ log = logging.getLogger("evalfleet")
 
 def publish_artifacts(result: dict[str, Any]) -> None:
     """Tables in the Prefect UI (best effort: the tables are in the store either way). The
-    Markdown comes from `engine.results.markdown`, which escapes."""
+    Markdown comes from `core.text_tables.markdown`, which escapes."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
     run_id = result["run_id"]
@@ -55,7 +55,7 @@ def publish_report(run_id: str, where: str) -> None:
 @task(name="score-and-write-tables", cache_policy=NO_CACHE, persist_result=False)
 def aggregate_task(store: Store, run_id: str) -> dict[str, Any]:
     # Scoring loads pandas: imported here, after the run's requests, not while it starts.
-    from engine.aggregate import aggregate_run
+    from engine.scoring.aggregate import aggregate_run
     from reports.report import write_report_or_warn
 
     result = aggregate_run(store, run_id)

@@ -1,4 +1,4 @@
-"""What a flow lends the engine while it runs (`engine.control`): its flow run id for the
+"""What a flow lends the engine while it runs (`engine.run.control`): its flow run id for the
 run's heartbeat, a progress artifact, and the engine's log lines in the flow run's logs."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator
-from typing import Any
 
-from engine import control
-from engine.outcome import RunFailed, interrupted_message
+from engine.pipeline import JobResult
+from engine.run import control
+from engine.run.outcome import RunFailed, RunOutcome, interrupted_message
 
 
 class ProgressArtifact:
@@ -69,10 +69,18 @@ def failed_state(exc: RunFailed):
     return Failed(message=str(exc), data=exc)
 
 
-def finished_state(result: dict[str, Any]):
-    """The flow's return value: a Cancelled state if a stop was requested, else the result."""
-    if result.get("stopped"):
+def evaluated_state(outcome: RunOutcome):
+    """The `evaluate` flow's return value: a Cancelled state if a stop was requested."""
+    if outcome.stopped:
         from prefect.states import Cancelled
 
-        return Cancelled(message=interrupted_message(result))
+        return Cancelled(message=interrupted_message(outcome))
+    return outcome
+
+
+def job_state(result: JobResult):
+    """A whole job's return value: a Cancelled state if a stop was requested, else the
+    result (the tables, or the batch jobs it left open)."""
+    if result.outcome.stopped:
+        return evaluated_state(result.outcome)
     return result

@@ -1,34 +1,46 @@
 """Running a flow in this process, as `evalfleet run` (`evaluate-and-aggregate`) and
-`evalfleet judge` (`judge`) do, and telling a lost Prefect server from a failed run."""
+`evalfleet judge` (`judge`) do, on the run the command line resolved, and telling a lost
+Prefect server from a failed run."""
 
 from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Any
 
-from engine.heartbeat import FLOW_RUN_BEAT_S
-from engine.outcome import Interrupted
-from engine.request import EvalRequest
-from flows.judge import judge
-from flows.pipeline import evaluate_and_aggregate
+from prefect import flow
+
+from engine.pipeline import JobResult
+from engine.prepare.resolve import ResolvedRun
+from engine.run.outcome import Interrupted, RunFailed
+from engine.run.request import EvalRequest
+from engine.store.heartbeat import FLOW_RUN_BEAT_S
+from flows.control_plane import attached, failed_state
+from flows.pipeline import whole_job_state
 
 
 class PrefectLost(Exception):
     """The Prefect server could not be reached to finish the flow run (the work went on)."""
 
 
-def run_flow_here(
-    request: EvalRequest, retry_errors: bool, prefect_url: str | None, *, answers: bool = True
-) -> dict[str, Any]:
-    """The flow's result (`judge` when `answers` is off: only the judges are asked); raises
-    Interrupted on a signal, PrefectLost when the server went away (the caller finishes the
-    same steps without it), or the flow's own exception (a ConfigError is one line)."""
+def run_flow_here(run: ResolvedRun, retry_errors: bool, prefect_url: str | None) -> JobResult:
+    """The whole job on `run` as a flow run of this process (`judge` for a judge added to a
+    stored run, `evaluate-and-aggregate` otherwise). The flow's parameter is the request, as
+    a deployment's is; the resolved run itself is handed to the flow's body, never sent to
+    the server. Raises Interrupted on a signal, PrefectLost when the server went away (the
+    caller finishes the same steps without it), or the flow's own exception."""
     from prefect.settings import (
         PREFECT_API_URL,
         PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
         temporary_settings,
     )
+
+    @flow(name="evaluate-and-aggregate" if run.answers else "judge", log_prints=True)
+    def here(request: EvalRequest, retry_errors: bool = True):
+        with attached():
+            try:
+                return whole_job_state(run, retry_errors)
+            except RunFailed as exc:
+                return failed_state(exc)
 
     if prefect_url:  # the command's own temporary server: no automation watches heartbeats
         updates = {PREFECT_API_URL: prefect_url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
@@ -36,18 +48,7 @@ def run_flow_here(
         updates = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: FLOW_RUN_BEAT_S}
     with temporary_settings(updates):
         try:
-            if answers:
-                state = evaluate_and_aggregate(request, retry_errors, return_state=True)
-            else:
-                added = request.judges()[-1]
-                state = judge(
-                    request.run_id,
-                    added,
-                    request.store,
-                    request.s3_endpoint_url,
-                    request.simulator_url,
-                    return_state=True,
-                )
+            state = here(run.request, retry_errors, return_state=True)
         except Exception as exc:
             if not prefect_lost(exc):
                 raise
@@ -74,7 +75,7 @@ def load_what_follows_the_work() -> None:
     import matplotlib.pyplot  # noqa: F401
     import prefect.task_engine  # noqa: F401
 
-    import engine.aggregate  # noqa: F401
+    import engine.scoring.aggregate  # noqa: F401
     import reports.leaderboard  # noqa: F401
     import reports.tables  # noqa: F401
 

@@ -6,15 +6,10 @@ from __future__ import annotations
 
 from prefect import flow
 
-from engine.judges import (
-    NothingGraded,
-    judge_request,
-    left_as_it_was_unless_graded,
-    resolve_stored,
-)
-from engine.outcome import RunFailed
+from engine.judges import judge_request, resolve_stored
+from engine.run.outcome import RunFailed
 from flows.control_plane import attached, failed_state
-from flows.pipeline import whole_job
+from flows.pipeline import whole_job_state
 from storage import open_store
 
 
@@ -31,7 +26,7 @@ def judge(
 
     Args:
         run_id: the run whose answers to judge (`evalfleet runs` lists them)
-        judge: the judge model, provider/model (deployments/models.yaml), or
+        judge: the judge model, provider/model (in the model registry), or
             provider/sim-<accuracy> against the simulator
         store: where the run is (empty: the store the deployments were served with,
             $EVALFLEET_STORE, else ./runs)
@@ -41,12 +36,8 @@ def judge(
     """
     with attached():
         opened = open_store(store, s3_endpoint_url=s3_endpoint_url)
-        request = judge_request(opened, run_id, judge, simulator_url)
-        resolve_stored(request, opened)
         try:
-            with left_as_it_was_unless_graded(opened, run_id, judge):
-                return whole_job(request, retry_errors=True, answers=False)
-        except NothingGraded as exc:  # nothing to do: the run is as it was
-            return {"run_id": run_id, "unchanged": str(exc)}
+            run = resolve_stored(judge_request(opened, run_id, judge, simulator_url), opened)
+            return whole_job_state(run, retry_errors=True)
         except RunFailed as exc:
             return failed_state(exc)

@@ -1,13 +1,12 @@
 """The `poll-batches` flow: one batch round for every run of a store with jobs open
-(`engine.batches.poll_store`), on a short schedule."""
+(`engine.generation.batches.poll_store`), on a short schedule."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from prefect import flow
 
-from engine.batches import poll_store
+from engine.generation.batches import poll_store
+from engine.run.outcome import RunOutcome
 from flows.aggregate import publish_report
 from flows.control_plane import attached
 from flows.leaderboard import refresh
@@ -16,7 +15,9 @@ from storage import open_store
 
 
 @flow(name="poll-batches", log_prints=True)
-def poll_batches(store: str | None = None, s3_endpoint_url: str | None = None) -> dict[str, Any]:
+def poll_batches(
+    store: str | None = None, s3_endpoint_url: str | None = None
+) -> dict[str, RunOutcome]:
     """Collect the batch jobs that ended in every run of a store, send what follows them
     (judgements, lines to ask again), and aggregate the runs that are complete.
 
@@ -27,7 +28,7 @@ def poll_batches(store: str | None = None, s3_endpoint_url: str | None = None) -
     with attached():
         opened = open_store(store, s3_endpoint_url=s3_endpoint_url)
         report = poll_store(opened)
-        finished = [run_id for run_id, outcome in report.items() if outcome.get("aggregated")]
+        finished = [run_id for run_id, outcome in report.items() if not outcome.batch_jobs_open]
         for run_id in finished:
             where = write_report_or_warn(opened, run_id)
             if where:

@@ -8,8 +8,8 @@ from typing import Any
 
 from prefect import flow
 
-from engine.outcome import RunFailed
 from engine.reevaluate import ReevaluateRequest, Reevaluation
+from engine.run.outcome import RunFailed
 from flows.control_plane import attached
 from flows.leaderboard import refresh
 from flows.pipeline import evaluate_and_aggregate

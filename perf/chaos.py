@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from perf.work import keep, work_folder  # noqa: E402
 from tasks.ray_setup import RAY_SYSTEM_CONFIG  # noqa: E402
-from tests.leftovers import removed_afterwards  # noqa: E402
+from tests.support.leftovers import removed_afterwards  # noqa: E402
 
 CANARY = "sk-chaos-canary-" + uuid.uuid4().hex
 MODELS = ("openai/sim-0.5", "anthropic/sim-0.6", "google/sim-0.4")
@@ -159,7 +159,7 @@ class Chaos:
         from benchmarks.answer_key import write_answer_key
         from perf.throughput import write_dataset
         from simulator.process import start_simulator
-        from tests.s3_server import FAKE_AWS_ENV, Chaos, MotoS3Server
+        from tests.support.s3_server import FAKE_AWS_ENV, Chaos, MotoS3Server
 
         os.environ.update(FAKE_AWS_ENV)
         os.environ.update({"RAY_USAGE_STATS_ENABLED": "0", "RAY_ACCEPT_CLUSTER_AUTH_TOKEN": "1"})
@@ -254,9 +254,9 @@ class Chaos:
 
     def items(self, prompt_sha256) -> dict[tuple[str, str, int], object]:
         """(simulator model name, prompt sha256, seed) -> the run's item key."""
-        from engine.items import answer_items
-        from engine.request import EvalRequest
-        from engine.resolve import resolve
+        from engine.prepare.resolve import resolve
+        from engine.run.items import answer_items
+        from engine.run.request import EvalRequest
 
         os.environ["EVALFLEET_SIMULATOR_API_KEY"] = CANARY
         request = EvalRequest(

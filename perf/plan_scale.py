@@ -4,7 +4,7 @@ an empty local store: the manifest and plan written, the store listed, every ite
 request hash made, what is left to ask found.
 
 Figures (last line):
-  plan_s          wall time of `engine.plan.plan` (the run resolved in memory before it)
+  plan_s          wall time of `engine.prepare.plan.plan` (the run resolved in memory before it)
   driver_peak_mb  the process's peak RSS (getrusage ru_maxrss), with what a run's driver
                   imports (Prefect's flow engine, Ray) and the samples
   bytes_per_item  (peak RSS - RSS before planning) / items: what each planned item holds
@@ -46,7 +46,7 @@ def main() -> None:
     from synthetic import synthetic_run
 
     import flows.evaluate  # noqa: F401  (what a run's driver holds: Prefect's engine, Ray)
-    from engine.plan import plan
+    from engine.prepare.plan import plan
 
     work = work_folder("plan-scale")
     started = time.perf_counter()

@@ -39,8 +39,9 @@ RPM_MODEL, TPM_MODEL = "sim-0.5-rpm", "sim-0.5-tpm"
 
 def child(args: argparse.Namespace) -> None:
     """One run: a driver joined to the cluster (RAY_ADDRESS), no Prefect."""
-    from engine.evaluate import evaluate_run
-    from engine.request import EvalRequest
+    from engine.pipeline import evaluate, plain_steps
+    from engine.prepare.resolve import resolve
+    from engine.run.request import EvalRequest
 
     kind, value = args.limit.split("=")
     limits = {kind: {args.model: int(value)}}
@@ -54,7 +55,7 @@ def child(args: argparse.Namespace) -> None:
         max_in_flight=128,
         **limits,
     )
-    evaluate_run(request)
+    evaluate(resolve(request), plain_steps())
 
 
 def phase(model: str, limit_flag: str, limit: int, common: list[str], env, window_s, log, sim):

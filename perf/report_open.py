@@ -79,9 +79,9 @@ def write_dataset(path: Path, questions: int, side: int) -> str:
 def build_run(work: Path, questions: int, epochs: int, side: int) -> tuple[object, int]:
     import json
 
-    from engine.manifest import open_run
-    from engine.request import EvalRequest
-    from engine.resolve import resolve
+    from engine.prepare.resolve import resolve
+    from engine.run.request import EvalRequest
+    from engine.store.manifest import open_run
     from storage import open_store
 
     dataset = write_dataset(work / "zerobench", questions, side)
@@ -97,7 +97,7 @@ def build_run(work: Path, questions: int, epochs: int, side: int) -> tuple[objec
     )
     run = resolve(request)
     open_run(run.store, run.manifest, run.data, False)
-    from engine.items import answer_items
+    from engine.run.items import answer_items
 
     bodies = {}
     for n, item in enumerate(answer_items(run)):
@@ -149,9 +149,9 @@ def main() -> None:
     parser.add_argument("--image-side", type=int, default=384)
     options = parser.parse_args()
 
-    from engine.aggregate import aggregate_run
+    from engine.scoring.aggregate import aggregate_run
     from reports.report import write_report
-    from tests.browser import close, headless_chromium
+    from tests.support.browser import close, headless_chromium
 
     work = work_folder("report-open")
     store, items = build_run(work, options.questions, options.epochs, options.image_side)

@@ -1,11 +1,11 @@
 """How long planning a resume takes when a run already holds 100,000 completions.
 
-Builds the work items of a synthetic run with the real planner (`engine.items.answer_items`:
+Builds the work items of a synthetic run with the real planner (`engine.run.items.answer_items`:
 real keys and request hashes; default 2 models x 1 benchmark x 10,000 samples x 5 epochs =
 100,000 items), stores one small record per item in a local store and on a moto S3 server on
 127.0.0.1, then times:
 
-  plan_s_local    engine.state.reconcile(local store, all items) + todo (what remains)
+  plan_s_local    engine.run.state.reconcile(local store, all items) + todo (what remains)
   plan_s_s3       the same against the S3 store, over HTTP with boto3
   list_floor_s3   one bare paginated list_objects_v2 of the run's completions prefix with a
                   plain boto3 client, same server, same process (no parsing, no sorting)
@@ -56,7 +56,7 @@ def say(message: str) -> None:
 def synthetic_items(samples: int, models: int, epochs: int, work: Path):
     from synthetic import synthetic_run
 
-    from engine.items import answer_items
+    from engine.run.items import answer_items
 
     return answer_items(
         synthetic_run(RUN_ID, work / "plan-store", models=models, samples=samples, epochs=epochs)
@@ -64,28 +64,25 @@ def synthetic_items(samples: int, models: int, epochs: int, work: Path):
 
 
 def record_bytes(item) -> bytes:
-    from tasks.records import RECORD_VERSION, encode_record
+    from core.record import Record
 
-    return encode_record(
-        {
-            "record_version": RECORD_VERSION,
-            "run_id": item.run_id,
-            "stage": item.key.stage,
-            "model": item.key.model,
-            "benchmark": item.key.benchmark,
-            "sample_id": item.key.sample_id,
-            "epoch": item.key.epoch,
-            "request_hash": item.request_hash,
-            "response": "So the final answer is {7}",
-            "error": None,
-        }
-    )
+    key = item.key
+    return Record(
+        run_id=item.run_id,
+        stage=key.stage,
+        model=key.model,
+        benchmark=key.benchmark,
+        sample_id=key.sample_id,
+        epoch=key.epoch,
+        request_hash=item.request_hash,
+        response="So the final answer is {7}",
+    ).to_bytes()
 
 
 def plan(store, items) -> tuple[float, Counter, int]:
     """What a resume does before its first request: list, classify (reading every record
     on a local store, to catch undecodable ones), find the rest."""
-    from engine.state import list_records, reconcile
+    from engine.run.state import list_records, reconcile
     from storage import layout
 
     started = time.perf_counter()
@@ -117,7 +114,7 @@ def serve_s3(objects_file: str) -> None:
     from moto.core import DEFAULT_ACCOUNT_ID
     from moto.s3.models import s3_backends
 
-    from tests.s3_server import MotoS3Server
+    from tests.support.s3_server import MotoS3Server
 
     with open(objects_file, "rb") as f:
         objects = pickle.load(f)
@@ -181,7 +178,7 @@ def main() -> None:
     parser.add_argument("--serve-s3", metavar="FILE", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
-    from tests.s3_server import FAKE_AWS_ENV
+    from tests.support.s3_server import FAKE_AWS_ENV
 
     os.environ.update(FAKE_AWS_ENV)
     for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.resolve import ResolvedRun
+from engine.prepare.resolve import ResolvedRun
 
 
 def synthetic_run(
@@ -15,10 +15,10 @@ def synthetic_run(
     from benchmarks import registry
     from benchmarks.protocols import Sampling, decodings
     from core.types import Part, Sample
-    from engine import manifest as manifests
-    from engine.items import BenchmarkData
-    from engine.request import EvalRequest
-    from engine.resolve import collect_keys, resolve_models
+    from engine.prepare.resolve import collect_keys, resolve_models
+    from engine.run.items import BenchmarkData
+    from engine.run.request import EvalRequest
+    from engine.store import manifest as manifests
     from storage import open_store
 
     request = EvalRequest(

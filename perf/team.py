@@ -47,7 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from perf.work import keep, work_folder  # noqa: E402
-from tests.leftovers import removed_afterwards  # noqa: E402
+from tests.support.leftovers import removed_afterwards  # noqa: E402
 
 MODELS = ["openai/sim-0.5", "anthropic/sim-0.6", "google/sim-0.4"]
 USABLE = ("ok", "length", "truncate")
@@ -93,9 +93,9 @@ class Rehearsal:
         from perf.throughput import write_dataset
         from simulator.process import start_simulator
         from stack.services import free_port
-        from tests.helpers import wait_for_no_processes
-        from tests.s3_server import FAKE_AWS_ENV, MotoS3Server
-        from tests.stack.harness import Stack
+        from tests.support.helpers import wait_for_no_processes
+        from tests.support.s3_server import FAKE_AWS_ENV, MotoS3Server
+        from tests.support.stack import Stack
 
         dataset = write_dataset(self.work / "zerobench", self.args.questions)
         answers = write_answer_key(dataset, ["zerobench"], self.work / "answers.jsonl")
@@ -156,7 +156,7 @@ class Rehearsal:
         )
 
     def drive(self, stack, dataset: str, store: str, endpoint: str) -> dict[str, object]:
-        from tests.stack.harness import kill_tree, worker_of, worker_running
+        from tests.support.stack import kill_tree, worker_of, worker_running
 
         state = json.loads((self.work / "state" / "stack.json").read_text())
         request = {
@@ -206,9 +206,9 @@ class Rehearsal:
 
     def count(self, log: Path) -> tuple[int, int]:
         """Usable answers without a stored record, and repeats no kill explains."""
-        from engine.items import answer_items
-        from engine.request import EvalRequest
-        from engine.resolve import resolve
+        from engine.prepare.resolve import resolve
+        from engine.run.items import answer_items
+        from engine.run.request import EvalRequest
         from simulator.answering import prompt_sha256
         from storage import layout, open_store
 

@@ -266,7 +266,7 @@ def run_pipeline(args, dataset: str, work: Path, sim, models: list[str]) -> dict
     stack.start(prefect=True, ray=True)
     try:
         stack.wait()
-        from engine.request import EvalRequest
+        from engine.run.request import EvalRequest
         from flows.evaluate import evaluate
 
         probe = DispatchProbe(sim.pid)
@@ -292,7 +292,8 @@ def run_pipeline(args, dataset: str, work: Path, sim, models: list[str]) -> dict
         drain_prefect()  # Prefect's logs and events, sent while its server is up
         ray.shutdown()  # its daemons stay out of the bare pass
         stack.stop()
-    return {**result, "flow_total_s": total, **probe.figures}
+    outcome = {"submitted": result.submitted, "elapsed_s": result.elapsed_s}
+    return {**outcome, "flow_total_s": total, **probe.figures}
 
 
 def run_bare(args, dataset: str, work: Path, sim, api_models: list[str], per_model: int):
@@ -321,8 +322,8 @@ def check_same_bodies(dataset: str, api_model: str, config) -> None:
     """The bare client's bodies are what the pipeline hands the openai SDK (which sends them
     as given: checked with a capturing server when this benchmark was written)."""
     from benchmarks.zerobench.dataset import load_samples
-    from engine.reading import load_benchmarks
-    from engine.request import EvalRequest
+    from engine.prepare.reading import load_benchmarks
+    from engine.run.request import EvalRequest
     from providers.openai_chat import chat_content, decoding_arguments
 
     sample = load_samples("zerobench", dataset, limit=1)[0][0]

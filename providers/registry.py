@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from core.types import ConfigError
 from providers.names import SIMULATED, check_model_id
 from providers.types import Usage
 
-DEFAULT_REGISTRY = Path(__file__).resolve().parent.parent / "deployments" / "models.yaml"
+REGISTRY_ENV = "EVALFLEET_MODELS"  # a registry of one's own, instead of the shipped one
 PROVIDERS = ("openai", "openai-compatible", "anthropic", "google")
 SIMULATOR_KEY_ENV = "EVALFLEET_SIMULATOR_API_KEY"
 # "50 % of the synchronous price": OpenAI Batch, Anthropic Message Batches, Gemini Batch Mode
@@ -139,12 +140,25 @@ class ModelConfig:
         return {**{k: v / 1e6 for k, v in spent.items()}, "total": total / 1e6}
 
 
+def registry_file() -> str:
+    """Where the model registry is read from, as messages name it: the file $EVALFLEET_MODELS
+    names, else the one shipped with evalfleet (providers/models.yaml)."""
+    return os.environ.get(REGISTRY_ENV) or "providers/models.yaml"
+
+
 def load_registry(path: str | Path | None = None) -> dict[str, Any]:
-    path = Path(path) if path else DEFAULT_REGISTRY
+    """The registry at `path`, else $EVALFLEET_MODELS, else the one shipped as this package's
+    data (read through importlib.resources, so it is found in an installed wheel too)."""
+    path = path or os.environ.get(REGISTRY_ENV)
     try:
+        if path:
+            text = Path(path).read_text()
+        else:
+            path = "providers/models.yaml"
+            text = resources.files("providers").joinpath("models.yaml").read_text()
         # libyaml's loader where PyYAML has it: ten times the pure-Python one's speed
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        data = yaml.load(path.read_text(), Loader=loader) or {}  # a safe loader
+        data = yaml.load(text, Loader=loader) or {}  # a safe loader
     except OSError as exc:
         raise ConfigError(f"cannot read model registry {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
@@ -234,7 +248,7 @@ def resolve_model(
     if entry is None:
         served = " or pass --base-url URL" if provider == "openai-compatible" else ""
         raise ConfigError(
-            f"unknown model '{model_id}': add it to deployments/models.yaml{served} "
+            f"unknown model '{model_id}': add it to the model registry ({registry_file()}){served} "
             f"(or use {provider}/sim-<accuracy> against the simulator)"
         )
     return _from_entry(model_id, provider, name, {**defaults, **(entry or {})})
@@ -244,7 +258,7 @@ def _from_entry(model_id: str, provider: str, name: str, merged: dict[str, Any])
     prices = merged.get("price_per_mtok") or {}
     base_url = merged.get("base_url")
     if provider == "openai-compatible" and not base_url:
-        raise ConfigError(f"model '{model_id}' needs a base_url in deployments/models.yaml")
+        raise ConfigError(f"model '{model_id}' needs a base_url in {registry_file()}")
     api = merged.get("api") or APIS_BY_PROVIDER[provider][0]
     modalities = frozenset(merged.get("modalities", API_MODALITIES.get(api, ())))
     _check_api_settings(model_id, provider, api, modalities, merged)

@@ -2,7 +2,7 @@
 latest results, with the headline's per-unit values and the item set it was measured on.
 
 A run whose files cannot be read is not left out in silence: `read_runs` returns it apart, as
-the one line that names the damaged file and the command that repairs it (`engine.damage`).
+the one line that names the damaged file and the command that repairs it (`engine.store.damage`).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks import registry
-from engine.identity import RunError
-from engine.manifest import check_plans, read_manifest, require_manifest
-from engine.results import check_results, read_version_table
+from engine.run.identity import RunError
+from engine.store.manifest import check_plans, read_manifest, require_manifest
+from engine.store.results import check_results, read_version_table
 from metrics.intervals import UnitValues
 from reports.item_sets import item_set_of
 from storage.base import Store

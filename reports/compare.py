@@ -25,9 +25,10 @@ from typing import Any
 
 import pandas as pd
 
+from core.record import Record
 from core.types import ConfigError
-from engine.manifest import check_plans, require_manifest
-from engine.results import read_version_table, results_about
+from engine.store.manifest import check_plans, require_manifest
+from engine.store.results import read_version_table, results_about
 from metrics.intervals import UnitValues, paired
 from metrics.paired import mcnemar_exact
 from reports import formatting as fmt
@@ -302,12 +303,9 @@ def _reported(store: Store, side: Side, model: str) -> str:
     prefix = f"{side.run_id}/completions/{layout.segment(model)}/"
     names: set[str] = set()
     for key in store.list(prefix)[:200]:  # a sample of the answers is enough to tell
-        try:
-            record = json.loads(store.get(key) or b"{}")
-        except ValueError:
-            continue
-        if isinstance(record, dict) and record.get("model_reported"):
-            names.add(record["model_reported"])
+        record = Record.read(store.get(key))
+        if record is not None and record.model_reported:
+            names.add(record.model_reported)
     return ", ".join(sorted(names)) or "?"
 
 

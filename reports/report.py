@@ -7,7 +7,7 @@ import json
 import logging
 import os
 
-from engine.results import results_about
+from engine.store.results import results_about
 from reports import MEDIA_BUDGET_MB
 from reports.report_data import gather
 from reports.report_page import render

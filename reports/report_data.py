@@ -26,9 +26,10 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engine.items import BenchmarkData
-from engine.results import read_optional_table, read_version_table, results_about
-from engine.stored import StoredRun, load_run
+from core.record import Record
+from engine.run.items import BenchmarkData
+from engine.store.results import read_optional_table, read_version_table, results_about
+from engine.store.stored import StoredRun, load_run
 from reports import MEDIA_BUDGET_MB
 from storage.base import Store
 from storage.layout import ItemKey
@@ -139,45 +140,36 @@ def _verdicts(samples: pd.DataFrame) -> dict[tuple, dict[str, tuple[str, str | N
 def _detail(
     run: StoredRun,
     key: ItemKey,
-    record: dict[str, Any],
+    record: Record,
     found: dict[str, tuple[str, str | None, str | None]],
     scorings: list[str],
 ) -> dict[str, Any]:
-    usage = record.get("usage") or {}
-    error = record.get("error") or None
+    tokens, error = record.tokens, record.error
     judges = []
     for judge in run.judges:
         record_key = run.judge_state.record_key.get(key.judged_by(judge))
         judged = run.judge_state.records.get(record_key) if record_key else None
         if judged is not None:
-            failed = (judged.get("error") or {}).get("type")
-            judges.append({"judge": judge, "reply": judged.get("response"), "error": failed})
+            failed = judged.error.type if judged.error else None
+            judges.append({"judge": judge, "reply": judged.response, "error": failed})
     return {
-        "response": record.get("response"),
-        "reasoning": record.get("reasoning"),
+        "response": record.response,
+        "reasoning": record.reasoning,
         "answers": [found.get(s, ("-", None, None))[1] for s in scorings],
         "score_errors": [found.get(s, ("-", None, None))[2] for s in scorings],
         "judges": judges,
-        "tokens": [
-            usage.get("input_tokens") or 0,
-            usage.get("output_tokens") or 0,
-            usage.get("reasoning_tokens") or 0,
-        ],
-        "latency_s": record.get("latency_s"),
-        "cost_usd": record.get("cost_usd"),
-        "attempts": record.get("attempts"),
-        "finish_reason": record.get("finish_reason"),
-        "model_reported": record.get("model_reported"),
+        "tokens": [tokens.input_tokens, tokens.output_tokens, tokens.reasoning_tokens],
+        "latency_s": record.latency_s,
+        "cost_usd": record.cost_usd,
+        "attempts": record.attempts,
+        "finish_reason": record.finish_reason,
+        "model_reported": record.model_reported,
         "error": (
-            {
-                "type": error.get("type"),
-                "status": error.get("status"),
-                "message": error.get("message"),
-            }
+            {"type": error.type, "status": error.status, "message": error.message}
             if error
             else None
         ),
-        "batch": bool(record.get("batch")),
+        "batch": bool(record.batch),
     }
 
 
@@ -195,7 +187,7 @@ def _meta(
     scorings: dict[str, list[str]],
 ) -> dict[str, Any]:
     manifest = run.manifest
-    from engine.scoring import judge_scoring
+    from engine.scoring.score import judge_scoring
 
     benchmarks = {}
     for name, data in run.data.items():
@@ -275,7 +267,7 @@ def _media(
 ) -> tuple[dict[int, list[dict[str, str]]], str]:
     """Each sample's media from the run's dataset, when it can still be read at the revision
     the run asked; a line saying why not otherwise."""
-    from engine.reading import downscaled
+    from engine.prepare.reading import downscaled
 
     media: dict[int, list[dict[str, str]]] = {}
     budget = budget_mb * 2**20

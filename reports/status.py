@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from engine import heartbeat
-from engine.identity import RunError
-from engine.manifest import read_manifest
-from engine.state import STATES, list_records, quarantine
-from engine.stored import load_run
+from engine.run.identity import RunError
+from engine.run.state import STATES, list_records, quarantine
+from engine.store import heartbeat
+from engine.store.manifest import read_manifest
+from engine.store.stored import load_run
 from storage import layout
 from storage.base import Store
 
@@ -106,7 +106,7 @@ def run_status(
 
 def batch_status(store: Store, run_id: str) -> pd.DataFrame:
     """The run's batch jobs: state, the provider's word and counts, what was written."""
-    from engine.batches import read_jobs
+    from engine.generation.batches import read_jobs
 
     rows = [
         {

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 
 from core.types import Sample
-from engine.manifest import read_plan, require_manifest
-from engine.results import read_result
+from engine.store.manifest import read_plan, require_manifest
+from engine.store.results import read_result
 from storage.base import Store
 
 

@@ -1,5 +1,5 @@
 """Result tables as a person reads them: the tables of an aggregation printed to a terminal
-120 columns wide (`engine.results.markdown` splits wide ones, never squeezes them)."""
+120 columns wide (`core.text_tables.markdown` splits wide ones, never squeezes them)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any
 
 import pandas as pd
 
-from engine.results import USAGE_IN_SUMMARY, markdown
+from core.text_tables import markdown
+from engine.scoring.tables import USAGE_IN_SUMMARY
 from reports import formatting as fmt
 
 
@@ -50,7 +51,7 @@ def print_result(result: dict[str, Any]) -> None:
     if not agreement.empty:
         print("\njudge agreement (percent of the same verdicts, Cohen's kappa)")
         print(markdown(agreement))
-    usage = pd.DataFrame(result.get("usage") or [])
+    usage = pd.DataFrame(result.get("spend") or [])
     if not usage.empty:
         spent = usage.loc[:, (usage != 0).any(axis=0)]
         print("\ntokens and cost")

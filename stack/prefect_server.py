@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from core.types import ConfigError
-from engine.heartbeat import FLOW_RUN_BEAT_S
+from engine.store.heartbeat import FLOW_RUN_BEAT_S
 from stack.services import ServiceError, free_port
 from stack.state import Daemon, get_json, post_json, spawn, wait_ready
 

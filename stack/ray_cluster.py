@@ -137,7 +137,7 @@ def start_node(folder: Path, head: str, token: str, index: int) -> Daemon:
 def start_warm_workers(folder: Path, address: str, token: str) -> None:
     """The cluster's warm worker actors (`stack.warm_workers`), as many as a run uses by
     default; their start-up is logged beside the head's."""
-    from engine.request import EvalRequest
+    from engine.run.request import EvalRequest
 
     count = EvalRequest.model_fields["workers"].default
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}

@@ -14,19 +14,28 @@ Two ways to run the deployments' flow runs:
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from engine.heartbeat import FLOW_RUN_BEAT_S
+from engine.store.heartbeat import FLOW_RUN_BEAT_S
 from stack.ray_cluster import ray_client_env
 from stack.services import ServiceError
 from stack.state import READY_TIMEOUT_S, REPO, Daemon, logged_since, spawn, tail, wait_ready
 
 POOL = "evalfleet"
-PREFECT_YAML = REPO / "deployments" / "prefect.yaml"
+
+
+def prefect_yaml() -> Path:
+    """The deployments' `prefect.yaml`, found where the `deployments` package is (a checkout
+    or an installed wheel)."""
+    spec = importlib.util.find_spec("deployments")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("the deployments package is not installed beside evalfleet")
+    return Path(spec.origin).parent / "prefect.yaml"
 
 
 def runner_env(api_url: str, store: str, ray: Daemon | None, token: str) -> dict[str, str]:
@@ -51,7 +60,7 @@ def start_serve(folder: Path, env: dict[str, str], settings: dict[str, str]) -> 
         **settings,
         "PREFECT_RUNNER_POLL_FREQUENCY": os.environ.get("EVALFLEET_RUNNER_POLL_S", "2"),
     }
-    command = [sys.executable, str(REPO / "deployments" / "serve.py")]
+    command = [sys.executable, "-m", "deployments.serve"]
     log = folder / "serve.log"
     served = logged_since(log, b"being served")
     daemon = spawn("deployments (serve)", command, env, log)
@@ -69,7 +78,7 @@ def apply_deployments(folder: Path, env: dict[str, str]) -> None:
     created = _prefect_cli([prefect, "work-pool", "create", POOL, "--type", "process"], env, log)
     if created.returncode != 0 and "already exists" not in created.stdout:
         raise ServiceError(f"could not create the work pool {POOL}: {tail(str(log))}")
-    deploy = [prefect, "--no-prompt", "deploy", "--all", "--prefect-file", str(PREFECT_YAML)]
+    deploy = [prefect, "--no-prompt", "deploy", "--all", "--prefect-file", str(prefect_yaml())]
     done = _prefect_cli(deploy, env, log)
     if done.returncode != 0 or "Deployment" not in done.stdout:
         raise ServiceError(f"prefect deploy --all failed: {tail(str(log))}")

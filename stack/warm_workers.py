@@ -11,7 +11,7 @@ import sys
 def main(argv: list[str]) -> int:
     import ray
 
-    from engine.ray_session import ensure_ray
+    from engine.generation.ray_session import ensure_ray
     from tasks.pool import start_warm
 
     count = int(argv[0]) if argv else 2

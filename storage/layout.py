@@ -82,7 +82,7 @@ def results_key(run_id: str, version: str, name: str) -> str:
 
 
 def is_results_version(name: str) -> bool:
-    """A results version's name as `engine.results.version_of` makes it: v-<12 hex>."""
+    """A results version's name as `engine.scoring.tables.version_of` makes it: v-<12 hex>."""
     return _VERSION.fullmatch(name) is not None
 
 

@@ -36,7 +36,7 @@ from providers.types import ErrorKind, ProviderError
 from storage import layout
 from storage.base import Store
 from storage.layout import ItemKey
-from tasks.records import build_record, encode_record
+from tasks.records import build_record
 from tasks.work import WorkItem
 
 # Test hook: seconds between a submission and recording its id (a crash test kills the
@@ -221,7 +221,7 @@ async def collect(
             batch={"job": job.job_id, "provider_id": job.provider_id},
         )
         key = item.store_key if error is None else item.failure_key(int(now * 1000))
-        store.put_if_absent(key, encode_record(record))
+        store.put_if_absent(key, record.to_bytes())
         written["ok" if error is None else "failed"] += 1
     job.state, job.written = "ended", written
     write_job(store, job)

@@ -23,7 +23,7 @@ EPSILON_USD = 1e-12  # sums of floats that equal the cap on paper may pass it by
 
 class Budget:
     """What a run may still spend. `cost_of(item, prompt)` is an item's expected cost before
-    any of its model's calls landed (the estimate's figure, `engine.estimate`)."""
+    any of its model's calls landed (the estimate's figure, `engine.prepare.estimate`)."""
 
     def __init__(
         self, cap_usd: float, spent_usd: float, cost_of: Callable[[WorkItem, Any], float]

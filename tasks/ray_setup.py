@@ -8,7 +8,8 @@ here with that registration skipped, as Ray skips it where pyarrow is not instal
 imported later (aggregation writes Parquet) works as usual. Should Ray's internals change,
 the context is built as Ray builds it: the processes only cost more memory.
 
-A driver calls `serialize_without_arrow()` once it joins Ray (`engine.ray_session`). Worker
+A driver calls `serialize_without_arrow()` once it joins Ray
+(`engine.generation.ray_session`). Worker
 processes import this module as they start, before their first task, through Ray's
 `preload_python_modules` setting, which the heads evalfleet starts set (`RAY_SYSTEM_CONFIG`,
 and the image's environment for a cluster of its own). On a cluster that leaves it unset the

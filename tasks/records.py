@@ -1,17 +1,16 @@
-"""The record of one work item (an answer or a judgement): one JSON object, written once."""
+"""The record of one work item, built from what a provider call returned (`core.record` is
+the record itself and the only code that knows its bytes)."""
 
 from __future__ import annotations
 
-import json
-import math
 from datetime import UTC, datetime
 from typing import Any
 
+from core.record import CallError, Cost, Graded, Record, Usage
 from providers.registry import ModelConfig
-from providers.types import ProviderError, ProviderResponse, Usage
+from providers.types import ProviderError, ProviderResponse
+from providers.types import Usage as CallUsage
 from tasks.work import WorkItem
-
-RECORD_VERSION = 2
 
 
 def iso(ts: float) -> str:
@@ -30,74 +29,53 @@ def build_record(
     finished: float,
     latency_s: float | None,
     batch: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> Record:
     """Everything about one call that a later reader needs. Never the API key. `batch` names
     the batch job that answered it (priced at the provider's batch price)."""
-    usage = response.usage.to_dict() if response else None
     # USD by kind of token (input, cached_input, output, reasoning, total); zeros on failure
-    cost = config.cost_breakdown(response.usage if response else Usage(), batch=batch is not None)
-    # attempt_errors lists every failed attempt, the final one included when the call failed.
+    cost = config.cost_breakdown(
+        response.usage if response else CallUsage(), batch=batch is not None
+    )
     key = item.key
-    return {
-        "record_version": RECORD_VERSION,
-        "run_id": item.run_id,
-        "stage": key.stage,
-        "judge_model": key.judge or None,
-        "model": key.model,
-        "benchmark": key.benchmark,
-        "sample_id": key.sample_id,
-        "epoch": key.epoch,
-        "request_hash": item.request_hash,
-        "graded": (
-            {"key": item.graded[0], "response_sha256": item.graded[1]} if item.graded else None
+    usage = response.usage if response else None
+    return Record(
+        run_id=item.run_id,
+        stage=key.stage,
+        judge_model=key.judge or None,
+        model=key.model,
+        benchmark=key.benchmark,
+        sample_id=key.sample_id,
+        epoch=key.epoch,
+        request_hash=item.request_hash,
+        graded=Graded(*item.graded) if item.graded else None,
+        provider=config.provider,
+        api_model=config.api_model,
+        model_reported=response.model_reported if response else None,
+        request=item.decoding,
+        response=response.text if response else None,
+        reasoning=response.reasoning_text if response else None,
+        finish_reason=response.finish_reason if response else None,
+        usage=None
+        if usage is None
+        else Usage(
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.reasoning_tokens,
+            usage.cached_input_tokens,
         ),
-        "provider": config.provider,
-        "api_model": config.api_model,
-        "model_reported": response.model_reported if response else None,
-        "request": item.decoding.to_dict(),
-        "response": response.text if response else None,
-        "reasoning": response.reasoning_text if response else None,
-        "finish_reason": response.finish_reason if response else None,
-        "usage": usage,
-        "cost_usd": cost["total"],
-        "cost": cost,
-        "latency_s": latency_s,
-        "attempts": attempts,
-        "attempt_errors": [e.to_dict() for e in attempt_errors],
-        "request_id": (response.request_id if response else (error.request_id if error else None)),
-        "started_at": iso(started),
-        "finished_at": iso(finished),
-        "error": error.to_dict() if error else None,
-        "batch": batch,
-    }
+        cost_usd=cost["total"],
+        cost=Cost(**cost),
+        latency_s=latency_s,
+        attempts=attempts,
+        # every failed attempt, the final one included when the call failed
+        attempt_errors=tuple(call_error(e) for e in attempt_errors),
+        request_id=response.request_id if response else (error.request_id if error else None),
+        started_at=iso(started),
+        finished_at=iso(finished),
+        error=call_error(error) if error else None,
+        batch=batch,
+    )
 
 
-def encode_record(record: dict[str, Any]) -> bytes:
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
-def decode_record(data: bytes) -> dict[str, Any] | None:
-    """None for a truncated or undecodable record (reported, then treated as missing), and
-    for one whose cost is not a finite number of USD at least 0: a budget, a table or a bill
-    would take it as truth."""
-    try:
-        record = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    if not isinstance(record, dict) or "sample_id" not in record:
-        return None
-    parts = record.get("cost") or {}
-    if not isinstance(parts, dict) or not all(
-        map(_a_cost, [record.get("cost_usd"), *parts.values()])
-    ):
-        return None
-    return record
-
-
-def _a_cost(value: Any) -> bool:
-    """A stored cost: None (an old record without one) or a finite number >= 0."""
-    if value is None:
-        return True
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    return math.isfinite(value) and value >= 0
+def call_error(error: ProviderError) -> CallError:
+    return CallError(str(error.kind), error.status, error.message[:2000], error.request_id)

@@ -28,6 +28,7 @@ from typing import Any
 import ray
 
 from core.checkout import checkout_digest
+from core.record import Record
 from core.types import Part
 from providers.base import ProviderClient
 from providers.registry import ModelConfig
@@ -38,7 +39,7 @@ from storage import open_store
 from storage.base import Store
 from storage.layout import ItemKey
 from tasks.limiter import Lease
-from tasks.records import build_record, decode_record, encode_record
+from tasks.records import build_record
 from tasks.secrets import Secret
 from tasks.work import WorkItem
 
@@ -352,7 +353,7 @@ class CompletionWorker:
         status = "ok" if error is None else "failed"
         problem = error.message[:ERROR_CHARS] if error is not None else ""
         try:
-            data = encode_record(record)
+            data = record.to_bytes()
             if self._store.writes_are_local:
                 # A local write takes microseconds; a thread hop would cost more CPU than it.
                 written = self._store.put_if_absent(key, data)
@@ -373,7 +374,7 @@ class CompletionWorker:
             attempts=attempted.attempts,
             input_tokens=usage.input_tokens if usage else 0,
             output_tokens=usage.output_tokens if usage else 0,
-            cost_usd=record["cost_usd"],
+            cost_usd=record.spent_usd,
             store_key=key,
             response=response.text if item.return_response and error is None else None,
             error=problem,
@@ -384,21 +385,20 @@ class CompletionWorker:
         not asked again."""
         loop = asyncio.get_running_loop()
         data = await loop.run_in_executor(self._io, self._store.get, item.store_key)
-        record = decode_record(data) if data else None
+        record = Record.read(data)
         if record is None:
             return None
-        usage = record.get("usage") or {}
         return Outcome(
             key=item.key,
             status="exists",
             error_kind=None,
-            attempts=record.get("attempts", 0),
-            input_tokens=usage.get("input_tokens", 0),
-            output_tokens=usage.get("output_tokens", 0),
+            attempts=record.attempts,
+            input_tokens=record.tokens.input_tokens,
+            output_tokens=record.tokens.output_tokens,
             # Paid in this run by the lost worker's call, whose outcome never came back.
-            cost_usd=record.get("cost_usd", 0.0),
+            cost_usd=record.spent_usd,
             store_key=item.store_key,
-            response=record.get("response") if item.return_response else None,
+            response=record.response if item.return_response else None,
         )
 
     def ready(self) -> bool:

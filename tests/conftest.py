@@ -14,7 +14,7 @@ from pathlib import Path
 import prefect.main  # noqa: F401  (see below)
 import pytest
 
-from tests.leftovers import left_behind, remove_left_behind
+from tests.support.leftovers import left_behind, remove_left_behind
 
 # Importing prefect.main configures Prefect's console logging on the sys.stderr of that
 # moment. Here, that is pytest's own stream for the whole session; done first inside a test
@@ -126,7 +126,7 @@ def pytest_collection_modifyitems(items):
     items.sort(key=rank)  # stable: the order within a file is kept
 
 
-_BEFORE = left_behind()  # what the session must not remove (see tests/leftovers.py)
+_BEFORE = left_behind()  # what the session must not remove (see tests/support/leftovers.py)
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -127,7 +127,13 @@ def test_flows_hold_only_the_flows_and_their_prefect_glue():
                 continue
             for decorator in node.decorator_list:
                 if isinstance(decorator, ast.Call) and getattr(decorator.func, "id", "") == "flow":
-                    flows |= {k.value.value for k in decorator.keywords if k.arg == "name"}
+                    named = [k.value for k in decorator.keywords if k.arg == "name"]
+                    flows |= {  # a constant, or each branch of a choice between them
+                        c.value
+                        for n in named
+                        for c in ast.walk(n)
+                        if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                    }
     assert flows == {
         "evaluate",
         "aggregate",
@@ -137,3 +143,151 @@ def test_flows_hold_only_the_flows_and_their_prefect_glue():
         "leaderboard",
         "poll-batches",
     }
+
+
+# engine/'s sub-rooms, from the bottom up: a room imports only the rooms below it (and its own
+# modules); the modules at engine/'s root (the pipeline and the jobs) may import them all.
+ENGINE_ROOMS = ["run", "store", "prepare", "scoring", "generation"]
+
+
+def _engine_room(path: Path) -> str | None:
+    parts = path.relative_to(REPO / "engine").parts
+    return parts[0] if len(parts) > 1 else None
+
+
+def _engine_imports(path: Path) -> set[str]:
+    """The engine sub-rooms `path` imports (`engine.<room>...`), anywhere in it."""
+    rooms = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "engine" and len(parts) > 1 and parts[1] in ENGINE_ROOMS:
+                rooms.add(parts[1])
+    return rooms
+
+
+def test_engine_rooms_import_only_the_rooms_below_them():
+    wrong = {}
+    for path in modules("engine"):
+        room = _engine_room(path)
+        if room is None:
+            continue
+        below = set(ENGINE_ROOMS[: ENGINE_ROOMS.index(room)])
+        extra = _engine_imports(path) - below - {room}
+        if extra:
+            wrong[str(path.relative_to(REPO))] = sorted(extra)
+    assert wrong == {}
+    # and nothing is left at engine/'s root but its face, the pipeline and the jobs
+    loose = {p.name for p in (REPO / "engine").glob("*.py")}
+    assert loose == {"__init__.py", "pipeline.py", "judges.py", "reevaluate.py"}
+
+
+def test_no_room_holds_more_than_about_ten_files():
+    crowded = {
+        str(folder.relative_to(REPO)): count
+        for folder in [*(REPO / room for room in ROOMS), *(REPO / "engine").iterdir()]
+        if folder.is_dir() and folder.name != "__pycache__"
+        if (count := len(list(folder.glob("*.py")))) > 12 and folder.parent.name == "engine"
+    }
+    assert crowded == {}
+
+
+RECORD_FIELDS = {  # the names only a checkpoint record carries
+    "record_version", "request_hash", "graded", "model_reported", "response", "reasoning",
+    "finish_reason", "usage", "latency_s", "attempts", "attempt_errors", "started_at",
+    "finished_at",
+}  # fmt: skip
+# Modules that read other dicts under these names: provider wire formats and the simulator
+# (a provider's JSON), not the checkpoint record.
+WIRE_ROOMS = {"providers", "simulator"}
+
+
+def _string_key_reads(path: Path) -> set[str]:
+    """The record field names `path` reads by string: `x["usage"]`, `x.get("usage")`."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        key = None
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, ast.Load)
+            and isinstance(node.slice, ast.Constant)
+        ):
+            key = node.slice.value
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            key = node.args[0].value
+        if key in RECORD_FIELDS:
+            found.add(key)
+    return found
+
+
+def test_no_module_reads_a_record_field_by_string_outside_the_record():
+    """`core.record.Record` is the only code that knows the checkpoint's bytes: readers use
+    attributes. (Other dicts with these keys, a run's outcome among them, are types too.)"""
+    readers = {
+        str(path.relative_to(REPO)): sorted(found)
+        for room in ROOMS
+        if room not in WIRE_ROOMS
+        for path in modules(room)
+        if path != REPO / "core" / "record.py"
+        if (found := _string_key_reads(path))
+    }
+    assert readers == {}
+
+
+def test_no_room_reads_another_rooms_files_by_path():
+    """A room reaches another's files through its code or package data, never by a path
+    built from its folder's name (`Path(...) / "deployments" / ...`), which no import shows."""
+    reaching = {}
+    for room in ROOMS:
+        others = set(ROOMS) - {room}
+        for path in modules(room):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if (
+                    isinstance(node, ast.BinOp)
+                    and isinstance(node.op, ast.Div)
+                    and isinstance(node.right, ast.Constant)
+                    and node.right.value in others
+                    and _from_the_checkout(node.left)
+                ):
+                    reaching.setdefault(str(path.relative_to(REPO)), []).append(node.right.value)
+    assert reaching == {}
+
+
+def _from_the_checkout(node: ast.AST) -> bool:
+    """An expression built from this module's place in the checkout (`Path(__file__)...`,
+    a REPO or ROOT constant), as opposed to a folder of one's own (a state folder)."""
+    return any(
+        isinstance(n, ast.Name) and n.id in {"__file__", "REPO", "ROOT"} for n in ast.walk(node)
+    )
+
+
+def test_perf_reaches_into_tests_only_through_tests_support():
+    """perf/ scripts may share the tests' helpers, from `tests.support` only."""
+    reaching = {
+        str(path.relative_to(REPO)): sorted(found)
+        for path in sorted((REPO / "perf").glob("*.py"))
+        if (found := {m for m in _modules_imported(path) if m.startswith("tests")})
+        - {m for m in _modules_imported(path) if m.startswith("tests.support")}
+    }
+    assert reaching == {}
+
+
+def _modules_imported(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+    return names

@@ -24,7 +24,7 @@ from cli.main import main
 from core.types import Part, Sample, Score
 from metrics.intervals import wilson
 from simulator.process import start_simulator
-from tests.helpers import result_table
+from tests.support.helpers import result_table
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 

@@ -20,7 +20,7 @@ from cli.main import main
 from reports.stored_results import StoreResults
 from simulator.process import start_simulator
 from storage import open_store
-from tests.helpers import result_table
+from tests.support.helpers import result_table
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 

@@ -17,7 +17,7 @@ from benchmarks.rome.scoring import score_annotation
 from cli.main import main
 from metrics.intervals import unit_mean_interval
 from simulator.process import start_simulator
-from tests.helpers import result_table, results_dir
+from tests.support.helpers import result_table, results_dir
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 

@@ -19,7 +19,7 @@ from benchmarks.zerobench import dataset as zerobench_data
 from benchmarks.zerobench.dataset import INSTRUCTION, REVISION, to_sample
 from benchmarks.zerobench.demo import write_demo_dataset
 from core.types import DatasetError, Part, Sample, Score
-from engine.reading import downscaled
+from engine.prepare.reading import downscaled
 
 
 def load_samples(split: str, path: Path | str | None, limit: int | None = None) -> list[Sample]:

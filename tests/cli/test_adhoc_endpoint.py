@@ -26,11 +26,11 @@ from google.genai import types as genai_types
 from cli.main import build_parser, main
 from cli.run import request_from_args
 from core.types import ConfigError
-from engine.resolve import resolve
+from engine.prepare.resolve import resolve
 from simulator.answering import prompt_sha256
 from simulator.process import SimulatorHandle, start_simulator
 from storage import layout
-from tests.helpers import result_table, zerobench_samples
+from tests.support.helpers import result_table, zerobench_samples
 
 REPO = Path(__file__).resolve().parents[2]
 EVALFLEET = Path(sys.executable).parent / "evalfleet"

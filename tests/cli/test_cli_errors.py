@@ -35,7 +35,8 @@ def test_unknown_model(capsys, store):
     code, err = run_cli(capsys, "-m", "openai/gpt-nonexistent", "--store", str(store))
     assert code == 2
     assert err == (
-        "error: unknown model 'openai/gpt-nonexistent': add it to deployments/models.yaml "
+        "error: unknown model 'openai/gpt-nonexistent': add it to the model registry "
+        "(providers/models.yaml) "
         "(or use openai/sim-<accuracy> against the simulator)"
     )
 
@@ -98,9 +99,9 @@ def test_unknown_benchmark_lists_the_registry(capsys, store):
 
 
 def test_incompatible_run_id_is_refused_and_manifest_kept(capsys, store, demo_dataset):
-    from engine.plan import plan
-    from engine.request import EvalRequest
-    from engine.resolve import resolve
+    from engine.prepare.plan import plan
+    from engine.prepare.resolve import resolve
+    from engine.run.request import EvalRequest
 
     base = dict(
         models=["openai/sim-0.5"],

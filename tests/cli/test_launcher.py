@@ -21,7 +21,7 @@ from cli import launcher_client
 from core.places import process_start_ticks
 from simulator.process import start_simulator
 from stack.state import Daemon, Stack, save
-from tests.helpers import wait_for_no_processes
+from tests.support.helpers import wait_for_no_processes
 
 pytestmark = pytest.mark.slow  # a launcher process, runs with their own Prefect and Ray
 

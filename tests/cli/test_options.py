@@ -12,7 +12,7 @@ from benchmarks import registry
 from cli.main import build_parser
 from cli.options import PREFIX, flag_names, schema_facts
 from cli.run import request_from_args
-from engine.request import EvalRequest, Flag
+from engine.run.request import EvalRequest, Flag
 from storage import store_url
 
 

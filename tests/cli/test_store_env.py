@@ -10,7 +10,7 @@ import pytest
 
 from cli.main import main
 from simulator.process import start_simulator
-from tests.helpers import results_dir
+from tests.support.helpers import results_dir
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 

@@ -130,7 +130,7 @@ def test_the_request_names_a_bad_option_value_as_the_form_does():
     from pydantic import ValidationError
 
     from cli.errors import one_line
-    from engine.request import EvalRequest
+    from engine.run.request import EvalRequest
 
     with pytest.raises(ValidationError) as refused:
         EvalRequest(

@@ -87,7 +87,7 @@ def test_schedules_limits_and_parameters_agree(declared, served):
 
 
 def test_flow_runs_beat_as_the_crash_automation_expects():
-    from engine.heartbeat import FLOW_RUN_BEAT_S
+    from engine.store.heartbeat import FLOW_RUN_BEAT_S
 
     config = yaml.safe_load((REPO / "deployments" / "prefect.yaml").read_text())
     env = config["definitions"]["work_pool"]["job_variables"]["env"]

@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 
 from simulator.process import start_simulator
-from tests.helpers import result_table
+from tests.support.helpers import result_table
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 

@@ -23,10 +23,10 @@ import pytest
 
 from cli.main import build_parser as cli_parser
 from cli.run import request_from_args
-from engine.capping import round_up
-from engine.estimate import estimate_run
-from engine.heartbeat import liveness
-from engine.resolve import resolve
+from engine.prepare.capping import round_up
+from engine.prepare.estimate import estimate_run
+from engine.prepare.resolve import resolve
+from engine.store.heartbeat import liveness
 from simulator.process import start_simulator
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack

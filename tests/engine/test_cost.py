@@ -245,20 +245,24 @@ def test_record_stores_the_breakdown_beside_cost_usd():
     usage.cached_input_tokens = 4_000
     response = ProviderResponse(text="{1}", finish_reason="stop", usage=usage)
     common = dict(attempts=1, attempt_errors=[], started=0.0, finished=1.0, latency_s=1.0)
-    record = build_record(item, PRICED, response=response, error=None, **common)
+    record = build_record(item, PRICED, response=response, error=None, **common).to_dict()
     assert record["cost"] == PRICED.cost_breakdown(usage)
     assert record["cost_usd"] == record["cost"]["total"] == 0.038
-    failed = build_record(item, PRICED, response=None, error=None, **common)
+    failed = build_record(item, PRICED, response=None, error=None, **common).to_dict()
     assert failed["cost_usd"] == 0.0
     zero = dict.fromkeys(("input", "cached_input", "output", "reasoning", "total"), 0.0)
     assert failed["cost"] == zero
 
 
 def test_usage_table_has_cost_apart_by_kind_and_stage():
-    from engine.results import USAGE_IN_SUMMARY
-    from engine.scoring import USAGE_COLUMNS, _spend
+    from core.record import Record
+    from engine.scoring.spend import usage_table
+    from engine.scoring.tables import USAGE_IN_SUMMARY
 
-    spent = dict.fromkeys(USAGE_COLUMNS[2:], 0)
+    def record(fields: dict) -> Record:
+        key = {"model": "m", "benchmark": "b", "sample_id": "1", "epoch": 0}
+        return Record.from_bytes(json.dumps({**key, **fields}).encode())
+
     answer = {
         "usage": {
             "input_tokens": 100,
@@ -275,10 +279,16 @@ def test_usage_table_has_cost_apart_by_kind_and_stage():
         "cost": {"input": 0.1, "cached_input": 0.0, "output": 0.1, "reasoning": 0.05},
     }
     old = {"usage": {"input_tokens": 1, "output_tokens": 1}, "cost_usd": 0.125}  # no `cost`
-    _spend(spent, "", answer, None)
-    _spend(spent, "", old, None)
-    _spend(spent, "judge_", judgement, None)
+    table = usage_table(
+        [("m", "b")],
+        [("m", "b", record(answer)), ("m", "b", record(old))],
+        [("m", "b", record(judgement))],
+    )
+    (spent,) = table.to_dict("records")
     assert {k: v for k, v in spent.items() if v} == {
+        "model": "m",
+        "benchmark": "b",
+        "total_cost_usd": 0.875,
         "answers": 2,
         "input_tokens": 101,
         "output_tokens": 51,
@@ -411,7 +421,7 @@ def cells(items, stored, to_request, tokens_in, tokens_out, per_item, source, co
         "output_tokens": str(tokens_out),
         "output_per_item": str(per_item),
         "output_source": source,
-        "reasoning": "no",
+        "reasons": "no",
         "batch": "no",
         "cost_usd": cost,
         "low_cost_usd": low,
@@ -493,8 +503,8 @@ def write_stored_work(store_url: str, dataset: str, run_id: str) -> None:
     """
     from cli.main import build_parser
     from cli.run import request_from_args
-    from engine.items import answer_items, judge_item
-    from engine.resolve import resolve
+    from engine.prepare.resolve import resolve
+    from engine.run.items import answer_items, judge_item
     from storage import layout, open_store
 
     args = build_parser().parse_args(run_args(dataset, Path(store_url), run_id))
@@ -597,8 +607,8 @@ def test_estimate_of_a_resumed_run_measures_stored_records_and_skips_them(
 def test_estimate_keeps_terminal_errors_with_no_retry_errors(tiny_zerobench, tmp_path):
     from cli.main import build_parser
     from cli.run import request_from_args
-    from engine.estimate import estimate_run
-    from engine.resolve import resolve
+    from engine.prepare.estimate import estimate_run
+    from engine.prepare.resolve import resolve
 
     store = tmp_path / "runs"
     write_stored_work(str(store), tiny_zerobench, "est3")
@@ -617,7 +627,7 @@ def test_estimate_keeps_terminal_errors_with_no_retry_errors(tiny_zerobench, tmp
         "output_tokens": 900,
         "output_per_item": 300,
         "output_source": "measured",
-        "reasoning": "no",
+        "reasons": "no",
         "batch": "no",
         "cost_usd": 0.007574,  # (3974 + 3600) / 1e6
         "low_cost_usd": 0.004358,  # (3974 + 3 x 32 x 4) / 1e6
@@ -631,8 +641,8 @@ def test_estimate_keeps_terminal_errors_with_no_retry_errors(tiny_zerobench, tmp
 def estimate_rows(dataset: str, store: Path, run_id: str, *extra: str) -> list[dict]:
     from cli.main import build_parser
     from cli.run import request_from_args
-    from engine.estimate import estimate_run
-    from engine.resolve import resolve
+    from engine.prepare.estimate import estimate_run
+    from engine.prepare.resolve import resolve
 
     args = build_parser().parse_args(run_args(dataset, store, run_id, *extra))
     return estimate_run(resolve(request_from_args(args)))
@@ -664,7 +674,7 @@ def test_estimate_marks_reasoning_models(capsys, tiny_zerobench, tmp_path):
     assert main([*args, "--estimate"]) == 0
     out = capsys.readouterr().out
     rows = printed_tables(out)
-    assert {key[1]: row["reasoning"] for key, row in rows.items()} == {
+    assert {key[1]: row["reasons"] for key, row in rows.items()} == {
         "openai/sim-0.5": "no",
         "anthropic/sim-0.5": "no",
         "google/sim-0.5": "no",
@@ -672,6 +682,6 @@ def test_estimate_marks_reasoning_models(capsys, tiny_zerobench, tmp_path):
         JUDGE: "no",
     }
     assert (
-        "reasoning = yes: the model reasons before it answers; its reasoning tokens are not in "
+        "reasons = yes: the model reasons before it answers; its reasoning tokens are not in "
         "the low figure, and its cost lies nearer the high one"
     ) in out

@@ -14,10 +14,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from engine.request import EvalRequest
+from engine.run.request import EvalRequest
 from flows.pipeline import evaluate_and_aggregate
 from simulator.process import start_simulator
-from tests.helpers import SPLITS, result_table, results_dir, zerobench_samples
+from tests.support.helpers import SPLITS, result_table, results_dir, zerobench_samples
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 
@@ -46,7 +46,7 @@ def finished_run(ray_address, prefect_api_url, demo_dataset, answer_key, tmp_pat
                 store=str(work / "runs"),
                 simulator_url=sim.url,
             )
-            result = evaluate_and_aggregate(request)
+            result = evaluate_and_aggregate(request).tables
     finally:
         os.environ.pop("EVALFLEET_SIMULATOR_API_KEY", None)
     return work, result

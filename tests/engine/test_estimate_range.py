@@ -16,8 +16,8 @@ import pytest
 
 from cli.main import build_parser
 from cli.run import request_from_args
-from engine.estimate import estimate_run
-from engine.resolve import resolve
+from engine.prepare.estimate import estimate_run
+from engine.prepare.resolve import resolve
 from simulator.process import start_simulator
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack

@@ -23,7 +23,7 @@ import pytest
 
 from simulator.process import start_simulator
 from stack.scratch import Scratch
-from tests.helpers import scratch_of, tagged_processes, wait_for_no_processes
+from tests.support.helpers import scratch_of, tagged_processes, wait_for_no_processes
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 

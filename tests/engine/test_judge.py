@@ -22,7 +22,7 @@ from reports.status import run_status
 from simulator.answering import prompt_sha256
 from simulator.process import start_simulator
 from storage import open_store
-from tests.helpers import SPLITS, result_table, zerobench_samples
+from tests.support.helpers import SPLITS, result_table, zerobench_samples
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 

@@ -20,17 +20,18 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
+from core.record import Record
 from core.types import ConfigError
-from engine.items import answer_items
-from engine.manifest import open_run
-from engine.request import EvalRequest
-from engine.resolve import ResolvedRun, resolve
-from engine.state import list_records, stored_spend
+from engine.prepare.resolve import ResolvedRun, resolve
+from engine.run.items import answer_items
+from engine.run.request import EvalRequest
+from engine.run.state import list_records, stored_spend
+from engine.store.manifest import open_run
 from providers.types import ProviderResponse, Usage
 from storage import layout, open_store
 from storage.layout import ItemKey
 from tasks.budget import PROBE, Budget
-from tasks.records import build_record, decode_record, encode_record
+from tasks.records import build_record
 from tasks.work import WorkItem
 
 SIM = "http://127.0.0.1:9"  # never contacted: nothing here sends a request
@@ -80,14 +81,14 @@ def test_a_model_name_too_long_for_a_file_name_is_refused_before_anything(
         assert one_error_line(capsys.readouterr().err) == (
             f"error: model {LONG[:40]!r}… (305 characters) cannot be stored: it makes a "
             "307-byte name in its records' keys, over the 255 bytes a file name may have; give "
-            "the model a shorter id in deployments/models.yaml (its api_model keeps the name "
+            "the model a shorter id in the model registry (its api_model keeps the name "
             "the provider knows)"
         )
         assert not store.exists()
 
 
 def test_a_name_whose_keys_pass_what_s3_allows_is_refused(demo_dataset):
-    from engine.storable import check_storable
+    from engine.store.storable import check_storable
 
     # 248 characters, a 250-byte segment: it fits a file name. The longest record key, a
     # failure's moved to quarantine, is "k/quarantine/completions/" (25) + 250 + "/zerobench/"
@@ -140,7 +141,7 @@ def stored_run(dataset: str, runs: Path, run_id: str) -> tuple[ResolvedRun, list
             finished=1.0,
             latency_s=1.0,
         )
-        assert run.store.put_if_absent(item.store_key, encode_record(record))
+        assert run.store.put_if_absent(item.store_key, record.to_bytes())
     return run, items
 
 
@@ -160,11 +161,11 @@ def test_a_record_whose_cost_is_negative_or_not_a_number_is_unreadable(
     for key, change in bad.items():
         record = json.loads((runs / key).read_text())
         (runs / key).write_text(json.dumps({**record, **change}))
-    assert [decode_record((runs / key).read_bytes()) for key in bad] == [None] * 5
+    assert [Record.read((runs / key).read_bytes()) for key in bad] == [None] * 5
     good = json.loads((runs / items[5].store_key).read_text())
-    assert decode_record(json.dumps({**good, "cost_usd": 0}).encode()) is not None
+    assert Record.read(json.dumps({**good, "cost_usd": 0}).encode()) is not None
     old = {k: v for k, v in good.items() if k not in ("cost", "cost_usd")}  # before costs
-    assert decode_record(json.dumps(old).encode()) is not None
+    assert Record.read(json.dumps(old).encode()) is not None
 
     # the spend a cap starts from: the 19 readable records at $0.0001
     listing = list_records(run.store, "costs", (layout.ANSWER,))

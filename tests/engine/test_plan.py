@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import shutil
 
-from engine.plan import plan
-from engine.request import EvalRequest
-from engine.resolve import resolve
+from engine.prepare.plan import plan
+from engine.prepare.resolve import resolve
+from engine.run.request import EvalRequest
 from storage import layout
 
 

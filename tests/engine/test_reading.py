@@ -13,9 +13,9 @@ import pytest
 
 from core.checkout import ROOT
 from core.types import DatasetError
-from engine.manifest import plan_table
-from engine.reading import _read_in_child, load_benchmarks
-from engine.request import EvalRequest
+from engine.prepare.reading import _read_in_child, load_benchmarks
+from engine.run.request import EvalRequest
+from engine.store.manifest import plan_table
 
 
 def request_for(dataset: str, benchmark: str = "zerobench", **extra) -> EvalRequest:
@@ -82,8 +82,8 @@ def test_a_childs_warnings_are_logged_here(tmp_path, caplog):
 def test_a_process_without_arrow_reads_without_importing_it(demo_dataset):
     script = f"""
 import sys
-from engine.reading import read_benchmarks
-from engine.request import EvalRequest
+from engine.prepare.reading import read_benchmarks
+from engine.run.request import EvalRequest
 data = read_benchmarks(EvalRequest(models=["openai/sim-0.5"], benchmarks=["zerobench"],
                                    dataset_path={demo_dataset!r}))
 print(len(data["zerobench"].samples), len(data["zerobench"].plan_table) > 0,
@@ -100,8 +100,8 @@ import sys
 from benchmarks import registry
 from benchmarks.interface import Benchmark, LoadedData
 from core.types import Part, Sample
-from engine.reading import read_benchmarks
-from engine.request import EvalRequest
+from engine.prepare.reading import read_benchmarks
+from engine.run.request import EvalRequest
 
 
 class Toy(Benchmark):

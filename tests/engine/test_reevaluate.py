@@ -54,7 +54,7 @@ def test_first_run_is_a_baseline_then_only_new_models_are_evaluated(
 
 def test_a_new_models_run_id_is_valid_whatever_its_name_holds():
     from engine.reevaluate import reevaluation_run_id
-    from engine.request import check_run_id
+    from engine.run.request import check_run_id
 
     run_id = reevaluation_run_id("20261127-030000", "openai", "ft:gpt-4o-mini:acme:x@1/b")
     assert run_id == "reeval-20261127-030000-openai-ft-gpt-4o-mini-acme-x-1-b"

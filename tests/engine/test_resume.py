@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from simulator.process import start_simulator
-from tests.helpers import parse, prompt_hashes
+from tests.support.helpers import parse, prompt_hashes
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 

@@ -11,7 +11,7 @@ import pytest
 
 from cli.main import main
 from simulator.process import start_simulator
-from tests.helpers import result_table
+from tests.support.helpers import result_table
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 

@@ -21,16 +21,16 @@ import pytest
 from benchmarks.zerobench import dataset as zerobench_data
 from cli.main import main
 from core.types import Part
-from engine.plan import plan as plan_run
-from engine.request import EvalRequest
-from engine.resolve import resolve
+from engine.prepare.plan import plan as plan_run
+from engine.prepare.resolve import resolve
+from engine.run.request import EvalRequest
 from flows.aggregate import aggregate
 from flows.evaluate import evaluate
 from reports.status import run_status
 from simulator.process import start_simulator
 from simulator.samples import answer_key_line
 from storage import LocalStore, layout, open_store
-from tests.helpers import result_table, zerobench_samples
+from tests.support.helpers import result_table, zerobench_samples
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 
@@ -103,7 +103,7 @@ def test_changed_template_makes_old_records_stale_and_requests_them_again(
             workers=1,
         )
         first = evaluate(request)
-        assert (first["submitted"], first["statuses"]) == (N_MAIN + N_SUB, {"ok": N_MAIN + N_SUB})
+        assert (first.submitted, first.statuses) == (N_MAIN + N_SUB, {"ok": N_MAIN + N_SUB})
         old_files = completion_files(runs)
         assert len(old_files) == N_MAIN + N_SUB
         old_sub_keys = sorted(k for k in old_files if f"/{SUB}/" in k)
@@ -129,7 +129,7 @@ def test_changed_template_makes_old_records_stale_and_requests_them_again(
 
         second_started = time.time()
         second = evaluate(request)
-        assert (second["submitted"], second["statuses"]) == (N_SUB, {"ok": N_SUB})
+        assert (second.submitted, second.statuses) == (N_SUB, {"ok": N_SUB})
 
     # Exactly the stale items were requested again, with the new prompts.
     log = [json.loads(x) for x in (tmp_path / "sim.jsonl").read_text().splitlines()]

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from engine.request import EvalRequest
+from engine.run.request import EvalRequest
 from flows.pipeline import evaluate_and_aggregate
 from simulator.process import start_simulator
-from tests.helpers import SPLITS, result_table
+from tests.support.helpers import SPLITS, result_table
 
 MODELS = ["openai/sim-0.4", "anthropic/sim-0.6", "google/sim-0.5"]
 KEY = "sk-three-providers-DO-NOT-LEAK-7f3a9c"

@@ -30,18 +30,18 @@ import boto3
 import pandas as pd
 import pytest
 
-from engine.heartbeat import liveness
-from engine.items import answer_items
-from engine.request import EvalRequest
-from engine.resolve import resolve
+from engine.prepare.resolve import resolve
+from engine.run.items import answer_items
+from engine.run.request import EvalRequest
+from engine.store.heartbeat import liveness
 from flows.aggregate import aggregate
 from flows.evaluate import evaluate
 from reports.status import run_status
 from simulator.process import start_simulator
 from storage import LocalStore, layout, open_store
 from storage.s3 import _CONFLICT_ATTEMPTS
-from tests.helpers import prompt_hashes, store_table
-from tests.s3_server import FAKE_AWS_ENV, MotoS3Server, apply_fake_aws_env
+from tests.support.helpers import prompt_hashes, store_table
+from tests.support.s3_server import FAKE_AWS_ENV, MotoS3Server, apply_fake_aws_env
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 
@@ -55,10 +55,10 @@ COLUMNS = ["stage", "model", "benchmark", "done", "failed", "stale", "missing", 
 
 DRIVER = """
 import json, sys
-from engine.outcome import RunFailed
+from engine.run.outcome import RunFailed
 from flows.aggregate import aggregate
 from flows.evaluate import evaluate
-from engine.request import EvalRequest
+from engine.run.request import EvalRequest
 from reports.tables import print_result
 
 request = EvalRequest.model_validate_json(sys.argv[1])
@@ -69,7 +69,8 @@ except RunFailed as exc:
     raise SystemExit(exc.exit_code)
 aggregated = aggregate(request.run_id, store=request.store, s3_endpoint_url=request.s3_endpoint_url)
 print_result(aggregated)
-print("RESULT " + json.dumps({"evaluate": evaluated, "aggregate": aggregated}))
+outcome = {"statuses": dict(evaluated.statuses), "submitted": evaluated.submitted}
+print("RESULT " + json.dumps({"evaluate": outcome, "aggregate": aggregated}))
 """
 
 
@@ -294,7 +295,7 @@ def test_undecodable_records_count_as_missing_and_a_resume_asks_them_again(
             workers=1,
         )
         first = evaluate(request)
-        assert first["statuses"] == {"ok": TOTAL}
+        assert first.statuses == {"ok": TOTAL}
         items = work_items(request)
         broken = [pick(items, MAIN, "1", 0), pick(items, SUB, "3_2", 4)]
         broken_keys = sorted(i.store_key for i in broken)
@@ -322,7 +323,7 @@ def test_undecodable_records_count_as_missing_and_a_resume_asks_them_again(
         # The next resume moves them aside byte for byte and asks exactly those two again.
         resumed_at = time.time()
         second = evaluate(request)
-        assert (second["submitted"], second["statuses"]) == (2, {"ok": 2})
+        assert (second.submitted, second.statuses) == (2, {"ok": 2})
         quarantined = {
             layout.quarantine_key(run_id, k): v
             for k, v in ((broken[0].store_key, truncated), (broken[1].store_key, garbage))

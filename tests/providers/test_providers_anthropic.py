@@ -21,7 +21,7 @@ from simulator import draw_correct, prompt_sha256, start_simulator_in_thread
 from simulator.answering import reasoning_for
 from simulator.process import SimulatorHandle
 from simulator.samples import tiny_jpeg, tiny_png, tiny_wav, write_answer_key
-from tests.provider_harness import (
+from tests.support.provider_harness import (
     UNKNOWN,
     complete,
     failure,

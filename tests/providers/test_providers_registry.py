@@ -117,6 +117,6 @@ def test_existing_error_messages_are_kept() -> None:
     with pytest.raises(ConfigError) as info:
         resolve_model("google/gemini-0", registry={"models": {}})
     assert str(info.value) == (
-        "unknown model 'google/gemini-0': add it to deployments/models.yaml "
+        "unknown model 'google/gemini-0': add it to the model registry (providers/models.yaml) "
         "(or use google/sim-<accuracy> against the simulator)"
     )

@@ -15,11 +15,11 @@ import pytest
 
 from benchmarks.answer_key import write_answer_key
 from cli.main import main
-from engine import results
+from engine.scoring import tables as results
 from metrics.intervals import wilson
 from perf.throughput import write_dataset
 from simulator.process import start_simulator
-from tests.helpers import result_table
+from tests.support.helpers import result_table
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 

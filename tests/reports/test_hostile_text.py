@@ -97,11 +97,11 @@ def record(item, response: str) -> bytes:
 
 @pytest.fixture(scope="module")
 def hostile_store(tmp_path_factory) -> Path:
-    from engine.aggregate import aggregate_run
-    from engine.items import answer_items
-    from engine.manifest import open_run
-    from engine.request import EvalRequest
-    from engine.resolve import resolve
+    from engine.prepare.resolve import resolve
+    from engine.run.items import answer_items
+    from engine.run.request import EvalRequest
+    from engine.scoring.aggregate import aggregate_run
+    from engine.store.manifest import open_run
     from reports.report import write_report
 
     work = tmp_path_factory.mktemp("hostile")
@@ -148,7 +148,7 @@ def test_every_data_block_parses_back_to_the_untrusted_text(report):
 
 @pytest.mark.slow
 def test_the_report_opens_and_shows_the_markup_as_text(report):
-    from tests.browser import close, headless_chromium
+    from tests.support.browser import close, headless_chromium
 
     driver = headless_chromium()
     try:
@@ -192,7 +192,7 @@ def test_prefect_artifacts_show_names_and_lines_as_text(hostile_store, prefect_a
     the tables, the Markdown, the lines and the descriptions."""
     from prefect import flow
 
-    from engine.aggregate import aggregate_run
+    from engine.scoring.aggregate import aggregate_run
     from flows import aggregate, leaderboard
     from reports.leaderboard import update
 

@@ -38,15 +38,16 @@ import pytest
 
 from cli.launch import run_without_prefect
 from cli.main import main
-from engine.aggregate import aggregate_run
-from engine.request import EvalRequest
+from engine.prepare.resolve import resolve
+from engine.run.request import EvalRequest
+from engine.scoring.aggregate import aggregate_run
 from flows.pipeline import evaluate_and_aggregate
 from metrics.intervals import unit_mean_interval, wilson
 from reports.leaderboard import update
 from simulator.process import start_simulator
 from storage import open_store
-from tests.browser import close, headless_chromium
-from tests.helpers import results_dir, zerobench_samples
+from tests.support.browser import close, headless_chromium
+from tests.support.helpers import results_dir, zerobench_samples
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOT = REPO / "tests" / "output" / "leaderboard" / "index.png"
@@ -125,12 +126,12 @@ def board(ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path_facto
                 workers=1,
             )
 
-        run_without_prefect(request("a-first"))
+        run_without_prefect(resolve(request("a-first")))
         seen["after_first"] = _latest_json(store)
         _after(store, "a-first")
-        run_without_prefect(request("b-redo"))
+        run_without_prefect(resolve(request("b-redo")))
         _after(store, "b-redo")
-        run_without_prefect(request("c-partial"))
+        run_without_prefect(resolve(request("c-partial")))
         seen["after_partial_run"] = _latest_json(store)
         first = zerobench_samples("zerobench", demo_dataset)[0].id
         seen["cut"] = _cut_answers(store / "c-partial", "zerobench", first)

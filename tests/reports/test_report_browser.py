@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from tests.browser import close, headless_chromium
-from tests.helpers import result_table, results_dir
+from tests.support.browser import close, headless_chromium
+from tests.support.helpers import result_table, results_dir
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 

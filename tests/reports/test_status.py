@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from engine.manifest import read_manifest
-from engine.request import EvalRequest
+from engine.run.request import EvalRequest
+from engine.store.manifest import read_manifest
 from flows.evaluate import evaluate
 from simulator.process import start_simulator
 from storage import LocalStore, layout
@@ -65,8 +65,8 @@ def finished_run(ray_address, prefect_api_url, demo_dataset, answer_key, tmp_pat
                 workers=1,
             )
         )
-    assert result["statuses"] == {"ok": 90, "failed": 90}
-    assert result["errors"] == {"empty_answer": 90}
+    assert result.statuses == {"ok": 90, "failed": 90}
+    assert result.errors == {"empty_answer": 90}
     # Beside the run: a run whose manifest cannot be read, and a directory that is no run.
     (runs / "broken-run").mkdir()
     (runs / "broken-run" / "manifest.json").write_text('{"run_id": "broken-run", ')

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from simulator.process import start_simulator
-from tests.helpers import result_table, tagged_processes, wait_for_no_processes
+from tests.support.helpers import result_table, tagged_processes, wait_for_no_processes
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 

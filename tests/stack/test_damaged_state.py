@@ -17,8 +17,8 @@ import time
 import pytest
 
 from stack.services import free_port
-from tests.helpers import tagged_processes, wait_for_no_processes
-from tests.stack.harness import EVALFLEET, REPO, stack_env
+from tests.support.helpers import tagged_processes, wait_for_no_processes
+from tests.support.stack import EVALFLEET, REPO, stack_env
 
 pytestmark = pytest.mark.slow  # starts a Prefect server and a subprocess stack
 

@@ -21,8 +21,8 @@ import pytest
 
 from simulator.process import start_simulator
 from stack.services import free_port
-from tests.helpers import results_dir, wait_for_no_processes
-from tests.stack.harness import Stack, kill_tree, stack_env, worker_of, worker_running
+from tests.support.helpers import results_dir, wait_for_no_processes
+from tests.support.stack import Stack, kill_tree, stack_env, worker_of, worker_running
 
 pytestmark = pytest.mark.slow  # a Prefect server, a work pool, two workers and a Ray head
 

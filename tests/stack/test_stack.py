@@ -25,9 +25,9 @@ import pytest
 
 from simulator.process import start_simulator
 from stack.services import free_port
-from tests.browser import close, headless_chromium
-from tests.helpers import parse, results_dir, tagged_processes, wait_for_no_processes
-from tests.stack.harness import Stack, stack_env
+from tests.support.browser import close, headless_chromium
+from tests.support.helpers import parse, results_dir, tagged_processes, wait_for_no_processes
+from tests.support.stack import Stack, stack_env
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 
@@ -151,8 +151,8 @@ def test_runs_through_the_api_fail_fast_or_complete_with_tables(stack, demo_data
     failed = stack.wait(stack.start_run("evaluate-and-aggregate/on-demand", unknown))
     assert failed["state"]["name"] == "Failed"
     assert (
-        "unknown model 'openai/gpt-nonexistent': add it to deployments/models.yaml"
-        in failed["state"]["message"]
+        "unknown model 'openai/gpt-nonexistent': add it to the model registry "
+        "(providers/models.yaml)" in failed["state"]["message"]
     )
     assert failed["run_count"] == 1
     took = datetime.fromisoformat(failed["end_time"]) - datetime.fromisoformat(failed["start_time"])

@@ -1,6 +1,6 @@
 """The same evaluate + aggregate run on the local store and on S3 gives the same tables.
 
-S3 is a real moto server on 127.0.0.1 (tests/s3_server.py), reached over HTTP by boto3. The S3
+S3 is a real moto server on 127.0.0.1 (tests/support/s3_server.py), reached over HTTP by boto3. The S3
 run is driven from a child process: the Ray workers of the session cluster were started before
 this module set its (fake) AWS credentials, so they only get them as the job's runtime env,
 which a driver sets when it connects (the way `ray job submit --runtime-env-json` does).
@@ -22,14 +22,14 @@ import boto3
 import pandas as pd
 import pytest
 
-from engine.items import answer_items
-from engine.request import EvalRequest
-from engine.resolve import resolve
+from engine.prepare.resolve import resolve
+from engine.run.items import answer_items
+from engine.run.request import EvalRequest
 from flows.pipeline import evaluate_and_aggregate
 from simulator.process import start_simulator
 from storage import LocalStore, layout, open_store
-from tests.helpers import SPLITS, store_table
-from tests.s3_server import FAKE_AWS_ENV, MotoS3Server, apply_fake_aws_env
+from tests.support.helpers import SPLITS, store_table
+from tests.support.s3_server import FAKE_AWS_ENV, MotoS3Server, apply_fake_aws_env
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 
@@ -55,10 +55,10 @@ RESULTS = sorted(
 DRIVER = """
 import json, sys
 from flows.pipeline import evaluate_and_aggregate
-from engine.request import EvalRequest
+from engine.run.request import EvalRequest
 
 result = evaluate_and_aggregate(EvalRequest.model_validate_json(sys.argv[1]))
-print("RESULT " + json.dumps(result))
+print("RESULT " + json.dumps(result.tables))
 """
 
 
@@ -120,7 +120,7 @@ def both_runs(
         s3_request = EvalRequest(
             **common, store=f"s3://{bucket}/{PREFIX}", s3_endpoint_url=moto_server.endpoint
         )
-        local_result = evaluate_and_aggregate(local_request)
+        local_result = evaluate_and_aggregate(local_request).tables
         s3_result = drive(s3_request, job_env(ray_address, prefect_api_url))
     return {
         "work": work,

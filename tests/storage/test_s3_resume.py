@@ -22,8 +22,8 @@ import pytest
 
 from simulator.process import start_simulator
 from storage import layout
-from tests.helpers import SPLITS, prompt_hashes
-from tests.s3_server import FAKE_AWS_ENV, MotoS3Server, apply_fake_aws_env
+from tests.support.helpers import SPLITS, prompt_hashes
+from tests.support.s3_server import FAKE_AWS_ENV, MotoS3Server, apply_fake_aws_env
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 

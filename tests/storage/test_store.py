@@ -26,7 +26,7 @@ from storage import (
 )
 from storage.keys import TMP_PREFIX
 from storage.s3 import S3Store
-from tests.s3_server import MotoS3Server, apply_fake_aws_env
+from tests.support.s3_server import MotoS3Server, apply_fake_aws_env
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

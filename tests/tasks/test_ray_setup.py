@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a st
 DRIVER = """
 import sys
 import ray
-from engine.ray_session import ensure_ray
+from engine.generation.ray_session import ensure_ray
 
 ensure_ray()
 

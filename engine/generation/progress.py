@@ -16,7 +16,7 @@ from collections import Counter
 
 from tqdm import tqdm
 
-from engine import control
+from engine.run import control
 from tasks.worker import Outcome
 
 log = logging.getLogger("evalfleet.progress")

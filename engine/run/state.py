@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any
 
+from core.record import Record
 from storage import layout
 from storage.base import Store
 from storage.layout import ItemKey
-from tasks.records import decode_record
 from tasks.work import WorkItem
 
 STATES = ("done", "failed", "stale", "missing")
@@ -24,7 +23,7 @@ class Reconciled:
     record_key: dict[ItemKey, str] = field(default_factory=dict)
     stale_keys: list[str] = field(default_factory=list)
     undecodable: list[str] = field(default_factory=list)
-    records: dict[str, dict[str, Any]] = field(default_factory=dict)  # decoded, when read
+    records: dict[str, Record] = field(default_factory=dict)  # decoded, when read
 
     def counts(self) -> dict[tuple[str, str, str, str], Counter[str]]:
         """(stage, judge, model, benchmark) -> state counts (judge "" for answers)."""
@@ -72,9 +71,9 @@ def stored_spend(store: Store, listing: Listing) -> float:
     keys = [key for side in sides for per_item in side.values() for key in per_item.values()]
     total = 0.0
     for blob in store.get_many(keys).values():
-        record = decode_record(blob or b"")
+        record = Record.read(blob)
         if record is not None:
-            total += float(record.get("cost_usd") or 0.0)
+            total += record.spent_usd
     return total
 
 
@@ -96,7 +95,7 @@ def reconcile(store: Store, listing: Listing, items: list[WorkItem], *, read: bo
     if read:
         blobs = store.get_many(list(out.record_key.values()))
         for record_key in out.record_key.values():
-            record = decode_record(blobs.get(record_key) or b"")
+            record = Record.read(blobs.get(record_key))
             if record is None:
                 out.undecodable.append(record_key)
             else:

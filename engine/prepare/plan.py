@@ -7,15 +7,15 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
+from core.record import Record
 from core.types import Part
-from engine import heartbeat
-from engine.items import answer_items, judged_benchmarks, planned_judgements
-from engine.manifest import open_run
-from engine.resolve import ResolvedRun
-from engine.state import list_records, quarantine, reconcile, stored_spend
+from engine.prepare.resolve import ResolvedRun
+from engine.run.items import answer_items, judged_benchmarks, planned_judgements
+from engine.run.state import list_records, quarantine, reconcile, stored_spend
+from engine.store import heartbeat
+from engine.store.manifest import open_run
 from storage import layout
 from tasks import batch_jobs
-from tasks.records import decode_record
 from tasks.work import WorkItem
 
 log = logging.getLogger("evalfleet")
@@ -88,9 +88,7 @@ def plan_items(
     if judged and not read:  # the judgements to plan need the stored answers' texts
         keys = [k for a, k in state.record_key.items() if a.benchmark in judged]
         blobs = store.get_many(keys)
-        state.records.update(
-            {k: r for k, b in blobs.items() if (r := decode_record(b or b"")) is not None}
-        )
+        state.records.update({k: r for k, b in blobs.items() if (r := Record.read(b)) is not None})
     judge_items = planned_judgements(run, state)
     judge_state = reconcile(store, listing, [j for j, _ in judge_items], read=read)
     bad = [*state.undecodable, *judge_state.undecodable]

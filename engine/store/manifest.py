@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.types import Sample
-from engine.identity import RunError, check_identity, run_identity
+from engine.run.identity import RunError, check_identity, run_identity
 from storage import layout
 from storage.base import Store
 
 if TYPE_CHECKING:
-    from engine.items import BenchmarkData
-    from engine.request import EvalRequest
+    from engine.run.items import BenchmarkData
+    from engine.run.request import EvalRequest
     from providers.registry import ModelConfig
 
 MANIFEST_VERSION = 2
@@ -31,7 +31,7 @@ def code_version() -> str:
     image built with `--build-arg CODE_VERSION=$(git rev-parse --short=12 HEAD)`)."""
     if os.environ.get("EVALFLEET_CODE_VERSION"):
         return os.environ["EVALFLEET_CODE_VERSION"]
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--short=12", "HEAD"],
@@ -87,7 +87,7 @@ def build_manifest(
 def read_manifest(store: Store, run_id: str) -> dict[str, Any] | None:
     """The run's manifest, None if there is no run of that id; DamagedFile if its bytes are
     not a manifest."""
-    from engine.damage import manifest_damaged, problem_of
+    from engine.store.damage import manifest_damaged, problem_of
 
     key = layout.manifest_key(run_id)
     data = store.get(key)
@@ -119,7 +119,7 @@ def require_manifest(store: Store, run_id: str) -> dict[str, Any]:
     if manifest is not None:
         return manifest
     if store.list_dirs(run_id):
-        from engine.damage import manifest_damaged
+        from engine.store.damage import manifest_damaged
 
         key = layout.manifest_key(run_id)
         raise manifest_damaged(store, key, "missing, though the run's files are there")
@@ -132,7 +132,7 @@ def require_manifest(store: Store, run_id: str) -> dict[str, Any]:
 def precheck_run(store: Store, manifest: dict[str, Any], extend: bool) -> dict[str, Any] | None:
     """The existing manifest if the new one may use its run id; raises RunError if not.
     Writes nothing."""
-    from engine.heartbeat import held_elsewhere
+    from engine.store.heartbeat import held_elsewhere
 
     existing = read_manifest(store, manifest["run_id"])
     if existing is not None:
@@ -269,7 +269,7 @@ def check_plans(store: Store, manifest: dict[str, Any]) -> None:
     read): what a reader of the run's results checks without reading every plan."""
     import pyarrow.parquet as pq
 
-    from engine.damage import plan_damaged, problem_of
+    from engine.store.damage import plan_damaged, problem_of
 
     run_id = manifest["run_id"]
     for name in manifest["identity"]["benchmarks"]:
@@ -287,7 +287,7 @@ def read_plan(store: Store, run_id: str, name: str) -> Plan:
     """One benchmark's plan; DamagedFile if its bytes are not a plan."""
     import pyarrow.parquet as pq
 
-    from engine.damage import plan_damaged, problem_of
+    from engine.store.damage import plan_damaged, problem_of
 
     key = layout.plan_key(run_id, name)
     blob = store.get(key)

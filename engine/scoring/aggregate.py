@@ -7,10 +7,11 @@ import logging
 from collections import Counter
 from typing import Any
 
-from engine.agreement import judge_agreement
-from engine.results import markdown, notes, summaries, write_results
-from engine.scoring import score_run
-from engine.stored import load_run
+from core.text_tables import markdown
+from engine.scoring.agreement import judge_agreement
+from engine.scoring.score import score_run
+from engine.scoring.tables import notes, summaries, write_results
+from engine.store.stored import load_run
 from storage.base import Store
 
 log = logging.getLogger("evalfleet")
@@ -47,7 +48,7 @@ def aggregate_run(store: Store, run_id: str) -> dict[str, Any]:
         "version": version,
         "summaries": {name: _records(t) for name, t in tables.items()},
         "notes": {name: notes(scored.long, name) for name in tables},
-        "usage": _records(scored.usage),
+        "spend": _records(scored.usage),
         "markdown": "\n\n".join(f"### {n}\n\n{markdown(t)}" for n, t in tables.items()),
         "written": written,
         "missing": states["missing"],

@@ -9,10 +9,10 @@ from typing import Any
 from benchmarks import registry
 from benchmarks.interface import Exclusion
 from core.types import Decoding
-from engine.items import BenchmarkData, answer_items, planned_judgements
-from engine.manifest import read_plan, require_manifest
-from engine.request import EvalRequest
-from engine.state import Reconciled, list_records, reconcile
+from engine.run.items import BenchmarkData, answer_items, planned_judgements
+from engine.run.request import EvalRequest
+from engine.run.state import Reconciled, list_records, reconcile
+from engine.store.manifest import read_plan, require_manifest
 from storage import layout
 from storage.base import Store
 from tasks.work import WorkItem

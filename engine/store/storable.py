@@ -21,7 +21,7 @@ from storage.keys import KEY_BYTES, SEGMENT_BYTES, oversize
 from storage.layout import ItemKey
 
 if TYPE_CHECKING:
-    from engine.items import BenchmarkData
+    from engine.run.items import BenchmarkData
 
 LATEST_MS = 10**13 - 1  # a failure record's time in ms: 13 digits until the year 2286
 ANY_HASH = "0" * 64
@@ -74,7 +74,7 @@ def _fix(what: str, benchmark: str) -> str:
     if what == "sample id":
         return f"shorten the sample ids of the {benchmark} dataset"
     return (
-        f"give the {what} a shorter id in deployments/models.yaml (its api_model keeps the "
+        f"give the {what} a shorter id in the model registry (its api_model keeps the "
         "name the provider knows)"
     )
 

@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.types import Part
-from engine.identity import RunError
-from engine.items import answer_items, judged_benchmarks, planned_judgements
-from engine.manifest import read_manifest
-from engine.resolve import ResolvedRun
-from engine.state import Reconciled, list_records, reconcile
+from engine.prepare.resolve import ResolvedRun
+from engine.run.identity import RunError
+from engine.run.items import answer_items, judged_benchmarks, planned_judgements
+from engine.run.state import Reconciled, list_records, reconcile
+from engine.store.manifest import read_manifest
 from providers.pricing import expected_item_cost_usd, expected_output_tokens
 from providers.registry import ModelConfig
 from providers.token_rules import estimate_prompt_tokens
@@ -55,7 +55,7 @@ COLUMNS = [
     "output_tokens",
     "output_per_item",
     "output_source",
-    "reasoning",
+    "reasons",
     "batch",
     "cost_usd",
     "low_cost_usd",
@@ -163,7 +163,7 @@ class _Row:
             "output_tokens": self.output_tokens,
             "output_per_item": int(per_item + 0.5),
             "output_source": self.source,
-            "reasoning": "yes" if self.reasons else "no",
+            "reasons": "yes" if self.reasons else "no",
             "batch": "yes" if self.batch else "no",
             "cost_usd": price(self.input_tokens, self.output_tokens),
             "low_cost_usd": price(self.low_input_tokens, self.low_output_tokens),
@@ -190,7 +190,7 @@ def expected_item_cost(run: ResolvedRun, key: ItemKey, parts: list[Part], decodi
 
 def estimate_run(run: ResolvedRun, *, retry_errors: bool = True) -> list[dict[str, Any]]:
     """Rows (COLUMNS) per (model, benchmark, stage) of what running `prepared` (a checked
-    request, `engine.resolve.resolve`) would request and cost. Reads the store, writes
+    request, `engine.prepare.resolve.resolve`) would request and cost. Reads the store, writes
     nothing."""
     request, store, run_id = run.request, run.store, run.run_id
     data, configs = run.data, run.configs
@@ -318,15 +318,11 @@ def measure(store: Store, run_id: str, states: list[Reconciled]) -> Measured:
     for state in states:
         for key, record_key in state.record_key.items():
             record = state.records.get(record_key)
-            if record is None or record.get("error") or state.state[key] != "done":
+            if record is None or record.failed or state.state[key] != "done":
                 continue
-            usage = record.get("usage") or {}
+            tokens = record.tokens
             measured.add(
-                key.stage,
-                key.caller,
-                key.benchmark,
-                int(usage.get("output_tokens") or 0),
-                int(usage.get("reasoning_tokens") or 0),
+                key.stage, key.caller, key.benchmark, tokens.output_tokens, tokens.reasoning_tokens
             )
     for other in store.list_dirs(""):
         if other == run_id or other in RESULTS_SKIP or other.startswith("_"):
@@ -397,7 +393,7 @@ def format_estimate(run_id: str, rows: list[dict[str, Any]]) -> str:
     """The table, its totals and how to read it."""
     import pandas as pd
 
-    from engine.results import markdown
+    from core.text_tables import markdown
 
     frame = pd.DataFrame(rows, columns=COLUMNS)
     to_request = int(frame["to_request"].sum())
@@ -422,9 +418,9 @@ def format_estimate(run_id: str, rows: list[dict[str, Any]]) -> str:
         "registry = its expected_output_tokens; typical = the benchmark's typical answer (its "
         "judge's reply); assumed = 1000; each capped by max_tokens",
     ]
-    if (frame["reasoning"] == "yes").any():
+    if (frame["reasons"] == "yes").any():
         lines.append(
-            "reasoning = yes: the model reasons before it answers; its reasoning tokens are "
+            "reasons = yes: the model reasons before it answers; its reasoning tokens are "
             "not in the low figure, and its cost lies nearer the high one"
         )
     if (frame["batch"] == "yes").any():

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from core.types import ConfigError
 
 if TYPE_CHECKING:
-    from engine.items import BenchmarkData
-    from engine.request import EvalRequest
+    from engine.run.items import BenchmarkData
+    from engine.run.request import EvalRequest
 
 
 class RunError(ConfigError):

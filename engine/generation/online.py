@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from engine.interrupts import STOP
-from engine.items import judge_item
-from engine.plan import RunPlan
-from engine.resolve import ResolvedRun
+from engine.prepare.plan import RunPlan
+from engine.prepare.resolve import ResolvedRun
+from engine.run.interrupts import STOP
+from engine.run.items import judge_item
+from engine.run.outcome import RunOutcome
 from storage import layout
 from tasks.work import WorkItem
 
@@ -21,7 +23,7 @@ DRAIN_S = 8.0  # how long calls in flight may take to land after a stop
 ITEMS_PER_WORKER = 32  # a run of fewer items starts one worker actor
 
 
-def generate(run_plan: RunPlan) -> dict[str, Any]:
+def generate(run_plan: RunPlan) -> RunOutcome:
     """Fan the remaining items out on Ray and collect their outcomes.
 
     Answers of judged benchmarks come back with their text, and their judgements join the
@@ -29,8 +31,8 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
     """
     import ray
 
-    from engine.progress import Progress
-    from engine.ray_session import ensure_ray
+    from engine.generation.progress import Progress
+    from engine.generation.ray_session import ensure_ray
     from providers.retry import RetryPolicy
     from tasks.budget import Budget
     from tasks.dispatch import dispatch
@@ -42,7 +44,7 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
     total = len(run_plan.todo) + len(run_plan.judge_todo)
     if not total:
         log.info("nothing to request: every item already has a stored record")
-        return {"submitted": 0, "statuses": {}, "elapsed_s": 0.0, "stopped": False}
+        return RunOutcome(run.run_id)
     ensure_ray()
     retry = RetryPolicy(
         max_attempts=request.max_attempts,
@@ -110,20 +112,20 @@ def generate(run_plan: RunPlan) -> dict[str, Any]:
         )
     finally:
         progress.close()
-    summary = summarize_outcomes(dispatched, time.monotonic() - started)
+    outcome = summarize_outcomes(run.run_id, dispatched, time.monotonic() - started)
     if dispatched.budget_reached and budget is not None:
-        from engine.capping import budget_stop
+        from engine.prepare.capping import budget_stop
 
-        summary.update(budget_stop(run, budget.spent_usd, budget.cap_usd))
-        log.warning("run %s: budget reached: %s", run.run_id, summary["budget_reached"])
-    if dispatched.write_failed:
-        summary["store_failed"] = dispatched.write_failed
-    if dispatched.down:
-        summary["endpoints_down"] = {
-            caller: f"{run.configs[caller].endpoint()} ({error})"
-            for caller, error in dispatched.down.items()
-        }
-    return summary
+        outcome.budget_reached, outcome.finish_cap_usd = budget_stop(
+            run, budget.spent_usd, budget.cap_usd
+        )
+        log.warning("run %s: budget reached: %s", run.run_id, outcome.budget_reached)
+    outcome.store_failed = dispatched.write_failed or None
+    outcome.endpoints_down = {
+        caller: f"{run.configs[caller].endpoint()} ({error})"
+        for caller, error in dispatched.down.items()
+    }
+    return outcome
 
 
 def workers_for(requested: int, items: int) -> int:
@@ -135,7 +137,7 @@ def prestart_workers(run: ResolvedRun) -> None:
     """Start the run's worker actors now, without waiting, so that their start-up (a
     process, Ray, the SDK imports) overlaps the flow run's creation and the planning.
     `generate` takes them (`tasks.pool`)."""
-    from engine.ray_session import ensure_ray
+    from engine.generation.ray_session import ensure_ray
     from tasks.pool import prestart
 
     planned = len(run.models) * sum(len(b.samples) * len(b.decodings) for b in run.data.values())
@@ -172,8 +174,8 @@ def join_rate_budgets(run: ResolvedRun) -> dict[str, Any]:
 
 def item_cost_model(run: ResolvedRun) -> Callable[[WorkItem, Any], float]:
     """Expected USD of one item before any call of its model landed, for the budget: what
-    `evalfleet run --estimate` expects of it (`engine.estimate.expected_item_cost`)."""
-    from engine.estimate import expected_item_cost
+    `evalfleet run --estimate` expects of it (`engine.prepare.estimate.expected_item_cost`)."""
+    from engine.prepare.estimate import expected_item_cost
 
     samples = {
         (name, sample.id): sample.parts
@@ -196,7 +198,7 @@ def item_cost_model(run: ResolvedRun) -> Callable[[WorkItem, Any], float]:
     return cost_of
 
 
-def summarize_outcomes(dispatched, elapsed: float) -> dict[str, Any]:
+def summarize_outcomes(run_id: str, dispatched, elapsed: float) -> RunOutcome:
     statuses, errors = dispatched.statuses, dispatched.errors
     log.info(
         "requested %d items in %.1f s (%.1f items/s): %s",
@@ -213,15 +215,16 @@ def summarize_outcomes(dispatched, elapsed: float) -> dict[str, Any]:
             "request them again",
             statuses["write_failed"],
         )
-    return {
-        "submitted": dispatched.submitted,
-        "statuses": dict(statuses),
-        "errors": dict(errors),
-        "elapsed_s": elapsed,
-        "cost_usd": round(dispatched.cost_usd[layout.ANSWER], 6),
-        "judge_cost_usd": round(dispatched.cost_usd[layout.JUDGE], 6),
-        "stopped": dispatched.stopped,
-        "abandoned": dispatched.abandoned,
-        "not_started": dispatched.not_started,
-        "redispatched": dispatched.redispatched,
-    }
+    return RunOutcome(
+        run_id,
+        submitted=dispatched.submitted,
+        statuses=Counter(statuses),
+        errors=Counter(errors),
+        elapsed_s=elapsed,
+        cost_usd=round(dispatched.cost_usd[layout.ANSWER], 6),
+        judge_cost_usd=round(dispatched.cost_usd[layout.JUDGE], 6),
+        stopped=dispatched.stopped,
+        abandoned=dispatched.abandoned,
+        not_started=dispatched.not_started,
+        redispatched=dispatched.redispatched,
+    )

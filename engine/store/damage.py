@@ -9,7 +9,7 @@ request, which writes them again from the dataset; a manifest has no copy to reb
 
 from __future__ import annotations
 
-from engine.identity import RunError
+from engine.run.identity import RunError
 from storage.base import Store
 
 

@@ -18,32 +18,33 @@ import time
 from collections import Counter, defaultdict
 from typing import Any
 
-from engine.generation import generate
-from engine.interrupts import STOP
-from engine.items import judge_item
-from engine.plan import RunPlan, plan_items
-from engine.resolve import ResolvedRun
+from core.record import Record
+from engine.generation.online import generate
+from engine.prepare.plan import RunPlan, plan_items
+from engine.prepare.resolve import ResolvedRun
+from engine.run.interrupts import STOP
+from engine.run.items import judge_item
+from engine.run.outcome import RunOutcome
 from providers.batch import BatchLine, make_batch_client
 from storage.base import Store
 from tasks import batch_jobs
 from tasks.batch_jobs import read_jobs  # noqa: F401  (what status views read)
-from tasks.records import decode_record
 
 log = logging.getLogger("evalfleet")
-FAILURES = ("store_failed", "endpoints_down")  # an online round that did not do its job
 
 
 def run_batches(
     run: ResolvedRun, *, wait: bool, after_online: bool, retry_errors: bool = False
-) -> dict[str, Any]:
+) -> RunOutcome:
     """Rounds until no job is open and nothing is left to ask (or once, without `wait`).
 
-    `after_online`: the online items were just asked (`engine.generation.generate`); the first
+    `after_online`: the online items were just asked (`engine.generation.online.generate`);
+    the first
     round only submits the batch part, with `retry_errors` as the command asked. Later rounds plan
     with `retry_errors` off: a terminal error is asked once per command, as online.
     """
     totals: Counter[str] = Counter()
-    failed: dict[str, Any] = {}
+    result = RunOutcome(run.run_id)
     first = True
     while True:
         run_plan = plan_items(run, "resumed", retry_errors=retry_errors and first)
@@ -51,11 +52,10 @@ def run_batches(
         asked = 0
         if (online.todo or online.judge_todo) and not (first and after_online):
             outcome = generate(online)
-            asked = outcome.get("submitted", 0)
+            asked = outcome.submitted
             totals["online"] += asked
-            if any(outcome.get(k) for k in FAILURES):  # `check_done` reads these
-                failed = {k: outcome.get(k) for k in (*FAILURES, "statuses")}
-            if outcome.get("stopped") or failed:
+            result.add(outcome)
+            if outcome.stopped or outcome.failed:  # `check_done` tells a failure
                 break
         first = False
         done = asyncio.run(_round(run_plan))
@@ -75,13 +75,11 @@ def run_batches(
             if STOP.requested():
                 break
     still_open = [j for j in batch_jobs.read_jobs(run.store, run.run_id) if j.state != "ended"]
-    return {
-        "batch": dict(totals),
-        "batch_jobs_open": len(still_open),
-        "batch_lines_open": sum(len(j.items) for j in still_open),
-        "stopped": STOP.requested(),
-        **failed,
-    }
+    result.batch = totals
+    result.batch_jobs_open = len(still_open)
+    result.batch_lines_open = sum(len(j.items) for j in still_open)
+    result.stopped = result.stopped or STOP.requested()
+    return result
 
 
 async def _round(run_plan: RunPlan) -> Counter[str]:
@@ -150,8 +148,8 @@ def lines_of(run: ResolvedRun, job: batch_jobs.Job) -> list[BatchLine]:
 def judge_parts(run: ResolvedRun, item) -> list:
     """The grader prompt of a judgement item, from the stored answer it grades."""
     graded_key = item.graded[0]
-    record = decode_record(run.store.get(graded_key) or b"") or {}
-    response = record.get("response") or ""
+    record = Record.read(run.store.get(graded_key))
+    response = (record.response if record else None) or ""
     made = judge_item(run, item.key.judge, item.key.graded(), graded_key, response)
     if made is None:
         raise RuntimeError(f"the judgement {item.key} no longer has a grader prompt")
@@ -170,23 +168,23 @@ def open_job_runs(store: Store) -> list[str]:
     return found
 
 
-def poll_store(store: Store) -> dict[str, Any]:
-    """One round for every run of a store with open jobs; aggregate the runs completed."""
-    from engine.aggregate import aggregate_run
-    from engine.manifest import read_manifest
-    from engine.request import EvalRequest
-    from engine.resolve import resolved
+def poll_store(store: Store) -> dict[str, RunOutcome]:
+    """One round for every run of a store with open jobs; aggregate the runs whose jobs have
+    all ended (`batch_jobs_open` 0)."""
+    from engine.prepare.resolve import resolve
+    from engine.run.request import EvalRequest
+    from engine.scoring.aggregate import aggregate_run
+    from engine.store.manifest import read_manifest
 
-    report: dict[str, Any] = {}
+    report: dict[str, RunOutcome] = {}
     started = time.monotonic()
     for run_id in open_job_runs(store):
         manifest = read_manifest(store, run_id) or {}
-        run = resolved(EvalRequest(**manifest["request"]))
+        run = resolve(EvalRequest(**manifest["request"]))
         outcome = run_batches(run, wait=False, after_online=False)
         report[run_id] = outcome
-        if outcome["batch_jobs_open"] == 0:
+        if outcome.batch_jobs_open == 0:
             log.info("run %s: every batch job has ended; aggregating", run_id)
             aggregate_run(store, run_id)
-            report[run_id]["aggregated"] = True
     log.info("polled %d runs in %.1f s", len(report), time.monotonic() - started)
     return report

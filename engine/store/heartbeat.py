@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from engine import control
+from engine.run import control
 from storage import layout
 from storage.base import Store
 
@@ -108,7 +108,7 @@ def start(store: Store, run_id: str) -> Heartbeat:
 def beating(final: str) -> Iterator[None]:
     """A flow body: its runs' heartbeats end with `final`, "interrupted" if a stop was asked,
     or "failed" on an exception."""
-    from engine.interrupts import STOP
+    from engine.run.interrupts import STOP
 
     try:
         yield

@@ -3,7 +3,7 @@ its samples loaded (downscaled if asked) and the plan table it will store made.
 
 Reading needs Arrow (and with it NumPy): 70 MB of a process's memory that it never gives
 back, in a run's driver that otherwise needs neither until it aggregates. So a process that
-has not imported Arrow reads in a short-lived child (`python -m engine.reading`, about 0.4 s
+has not imported Arrow reads in a short-lived child (`python -m engine.prepare.reading`, about 0.4 s
 of CPU) and gets the data back pickled, with the plan tables already made. A process that has
 Arrow already (one that aggregated, a test) reads in place, and so does a request naming a
 benchmark added with `registry.register()`, which a new process would not know.
@@ -14,7 +14,7 @@ on stdin and writes its answer on a pipe of its own, which the command unpickles
 one line each) is raised here as it was; any other error prints its traceback there and is
 raised here as a RuntimeError naming it. Its INFO and higher log records are logged here. It
 runs in its own session, so a terminal's Ctrl-C reaches only the command, which decides
-(`engine.interrupts`); it dies with the command (`core.fate`), however that ends.
+(`engine.run.interrupts`); it dies with the command (`core.fate`), however that ends.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from benchmarks.media import downscale_image, sniff_media_type
 from benchmarks.protocols import Sampling, decodings
 from core.checkout import ROOT
 from core.types import DatasetError, Part, Sample
-from engine.items import BenchmarkData
-from engine.request import EvalRequest
+from engine.run.items import BenchmarkData
+from engine.run.request import EvalRequest
 
 
 def read_benchmarks(request: EvalRequest) -> dict[str, BenchmarkData]:
@@ -48,7 +48,7 @@ def read_benchmarks(request: EvalRequest) -> dict[str, BenchmarkData]:
 def load_benchmarks(request: EvalRequest, *, with_plan: bool = False) -> dict[str, BenchmarkData]:
     """Each benchmark of the request, read in this process. `with_plan`: also make each
     plan table (`BenchmarkData.plan_table`), for a parent that does not import Arrow."""
-    from engine.manifest import plan_table
+    from engine.store.manifest import plan_table
 
     loaded: dict[str, BenchmarkData] = {}
     sampling = Sampling(request.temperature, request.top_p, request.max_tokens, request.base_seed)
@@ -98,7 +98,7 @@ def downscaled(sample: Sample, max_side: int) -> Sample:
 def _read_in_child(request: EvalRequest) -> dict[str, BenchmarkData]:
     answer_read, answer_write = os.pipe()
     command = [sys.executable, "-m", "core.fate", str(os.getpid()), "--"]
-    command += [sys.executable, "-m", "engine.reading", str(answer_write)]
+    command += [sys.executable, "-m", "engine.prepare.reading", str(answer_write)]
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     try:
         child = subprocess.Popen(

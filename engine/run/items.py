@@ -10,7 +10,7 @@ from typing import Protocol
 
 from benchmarks.interface import Benchmark, BenchmarkOptions, Exclusion
 from core.types import Decoding, Part, Sample
-from engine.state import Reconciled
+from engine.run.state import Reconciled
 from storage.layout import ANSWER, ItemKey
 from tasks.work import WorkItem, answer_hasher, parts_digest, request_hash, text_digest
 
@@ -29,7 +29,8 @@ class BenchmarkData:
     excluded: list[Exclusion] = field(default_factory=list)
     digests: dict[str, str] = field(default_factory=dict)  # sample id -> prompt digest
     prompts: dict[str, str] = field(default_factory=dict)  # sample id -> prompt text
-    # The plan's Parquet bytes when its reader made them (engine.reading); dropped once stored.
+    # The plan's Parquet bytes when its reader made them (engine.prepare.reading); dropped once
+    # stored.
     plan_table: bytes = field(default=b"", repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -66,7 +67,8 @@ def judged_benchmarks(judges: list[str], data: dict[str, BenchmarkData]) -> set[
 
 class RunShape(Protocol):
     """What the items of a run are made from: a run being resolved to be asked
-    (`engine.resolve.ResolvedRun`) or one read back from the store (`engine.stored.StoredRun`)."""
+    (`engine.prepare.resolve.ResolvedRun`) or one read back from the store
+    (`engine.store.stored.StoredRun`)."""
 
     run_id: str
     models: list[str]
@@ -153,10 +155,10 @@ def planned_judgements(
     out = []
     for key, record_key in answer_state.record_key.items():
         record = answer_state.records.get(record_key)
-        if answer_state.state[key] != "done" or record is None or record.get("error"):
+        if answer_state.state[key] != "done" or record is None or record.failed:
             continue
         for judge_model in run.judges:
-            made = judge_item(run, judge_model, key, record_key, record.get("response") or "")
+            made = judge_item(run, judge_model, key, record_key, record.response or "")
             if made is not None:
                 out.append(made)
     return out

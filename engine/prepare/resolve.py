@@ -8,11 +8,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.types import ConfigError
-from engine import manifest as manifests
-from engine.items import BenchmarkData
-from engine.reading import read_benchmarks
-from engine.request import EvalRequest
-from engine.storable import check_storable
+from engine.prepare.reading import read_benchmarks
+from engine.run.items import BenchmarkData
+from engine.run.request import EvalRequest
+from engine.store import manifest as manifests
+from engine.store.storable import check_storable
 from providers.registry import ModelConfig, load_registry, resolve_api_key, resolve_model
 from storage import Store, open_store
 from tasks.secrets import Secret
@@ -46,10 +46,6 @@ class ResolvedRun:
         return self.request.judges()
 
 
-# Runs the command line already resolved in this process, reused by the flow it then starts.
-_resolved: dict[str, ResolvedRun] = {}
-
-
 def quick_checks(request: EvalRequest, store: Store | None = None) -> dict[str, ModelConfig]:
     """The checks that take milliseconds: models, keys, the store's writability."""
     store = store or open_store(request.store, s3_endpoint_url=request.s3_endpoint_url)
@@ -75,19 +71,7 @@ def resolve(request: EvalRequest, configs: dict[str, ModelConfig] | None = None)
     check_batch_modes(request, configs)
     manifest = manifests.build_manifest(request, run_id, configs, data)
     manifests.precheck_run(store, manifest, request.extend)
-    return remember(ResolvedRun(request, run_id, store, configs, keys, data, manifest))
-
-
-def remember(run: ResolvedRun) -> ResolvedRun:
-    """Keep a resolution for the flow this process starts next (`resolved`)."""
-    _resolved[run.request.model_dump_json()] = run
-    return run
-
-
-def resolved(request: EvalRequest) -> ResolvedRun:
-    """The resolution of this request: the one the command line just made, or a fresh one."""
-    request = request.model_copy(update={"run_id": request.resolved_run_id()})
-    return _resolved.pop(request.model_dump_json(), None) or resolve(request)
+    return ResolvedRun(request, run_id, store, configs, keys, data, manifest)
 
 
 def check_batch_modes(request: EvalRequest, configs: dict[str, ModelConfig]) -> None:

@@ -214,7 +214,8 @@ class EvalRequest(BaseModel):
 
     models: Annotated[list[ModelName], Flag(("--model", "-m"), "PROVIDER/MODEL")] = Field(
         min_length=1,
-        description="models to evaluate as provider/model (deployments/models.yaml), e.g. "
+        description="models to evaluate as provider/model (in the model registry: "
+        "providers/models.yaml, or the file $EVALFLEET_MODELS names), e.g. "
         "openai/gpt-4o-2024-11-20, or provider/sim-<accuracy> against the simulator",
     )
     benchmarks: Annotated[list[BenchmarkName], Flag(("--benchmark", "-b"), "NAME")] = Field(

@@ -1,0 +1,116 @@
+"""What a run's evaluation did (`RunOutcome`), and how a run that did not finish says so:
+stopped by a signal (what was kept, how to resume), or failed (a record it could not store,
+a model every call to which failed)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from engine.run.interrupts import STOP
+
+
+@dataclass
+class RunOutcome:
+    """The evaluation's result, as every step returns it and the command reads it."""
+
+    run_id: str
+    submitted: int = 0  # outcomes received from the workers
+    statuses: Counter[str] = field(default_factory=Counter)  # ok, failed, exists, write_failed
+    errors: Counter[str] = field(default_factory=Counter)  # terminal errors by kind
+    elapsed_s: float = 0.0
+    cost_usd: float = 0.0  # what this command's answers cost
+    judge_cost_usd: float = 0.0
+    stopped: bool = False  # a stop (Ctrl-C, SIGTERM) was requested
+    abandoned: int = 0  # in flight when the drain time ran out
+    not_started: int = 0
+    redispatched: int = 0  # sent again after their worker was lost
+    budget_reached: str | None = None  # the line a run stopped by its cap ends with
+    finish_cap_usd: float | None = None  # a cap that would finish it
+    store_failed: str | None = None  # a record the store refused: nothing more was sent
+    endpoints_down: dict[str, str] = field(default_factory=dict)  # model -> endpoint (error)
+    batch: Counter[str] = field(default_factory=Counter)  # batch rounds: submitted, ended, ...
+    batch_jobs_open: int = 0
+    batch_lines_open: int = 0
+
+    @property
+    def failed(self) -> bool:
+        """The run did not do its job (`check_done` says why)."""
+        return bool(self.store_failed or self.endpoints_down)
+
+    def add(self, later: RunOutcome) -> RunOutcome:
+        """This outcome followed by `later`'s (the batch rounds after the online step)."""
+        self.submitted += later.submitted
+        self.statuses.update(later.statuses)
+        self.errors.update(later.errors)
+        self.elapsed_s += later.elapsed_s
+        self.cost_usd += later.cost_usd
+        self.judge_cost_usd += later.judge_cost_usd
+        self.stopped = self.stopped or later.stopped
+        self.abandoned += later.abandoned
+        self.not_started += later.not_started
+        self.redispatched += later.redispatched
+        self.budget_reached = self.budget_reached or later.budget_reached
+        self.finish_cap_usd = self.finish_cap_usd or later.finish_cap_usd
+        self.store_failed = self.store_failed or later.store_failed
+        self.endpoints_down = {**self.endpoints_down, **later.endpoints_down}
+        self.batch.update(later.batch)
+        self.batch_jobs_open = later.batch_jobs_open
+        self.batch_lines_open = later.batch_lines_open
+        return self
+
+
+class Interrupted(Exception):
+    """The run stopped on a signal; the message says what was kept and how to resume."""
+
+
+def interrupted_message(outcome: RunOutcome) -> str:
+    stored = outcome.statuses["ok"] + outcome.statuses["failed"]
+    left = outcome.not_started + outcome.abandoned
+    waiting = ""
+    if outcome.batch_jobs_open:
+        lines, jobs = outcome.batch_lines_open, outcome.batch_jobs_open
+        waiting = (
+            f"; {lines} {_plural(lines, 'line')} wait in {jobs} open batch "
+            f"{_plural(jobs, 'job')} at the provider, which a rerun (or `evalfleet batches "
+            "poll`) collects without sending them again"
+        )
+    return (
+        f"run {outcome.run_id} interrupted by {STOP.name}: {stored} new records stored, "
+        f"{left} items not asked{waiting}; everything stored is kept and a rerun with run id "
+        f"{outcome.run_id} asks only the rest"
+    )
+
+
+class RunFailed(Exception):
+    """The run did not do its job: a record could not be stored, or every call to a model
+    failed. The message says what failed; the same command resumes it once that is fixed."""
+
+    exit_code = 4
+
+
+def check_done(outcome: RunOutcome) -> None:
+    """Raise RunFailed when the evaluation stopped on a record it could not store, or a model
+    every call to which failed (`tasks.dispatch`); nothing is aggregated then."""
+    problems = []
+    if outcome.store_failed:
+        unstored = outcome.statuses["write_failed"]
+        problems.append(
+            f"a record could not be stored ({outcome.store_failed}): nothing more was sent, "
+            f"the calls in flight landed, {unstored} answers paid for were not stored; fix the "
+            "store"
+        )
+    for caller, why in outcome.endpoints_down.items():
+        problems.append(
+            f"every call to {caller} at {why} failed: it was not asked again; check that the "
+            "endpoint is up and its key is right"
+        )
+    if problems:
+        raise RunFailed(
+            f"run {outcome.run_id} stopped: {'; '.join(problems)}; then run the same command "
+            "again: it asks only what is not stored"
+        )
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"

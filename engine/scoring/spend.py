@@ -1,0 +1,125 @@
+"""What a run's records cost: per (model, benchmark) its answers' and its judges' tokens and
+USD (`usage.parquet`), and per judge apart (`judges.parquet`). Records written before costs
+were kept add their tokens and nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pandas as pd
+
+from core.record import Record
+
+USAGE_COLUMNS = [
+    "model",
+    "benchmark",
+    "answers",
+    "errors",
+    "input_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "cost_usd",
+    "judgements",
+    "judge_errors",
+    "judge_input_tokens",
+    "judge_output_tokens",
+    "judge_cost_usd",
+    # cost apart by kind of token (from each record's `cost`; records written before it
+    # existed count in the totals above only)
+    "cached_input_tokens",
+    "input_cost_usd",  # uncached input
+    "cached_input_cost_usd",
+    "output_cost_usd",  # output without reasoning
+    "reasoning_cost_usd",
+    "judge_cached_input_tokens",
+    "judge_reasoning_tokens",
+    "judge_cached_input_cost_usd",
+    "judge_reasoning_cost_usd",
+    "batch_calls",  # answers and judgements answered in batch jobs (at the batch price)
+    "batch_cost_usd",
+    "total_cost_usd",  # answers and judgements
+]
+COST_COLUMNS = [c for c in USAGE_COLUMNS if c.endswith("cost_usd")]
+JUDGE_USAGE_COLUMNS = [
+    "model",
+    "benchmark",
+    "judge",
+    "judgements",
+    "errors",
+    "input_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "cost_usd",
+]
+
+
+def usage_table(
+    keys: Iterable[tuple[str, str]],
+    answers: Iterable[tuple[str, str, Record]],
+    judgements: Iterable[tuple[str, str, Record]],
+) -> pd.DataFrame:
+    """One row per (model, benchmark) of `keys` (in their order, a row of zeros where nothing
+    is stored yet): `answers` and `judgements` are (model, benchmark, record), a judgement
+    under the model whose answer it grades."""
+    rows: dict[tuple[str, str], dict[str, float]] = {}
+    for model, benchmark in keys:
+        rows[(model, benchmark)] = dict.fromkeys(USAGE_COLUMNS[2:], 0)
+
+    def row(model: str, benchmark: str) -> dict[str, float]:
+        return rows.setdefault((model, benchmark), dict.fromkeys(USAGE_COLUMNS[2:], 0))
+
+    for model, benchmark, record in answers:
+        _add(row(model, benchmark), "", record)
+    for model, benchmark, record in judgements:
+        _add(row(model, benchmark), "judge_", record)
+    frame = pd.DataFrame(
+        [{"model": m, "benchmark": b, **spent} for (m, b), spent in rows.items()],
+        columns=USAGE_COLUMNS,
+    )
+    frame["total_cost_usd"] = frame["cost_usd"] + frame["judge_cost_usd"]
+    for column in COST_COLUMNS:
+        frame[column] = frame[column].astype(float).round(6)
+    return frame
+
+
+def judge_table(judgements: Iterable[tuple[str, str, str, Record]]) -> pd.DataFrame:
+    """One row per (model, benchmark, judge): each judge's judgements priced apart."""
+    rows: dict[tuple[str, str, str], dict[str, float]] = {}
+    for model, benchmark, judge, record in judgements:
+        row = rows.setdefault((model, benchmark, judge), dict.fromkeys(JUDGE_USAGE_COLUMNS[3:], 0))
+        tokens = record.tokens
+        row["judgements"] += 1
+        row["errors"] += record.failed
+        row["input_tokens"] += tokens.input_tokens
+        row["output_tokens"] += tokens.output_tokens
+        row["reasoning_tokens"] += tokens.reasoning_tokens
+        row["cost_usd"] += record.spent_usd
+    frame = pd.DataFrame(
+        [{"model": m, "benchmark": b, "judge": j, **v} for (m, b, j), v in rows.items()],
+        columns=JUDGE_USAGE_COLUMNS,
+    )
+    frame["cost_usd"] = frame["cost_usd"].astype(float).round(6)
+    return frame
+
+
+def _add(spent: dict[str, float], prefix: str, record: Record) -> None:
+    """One record into a (model, benchmark) row: an answer, or with prefix "judge_" a
+    judgement."""
+    tokens = record.tokens
+    spent["judgements" if prefix else "answers"] += 1
+    spent[f"{prefix}errors"] += record.failed
+    spent[f"{prefix}input_tokens"] += tokens.input_tokens
+    spent[f"{prefix}output_tokens"] += tokens.output_tokens
+    spent[f"{prefix}reasoning_tokens"] += tokens.reasoning_tokens
+    spent[f"{prefix}cached_input_tokens"] += tokens.cached_input_tokens
+    spent[f"{prefix}cost_usd"] += record.spent_usd
+    cost = record.cost
+    if cost is not None:
+        spent[f"{prefix}cached_input_cost_usd"] += cost.cached_input
+        spent[f"{prefix}reasoning_cost_usd"] += cost.reasoning
+        if not prefix:
+            spent["input_cost_usd"] += cost.input
+            spent["output_cost_usd"] += cost.output
+    if record.batch:
+        spent["batch_calls"] += 1
+        spent["batch_cost_usd"] += record.spent_usd
