@@ -17,11 +17,24 @@ from reports import formatting as fmt
 RANKED = ["rank", "band", "model", "value", "95% interval", "coverage", "errors"]
 SPENT = ["tokens/answer", "$/correct", "new"]
 PARTIAL = ["model", "value", "95% interval", "coverage", "errors", *SPENT]
+METHODS = "README.md, “Intervals and ranks”"  # where the table of methods is
+
+
+def tables(frame: pd.DataFrame):
+    """(benchmark, scoring, item set label, complete rows, partial rows), in page order."""
+    for (benchmark, scoring, _), part in frame.groupby(
+        ["benchmark", "scoring", "item_set"], sort=False
+    ):
+        yield (
+            benchmark,
+            scoring,
+            part["items"].iloc[0],
+            part[part["complete"]],
+            part[~part["complete"]],
+        )
 
 
 def legend(board) -> str:
-    from reports.leaderboard import METHODS
-
     return (
         f"{board.runs} runs. A value is the benchmark's headline metric, a fraction of 1, with "
         f"its 95 % interval (methods: {METHODS}). Rows are compared only on the same items: "
@@ -48,8 +61,6 @@ def cells(row) -> dict[str, str]:
 
 
 def markdown_page(board) -> str:
-    from reports.leaderboard import tables
-
     lines = ["# evalfleet leaderboard", "", legend(board), ""]
     if board.new:
         lines += ["## New models", "", *(f"- {fmt.md_text(n)}" for n in board.new), ""]
@@ -82,7 +93,6 @@ def _md_table(part: pd.DataFrame, columns: list[str]) -> str:
 
 def html_page(board, files: dict[str, bytes]) -> str:
     """One static page: the tables and the plots (embedded, so the file stands alone)."""
-    from reports.leaderboard import tables
     from reports.plots import PLOT_STEMS
 
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -27,6 +27,7 @@ import pandas as pd
 from benchmarks import registry
 from core.types import ConfigError
 from metrics.intervals import UnitValues, paired
+from reports.board_page import tables
 from reports.board_rows import read_runs
 from reports.power import what_it_would_take
 from reports.ranks import rank_rows, row_units
@@ -62,7 +63,6 @@ COLUMNS = [
     "written_at",
 ]
 KEY = ["model", "benchmark", "scoring", "item_set"]
-METHODS = "README.md, “Intervals and ranks”"  # where the table of methods is
 
 
 @dataclass
@@ -116,20 +116,6 @@ def _ordered(frame: pd.DataFrame) -> pd.DataFrame:
     )
     keys = ["_b", "_s", "_f", "_n", "item_set", "_p", "_r", "_v", "model"]
     return frame.sort_values(keys, kind="stable").drop(columns=[k for k in keys if k[0] == "_"])
-
-
-def tables(frame: pd.DataFrame):
-    """(benchmark, scoring, item set label, complete rows, partial rows), in page order."""
-    for (benchmark, scoring, _), part in frame.groupby(
-        ["benchmark", "scoring", "item_set"], sort=False
-    ):
-        yield (
-            benchmark,
-            scoring,
-            part["items"].iloc[0],
-            part[part["complete"]],
-            part[~part["complete"]],
-        )
 
 
 def _new_line(row, primary: pd.DataFrame) -> str:

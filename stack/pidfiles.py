@@ -16,16 +16,25 @@ import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from core.places import process_start_ticks
-
-if TYPE_CHECKING:
-    from stack.state import Daemon
 
 FOLDER = "pids"
 # The order `down` stops them in: what runs flows first, then Ray, Prefect last.
 ORDER = ("launcher", "deployments", "Prefect worker", "Ray node", "Ray head", "Prefect server")
+
+
+@dataclass
+class Daemon:
+    name: str
+    pid: int
+    started: int  # the process's start time in clock ticks (/proc/<pid>/stat field 22)
+    log: str
+    address: str = ""
+
+    def alive(self) -> bool:
+        """Still the process `up` started (not a later one that got the same pid)."""
+        return process_start_ticks(self.pid) == self.started
 
 
 def write(daemon: Daemon) -> None:
@@ -43,8 +52,6 @@ def write(daemon: Daemon) -> None:
 def recorded(folder: Path) -> tuple[list[Daemon], list[str]]:
     """The processes the pid files record, in the order to stop them, and the pid files that
     could not be read."""
-    from stack.state import Daemon
-
     daemons, unreadable = [], []
     for path in sorted((folder / FOLDER).glob("*.json")):
         try:

@@ -21,23 +21,11 @@ from typing import Any
 
 from core.places import process_start_ticks, stack_folder
 from stack import pidfiles
+from stack.pidfiles import Daemon
 from stack.services import ServiceError
 
 REPO = Path(__file__).resolve().parent.parent
 READY_TIMEOUT_S = 180.0
-
-
-@dataclass
-class Daemon:
-    name: str
-    pid: int
-    started: int  # the process's start time in clock ticks (/proc/<pid>/stat field 22)
-    log: str
-    address: str = ""
-
-    def alive(self) -> bool:
-        """Still the process `up` started (not a later one that got the same pid)."""
-        return process_start_ticks(self.pid) == self.started
 
 
 @dataclass

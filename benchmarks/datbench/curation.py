@@ -1,7 +1,7 @@
 """DatBench's curation steps rebuilt from a stored run's scores (`evalfleet datbench ...`).
 
 Every command reads the run's latest results (`samples.parquet`) and plan (the rows' metadata),
-and works on units: a row, or a circular group counted as one (`benchmarks.datbench.unit_of`).
+and works on units: a row, or a circular group counted as one (`benchmarks.datbench.units.unit_of`).
 A unit's value is its score (fractional for ANLS and the like; a circular group is 1 only if
 every rotation is right), averaged over epochs; "solved" means a value of at least 0.5.
 
@@ -22,7 +22,8 @@ from typing import Any
 
 import pandas as pd
 
-from benchmarks.datbench import blind, selection, unit_of, unit_values
+from benchmarks.datbench import blind, selection
+from benchmarks.datbench.units import unit_of, unit_values
 from benchmarks.interface import StoredResults, scored_items
 from core.types import ConfigError, Sample
 

@@ -1,8 +1,8 @@
 """The same evaluate + aggregate run on the local store and on S3 gives the same tables.
 
-S3 is a real moto server on 127.0.0.1 (tests/support/s3_server.py), reached over HTTP by boto3. The S3
-run is driven from a child process: the Ray workers of the session cluster were started before
-this module set its (fake) AWS credentials, so they only get them as the job's runtime env,
+S3 is a real moto server on 127.0.0.1 (tests/support/s3_server.py), reached over HTTP by boto3.
+The S3 run is driven from a child process: the Ray workers of the session cluster were started
+before this module set its (fake) AWS credentials, so they only get them as the job's runtime env,
 which a driver sets when it connects (the way `ray job submit --runtime-env-json` does).
 """
 
