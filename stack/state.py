@@ -185,12 +185,17 @@ def get_json(url: str, timeout: float = 2.0) -> Any:
         return json.loads(reply.read() or b"null")
 
 
-def post_json(url: str, body: Any, timeout: float = 5.0) -> Any:
+def post_json(url: str, body: Any, timeout: float = 30.0) -> Any:
+    """The server's JSON reply; a ServiceError in one line when it does not answer (a
+    timeout on a busy machine, a refused connection): never a traceback."""
     request = urllib.request.Request(
         url,
         data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json"},
         method="POST",
     )
-    with urllib.request.urlopen(request, timeout=timeout) as reply:
-        return json.loads(reply.read() or b"null")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
+            return json.loads(reply.read() or b"null")
+    except (OSError, ValueError) as exc:  # URLError, socket timeouts, a reply not JSON
+        raise ServiceError(f"{url} did not answer: {' '.join(str(exc).split())}") from None

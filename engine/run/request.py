@@ -207,10 +207,14 @@ class EndpointSpec(BaseModel):
     )
 
 
+DAY_S = 86_400.0  # the longest wait a setting may ask for
+
+
 class EvalRequest(BaseModel):
     """What to evaluate, how, and where to keep it."""
 
-    model_config = ConfigDict(extra="forbid")
+    # nan and inf are no setting: pydantic would otherwise take inf as a timeout or a rate
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     models: Annotated[list[ModelName], Flag(("--model", "-m"), "PROVIDER/MODEL")] = Field(
         min_length=1,
@@ -319,16 +323,19 @@ class EvalRequest(BaseModel):
         default=6, ge=1, le=50, description="attempts per item, rate-limit answers apart"
     )
     max_retry_seconds: Annotated[float, Flag(metavar="S")] = Field(
-        default=600.0, gt=0, description="time one item may spend retrying failures"
+        default=600.0, gt=0, le=DAY_S, description="time one item may spend retrying failures"
     )
     max_rate_limited_seconds: Annotated[float, Flag(metavar="S")] = Field(
-        default=1800.0, gt=0, description="time one item may spend waiting out rate limits"
+        default=1800.0,
+        gt=0,
+        le=DAY_S,
+        description="time one item may spend waiting out rate limits",
     )
-    rpm: Annotated[dict[str, int], Flag(metavar="MODEL=N")] = Field(
-        default_factory=dict, description="requests/min limit per model id"
+    rpm: Annotated[dict[str, Annotated[int, Field(ge=1)]], Flag(metavar="MODEL=N")] = Field(
+        default_factory=dict, description="requests/min limit per model id (at least 1)"
     )
-    tpm: Annotated[dict[str, int], Flag(metavar="MODEL=N")] = Field(
-        default_factory=dict, description="tokens/min limit per model id"
+    tpm: Annotated[dict[str, Annotated[int, Field(ge=1)]], Flag(metavar="MODEL=N")] = Field(
+        default_factory=dict, description="tokens/min limit per model id (at least 1)"
     )
     batch: Annotated[bool, Flag(composite=True)] = Field(
         default=False,
@@ -355,12 +362,13 @@ class EvalRequest(BaseModel):
         "(`evalfleet batches poll` or the poll-batches flow collects them)",
     )
     batch_poll_s: Annotated[float, Flag(metavar="S")] = Field(
-        default=30.0, gt=0, description="seconds between batch polls"
+        default=30.0, gt=0, le=DAY_S, description="seconds between batch polls"
     )
     timeout_s: Annotated[float | None, Flag(metavar="S")] = Field(
         default=None,
         gt=0,
-        description="per-attempt timeout of every call (empty: the registry's)",
+        le=DAY_S,
+        description="per-attempt timeout of every call, at most a day (empty: the registry's)",
     )
     max_cost_usd: Annotated[float | None, Flag(metavar="USD")] = Field(
         default=None,

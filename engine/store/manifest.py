@@ -292,7 +292,7 @@ def read_plan(store: Store, run_id: str, name: str) -> Plan:
     key = layout.plan_key(run_id, name)
     blob = store.get(key)
     if blob is None:
-        raise RunError(f"run {run_id} has no plan for {name} in {store.describe()}")
+        raise plan_damaged(store, key, "missing")
     try:
         columns = pq.read_table(io.BytesIO(blob)).to_pydict()
         ids = columns["sample_id"]

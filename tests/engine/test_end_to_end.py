@@ -160,6 +160,7 @@ def test_tables_match_hand_computed_metrics(finished_run, demo_dataset):
         "ci95_low",
         "ci95_high",
         "n",
+        "note",
         "errors",
         "judged",
         "score_errors",

@@ -70,9 +70,12 @@ def completion_files(runs: Path) -> dict[str, bytes]:
 
 
 def status_table(runs: Path, capsys) -> list[str]:
+    """The status table's lines (its last line, where the results stand, apart)."""
     capsys.readouterr()
     assert main(["status", RUN_ID, "--store", str(runs)]) == 0
-    return capsys.readouterr().out.splitlines()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == f"results: none yet (`evalfleet aggregate {RUN_ID}`)"
+    return lines[:-1]
 
 
 def test_changed_template_makes_old_records_stale_and_requests_them_again(

@@ -22,9 +22,11 @@ CASES = damaged_store_cases()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_a_damaged_file_is_named_with_its_repair(case, hostile_store, session_services, tmp_path):
+def test_a_damaged_file_is_named_with_its_repair(
+    case, hostile_store, session_services, tmp_path, demo_dataset
+):
     base, sim, sim_log = hostile_store
-    outcome = run_case(case, base, tmp_path, sim, sim_log)
+    outcome = run_case(case, base, tmp_path, sim, sim_log, demo_dataset)
     assert outcome.problems() == [], (outcome.out[-2000:], outcome.err[-2000:])
     if outcome.code == 2:
         lines = [line for line in outcome.err.splitlines() if line.startswith("error: ")]

@@ -102,6 +102,9 @@ def runs_row(created: str, done: int, failed: int, progress: str) -> str:
     )
 
 
+NO_RESULTS = f"results: none yet (`evalfleet aggregate {RUN_ID}`)"
+
+
 def test_finished_run(finished_run: Path, capsys):
     runs = str(finished_run)
     created = read_manifest(LocalStore(runs), RUN_ID)["created_at"]
@@ -120,6 +123,7 @@ def test_finished_run(finished_run: Path, capsys):
         "         0 |            0 |",
         "| answer  | openai/sim-0.5-broken | zerobench_subquestions |      0 |       66 |       0 |"
         "         0 |            0 |",
+        NO_RESULTS,  # evaluated, not aggregated
     ]
 
 
@@ -148,6 +152,7 @@ def test_partial_run(finished_run: Path, tmp_path: Path, capsys):
         "         0 |            0 |",
         "| answer  | openai/sim-0.5-broken | zerobench_subquestions |      0 |       62 |       0 |"
         "         4 |            0 |",
+        NO_RESULTS,
     ]
 
     # Two records that answered another request (another hash): stale. A record that is valid
@@ -177,6 +182,7 @@ def test_partial_run(finished_run: Path, tmp_path: Path, capsys):
         "2 undecodable records count as missing (the next run moves them aside):",
         f"  {torn}",  # items are listed in plan order: zerobench first
         f"  {not_a_record}",
+        NO_RESULTS,
     ]
     assert cli(capsys, "status", RUN_ID, "--store", runs, "--quarantine") == [
         *STATUS_HEADER,
@@ -184,12 +190,14 @@ def test_partial_run(finished_run: Path, tmp_path: Path, capsys):
         "2 undecodable records count as missing (moved to quarantine/):",
         f"  {torn}",
         f"  {not_a_record}",
+        NO_RESULTS,
     ]
     quarantined = [f"{RUN_ID}/quarantine/{k[len(RUN_ID) + 1 :]}" for k in (torn, not_a_record)]
     assert store.list(f"{RUN_ID}/quarantine") == sorted(quarantined)
     assert cli(capsys, "status", RUN_ID, "--store", runs) == [
         *STATUS_HEADER,
         *(row[: -len("1 |")] + "0 |" for row in rows),
+        NO_RESULTS,
     ]
 
 

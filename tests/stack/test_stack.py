@@ -48,7 +48,9 @@ def stack(tmp_path_factory, answer_key):
     )
     port = free_port()
     sim_log = root / "sim.jsonl"
-    with start_simulator(answer_key, {"latency": {"ms": 1}}, sim_log) as sim:
+    # half of sim-0.7's answers in prose: what ZeroBench's judge (the fallback parser) grades
+    config = {"latency": {"ms": 1}, "rules": [{"match": "sim-0.7", "unformatted_rate": 0.5}]}
+    with start_simulator(answer_key, config, sim_log) as sim:
         found = Stack(env, tag, f"http://127.0.0.1:{port}", root / "runs", sim.url, sim_log, root)
         up = found.cli("up", "--ray", "--port", str(port), "--store", str(found.store))
         assert up.returncode == 0, up.stdout + up.stderr

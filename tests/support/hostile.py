@@ -207,6 +207,122 @@ def damaged_store_cases() -> list[Case]:
     return cases
 
 
+# --- hostile names and numbers --------------------------------------------------------------
+
+HOSTILE_TEXT = {  # what nobody expects in a name
+    "dollar": "x$HOME",
+    "pipe": "x|y",
+    "lt": "x<img",
+    "gt": "x>y",
+    "amp": "x&y",
+    "quote": 'x"y',
+    "apostrophe": "x'y",
+    "newline": "x\ny",
+    "300 chars": "x" * 300,
+    "unicode": "mod\u00e8le-\u6a21\u578b",
+}
+HOSTILE_NUMBERS = ("nan", "inf", "-1", "0", "1e308")
+RUN = ("run", "-b", "zerobench", "--epochs", "1", "--dataset-path", "{dataset}")
+RUN += ("--store", "{store}", "--simulator-url", "{sim}")
+
+
+def name_cases() -> list[Case]:
+    """Each hostile text as a model, a simulated model's tag, a judge and a run id, under the
+    commands that take one: refused in one line, nothing written, nothing asked."""
+    cases = []
+    for label, text in HOSTILE_TEXT.items():
+        tag = f"| {label}"
+        cases += [
+            # a real run with that model: refused before a request (or, where the name is
+            # fine, run and stored: `paid_unstored` would catch a paid, unstored answer)
+            Case(
+                f"run model {tag}",
+                (*RUN, "-m", f"openai/{text}", "--run-id", "h1"),
+                exit_codes=(2,),
+            ),  # fmt: skip
+            Case(
+                f"run simulated tag {tag}",
+                (*RUN, "-m", f"openai/sim-0.5-{text}", "--run-id", "h2"),
+                exit_codes=(2,),
+            ),
+            Case(f"run id {tag}", (*RUN, "-m", MODELS[0], "--run-id", text), exit_codes=(2,)),
+            Case(
+                f"judge {tag}",
+                ("judge", BASE_RUN, "--judge", f"anthropic/{text}", "--store", "{store}")
+                + ("--simulator-url", "{sim}"),
+                exit_codes=(2,),
+            ),
+            Case(
+                f"compare {tag}",
+                ("compare", f"{BASE_RUN}:openai/{text}", BASE_RUN, "--store", "{store}"),
+                exit_codes=(2,),
+            ),
+            Case(f"report {tag}", ("report", text, "--store", "{store}"), exit_codes=(2,)),
+            Case(f"status {tag}", ("status", text, "--store", "{store}"), exit_codes=(2,)),
+            Case(f"aggregate {tag}", ("aggregate", text, "--store", "{store}"), exit_codes=(2,)),
+        ]
+    return cases
+
+
+NUMBER_OPTIONS = (  # run options that take a number, each given every hostile number
+    "--max-cost-usd",
+    "--limit",
+    "--temperature",
+    "--top-p",
+    "--max-tokens",
+    "--max-in-flight",
+    "--workers",
+    "--timeout-s",
+    "--max-attempts",
+    "--seed",
+)
+VALID = {  # the hostile numbers each option takes as they are (the rest are refused)
+    "--max-cost-usd": {"1e308"},  # a finite cap above 0, however high
+    "--temperature": {"0"},
+    "--seed": {"-1", "0"},
+}
+
+
+def number_cases() -> list[Case]:
+    """Each hostile number for each numeric option, on `run --estimate` (which sends
+    nothing) and on `report --media-mb` and `--rpm`: refused in one line, or taken."""
+    cases = []
+    for option in NUMBER_OPTIONS:
+        for number in HOSTILE_NUMBERS:
+            ok = number in VALID.get(option, set())
+            cases.append(
+                Case(
+                    f"run {option} {number}",
+                    (*RUN, "-m", MODELS[0], "--run-id", "n1", "--estimate", option, number),
+                    must_show=("total",) if ok else (),
+                    exit_codes=(0,) if ok else (2,),
+                )
+            )
+    for number in HOSTILE_NUMBERS:
+        cases.append(
+            Case(
+                f"run --rpm {number}",
+                (*RUN, "-m", MODELS[0], "--run-id", "n2", "--estimate")
+                + ("--rpm", f"{MODELS[0]}={number}"),
+                exit_codes=(2,),
+            )
+        )
+        cases.append(  # 0 shows no media, a huge budget is a budget; the rest are refused
+            Case(
+                f"report --media-mb {number}",
+                ("report", BASE_RUN, "--store", "{store}", "--media-mb", number),
+                None,
+                (f"{BASE_RUN}/results/",),
+                ("report:",),
+            )
+        )
+    return cases
+
+
+def all_cases() -> list[Case]:
+    return [*damaged_store_cases(), *name_cases(), *number_cases()]
+
+
 # --- running a case ----------------------------------------------------------------------
 
 
@@ -276,6 +392,7 @@ def run_case(
     work: Path,
     sim,
     sim_log: Path,
+    dataset: str,
     call: Callable[[list[str]], tuple[int, str, str, bool]] = call_in_process,
 ) -> Outcome:
     """`sim` is the simulator's handle (`simulator.process`): its URL, and its request log
@@ -288,7 +405,10 @@ def run_case(
     before = snapshot(store)
     sim.flush_log()
     paid_before = set(paid_requests(sim_log))
-    argv = [a.replace("{store}", str(store)).replace("{sim}", sim.url) for a in case.argv]
+    argv = [
+        a.replace("{store}", str(store)).replace("{sim}", sim.url).replace("{dataset}", dataset)
+        for a in case.argv
+    ]
     code, out, err, crashed = call(argv)
     after = snapshot(store)
     sim.flush_log()
