@@ -1,0 +1,74 @@
+"""The hostile-input matrix (`tests/support/hostile.py`), every case, with its figures: each
+command against damaged store files, hostile names and hostile numbers, on a fresh copy of a
+small store, against the simulator, with one local Ray and one Prefect server for all.
+
+    .venv/bin/python perf/hostile.py [--only TEXT]
+
+Prints a line per case that went wrong (none, when all is well), then, last:
+`cases=<n> tracebacks=<n> paid_unstored=<n> lost=<n> silent=<n>`; every figure but `cases`
+must be 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", default="", help="run only the cases whose name holds this")
+    args = parser.parse_args()
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    import ray
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    from benchmarks.answer_key import write_answer_key
+    from benchmarks.zerobench.demo import write_demo_dataset
+    from simulator.process import start_simulator
+    from tasks.ray_setup import RAY_SYSTEM_CONFIG
+    from tests.support.hostile import all_cases, build_base, run_case, summary
+
+    work = Path(tempfile.mkdtemp(prefix="evalfleet-hostile-"))
+    started = time.monotonic()
+    try:
+        dataset = str(write_demo_dataset(work / "data" / "zerobench"))
+        answers = write_answer_key(dataset, ["zerobench"], work / "answers.jsonl")
+        context = ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            _temp_dir=str(work / "ray"),
+            _system_config=RAY_SYSTEM_CONFIG,
+        )
+        os.environ["RAY_ADDRESS"] = context.address_info["gcs_address"]
+        with prefect_test_harness(server_startup_timeout=120):
+            os.environ["PREFECT_API_URL"] = PREFECT_API_URL.value()
+            log = work / "requests.jsonl"
+            with start_simulator(answers, {"latency": {"ms": 1}}, log) as sim:
+                build_base(work / "base", dataset, sim.url)
+                cases = [c for c in all_cases() if args.only in c.name]
+                outcomes = []
+                for case in cases:
+                    outcome = run_case(case, work / "base", work / "cases", sim, log, dataset)
+                    outcomes.append(outcome)
+                    if outcome.problems():
+                        print(f"{case.name}: {', '.join(outcome.problems())}", flush=True)
+        ray.shutdown()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"elapsed_s={time.monotonic() - started:.0f}")
+    print(summary(outcomes))
+
+
+if __name__ == "__main__":
+    main()
