@@ -20,6 +20,7 @@ from simulator.protocol import (
     as_int,
     bearer_present,
 )
+from simulator.walk import Dialect, PartKind, after_dot, read_content, read_turns
 
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 MODEL_CREATED = "2026-01-01T00:00:00Z"
@@ -77,47 +78,13 @@ class Messages(Protocol):
         req = ParsedRequest(model=model, prompt_text=None, max_tokens=max_tokens)
         system = body.get("system")
         if system is not None:
-            self._content(req, system, "system")
-        for i, msg in enumerate(messages):
-            if not isinstance(msg, dict):
-                raise BadRequest(f"messages.{i}: expected an object", f"messages.{i}")
-            first_text = self._content(req, msg.get("content"), f"messages.{i}.content")
-            if msg.get("role") == "user":
-                req.prompt_text = first_text
+            read_content(req, system, "system", _MESSAGES)
+        read_turns(req, messages, "messages", _MESSAGES)
         req.seed = as_int(body.get("seed"), "seed")  # no Anthropic parameter; extra_body only
         thinking = body.get("thinking")
         if isinstance(thinking, dict) and thinking.get("type") == "disabled":
             req.thinking = False
         return req
-
-    @staticmethod
-    def _content(req: ParsedRequest, content: Any, where: str) -> str | None:
-        if isinstance(content, str):
-            req.text_chars += len(content)
-            return content
-        if not isinstance(content, list):
-            raise BadRequest(f"{where}: expected a string or an array of blocks", where)
-        first_text = None
-        for j, block in enumerate(content):
-            param = f"{where}.{j}"
-            btype = block.get("type") if isinstance(block, dict) else None
-            if btype == "text":
-                text = block.get("text")
-                if not isinstance(text, str):
-                    raise BadRequest(f"{param}.text: Field required", f"{param}.text")
-                req.text_chars += len(text)
-                if first_text is None:
-                    first_text = text
-            elif btype == "thinking":
-                req.text_chars += len(str(block.get("thinking", "")))
-            elif btype in ("image", "document"):
-                _check_source(block.get("source"), f"{param}.source", btype == "image")
-                req.images += 1
-            elif btype in ("redacted_thinking", "tool_use", "tool_result"):
-                continue
-            else:
-                raise BadRequest(f"{param}.type: unsupported block type {btype!r}", param)
-        return first_text
 
     def success(self, req: ParsedRequest, done: Completion, request_id: str) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
@@ -190,6 +157,28 @@ def _check_source(source: Any, param: str, is_image: bool) -> None:
     sniffed = sniff_image_type(raw)
     if sniffed is not None and sniffed != media_type:
         raise BadRequest(f"{param}: Image does not match the provided media type {media_type}")
+
+
+def _block(block: Any, param: str) -> tuple[PartKind, str | None]:
+    btype = block.get("type") if isinstance(block, dict) else None
+    if btype == "text":
+        text = block.get("text")
+        if not isinstance(text, str):
+            raise BadRequest(f"{param}.text: Field required", f"{param}.text")
+        return "prompt", text
+    if btype == "thinking":
+        return "text", str(block.get("thinking", ""))
+    if btype in ("image", "document"):
+        _check_source(block.get("source"), f"{param}.source", btype == "image")
+        return "image", None
+    if btype in ("redacted_thinking", "tool_use", "tool_result"):
+        return "skip", None
+    raise BadRequest(f"{param}.type: unsupported block type {btype!r}", param)
+
+
+_MESSAGES = Dialect(
+    read_part=_block, not_parts="expected a string or an array of blocks", item=after_dot
+)
 
 
 def model_info(model: str) -> dict[str, Any]:
