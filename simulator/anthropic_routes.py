@@ -11,29 +11,32 @@ from typing import Any
 
 from simulator.media import decode_base64, sniff_image_type
 from simulator.protocol import (
+    STATUS,
     BadRequest,
     Completion,
     ErrorKind,
+    Failure,
     LimitState,
     ParsedRequest,
     Protocol,
     as_int,
     bearer_present,
+    limit_headers,
 )
 from simulator.walk import Dialect, PartKind, after_dot, read_content, read_turns
 
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 MODEL_CREATED = "2026-01-01T00:00:00Z"
 
-_ERRORS: dict[str, tuple[int, str]] = {
-    "bad_request": (400, "invalid_request_error"),
-    "unauthorized": (401, "authentication_error"),
-    "not_found": (404, "not_found_error"),
-    "rate_limited": (429, "rate_limit_error"),
-    "server_error": (500, "api_error"),
-    "unavailable": (503, "api_error"),
-    "overloaded": (529, "overloaded_error"),
-    "timeout": (504, "timeout_error"),
+_ERRORS: dict[ErrorKind, str] = {
+    "bad_request": "invalid_request_error",
+    "unauthorized": "authentication_error",
+    "not_found": "not_found_error",
+    "rate_limited": "rate_limit_error",
+    "server_error": "api_error",
+    "unavailable": "api_error",
+    "overloaded": "overloaded_error",
+    "timeout": "timeout_error",
 }
 
 
@@ -42,21 +45,9 @@ def rfc3339_in(seconds: float) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def ratelimit_headers(limits: LimitState) -> dict[str, str]:
-    out: dict[str, str] = {}
-    if limits.requests_limit is not None:
-        out["anthropic-ratelimit-requests-limit"] = str(limits.requests_limit)
-        out["anthropic-ratelimit-requests-remaining"] = str(limits.requests_remaining)
-        out["anthropic-ratelimit-requests-reset"] = rfc3339_in(limits.requests_reset_s)
-    if limits.tokens_limit is not None:
-        out["anthropic-ratelimit-tokens-limit"] = str(limits.tokens_limit)
-        out["anthropic-ratelimit-tokens-remaining"] = str(limits.tokens_remaining)
-        out["anthropic-ratelimit-tokens-reset"] = rfc3339_in(limits.tokens_reset_s)
-    return out
-
-
 class Messages(Protocol):
     route = "anthropic.messages"
+    request_id_header = "request-id"
 
     def auth_present(self, headers: Mapping[str, str], query: Mapping[str, str]) -> bool:
         return bearer_present(headers) or bool(headers.get("x-api-key"))
@@ -113,11 +104,8 @@ class Messages(Protocol):
             },
         }
 
-    def headers(self, request_id: str, limits: LimitState | None) -> dict[str, str]:
-        out = {"request-id": request_id}
-        if limits is not None:
-            out.update(ratelimit_headers(limits))
-        return out
+    def ratelimit_headers(self, limits: LimitState) -> dict[str, str]:
+        return limit_headers(limits, "anthropic-ratelimit-{unit}-{field}", rfc3339_in)
 
     def error(
         self,
@@ -125,8 +113,8 @@ class Messages(Protocol):
         message: str,
         request_id: str,
         limits: LimitState | None = None,
-    ) -> tuple[int, dict[str, Any], dict[str, str]]:
-        status, etype = _ERRORS[kind]
+    ) -> Failure:
+        etype = _ERRORS[kind]
         headers = self.headers(request_id, limits)
         if kind == "rate_limited" and limits is not None:
             headers["retry-after"] = str(max(1, math.ceil(limits.retry_after_s)))
@@ -135,7 +123,7 @@ class Messages(Protocol):
             "error": {"type": etype, "message": message},
             "request_id": request_id,
         }
-        return status, body, headers
+        return STATUS[kind], body, headers
 
 
 def _check_source(source: Any, param: str, is_image: bool) -> None:

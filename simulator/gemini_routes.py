@@ -11,9 +11,11 @@ from typing import Any
 
 from simulator.media import decode_base64
 from simulator.protocol import (
+    STATUS,
     BadRequest,
     Completion,
     ErrorKind,
+    Failure,
     LimitState,
     ParsedRequest,
     Protocol,
@@ -21,17 +23,18 @@ from simulator.protocol import (
 )
 from simulator.walk import Dialect, PartKind, read_content, read_turns
 
-_ERRORS: dict[str, tuple[int, str]] = {
-    "bad_request": (400, "INVALID_ARGUMENT"),
-    "unauthorized": (401, "UNAUTHENTICATED"),
-    "not_found": (404, "NOT_FOUND"),
-    "rate_limited": (429, "RESOURCE_EXHAUSTED"),
-    "server_error": (500, "INTERNAL"),
-    "unavailable": (503, "UNAVAILABLE"),
+_ERRORS: dict[ErrorKind, str] = {
+    "bad_request": "INVALID_ARGUMENT",
+    "unauthorized": "UNAUTHENTICATED",
+    "not_found": "NOT_FOUND",
+    "rate_limited": "RESOURCE_EXHAUSTED",
+    "server_error": "INTERNAL",
+    "unavailable": "UNAVAILABLE",
     # Gemini has no 529: an overloaded model answers 503 UNAVAILABLE.
-    "overloaded": (503, "UNAVAILABLE"),
-    "timeout": (504, "DEADLINE_EXCEEDED"),
+    "overloaded": "UNAVAILABLE",
+    "timeout": "DEADLINE_EXCEEDED",
 }
+_STATUS: dict[ErrorKind, int] = {**STATUS, "overloaded": 503}
 
 
 def _get(d: Mapping[str, Any], camel: str, snake: str) -> Any:
@@ -138,8 +141,8 @@ class GenerateContent(Protocol):
         message: str,
         request_id: str,
         limits: LimitState | None = None,
-    ) -> tuple[int, dict[str, Any], dict[str, str]]:
-        status, code = _ERRORS[kind]
+    ) -> Failure:
+        status, code = _STATUS[kind], _ERRORS[kind]
         error: dict[str, Any] = {"code": status, "message": message, "status": code}
         if kind == "rate_limited":
             delay = math.ceil(limits.retry_after_s) if limits is not None else 1
@@ -171,5 +174,5 @@ def model_resource(model: str, thinking: bool) -> dict[str, Any]:
     }
 
 
-def not_found(message: str) -> tuple[int, dict[str, Any], dict[str, str]]:
+def not_found(message: str) -> Failure:
     return GenerateContent().error("not_found", message, "")

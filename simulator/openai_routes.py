@@ -8,30 +8,33 @@ from typing import Any
 
 from simulator.media import check_data_url, decode_base64
 from simulator.protocol import (
+    STATUS,
     BadRequest,
     Completion,
     ErrorKind,
+    Failure,
     LimitState,
     ParsedRequest,
     Protocol,
     as_int,
     bearer_present,
+    limit_headers,
     retry_after_headers,
 )
 from simulator.walk import Dialect, PartKind, read_turns
 
 MODEL_CREATED = 1767225600  # 2026-01-01T00:00:00Z
 
-_ERRORS: dict[str, tuple[int, str, str | None]] = {
-    # kind: (status, error.type, error.code)
-    "bad_request": (400, "invalid_request_error", None),
-    "unauthorized": (401, "invalid_request_error", "invalid_api_key"),
-    "not_found": (404, "invalid_request_error", "model_not_found"),
-    "rate_limited": (429, "requests", "rate_limit_exceeded"),
-    "server_error": (500, "server_error", None),
-    "unavailable": (503, "server_error", None),
-    "overloaded": (529, "server_error", None),
-    "timeout": (504, "server_error", None),
+_ERRORS: dict[ErrorKind, tuple[str, str | None]] = {
+    # kind: (error.type, error.code)
+    "bad_request": ("invalid_request_error", None),
+    "unauthorized": ("invalid_request_error", "invalid_api_key"),
+    "not_found": ("invalid_request_error", "model_not_found"),
+    "rate_limited": ("requests", "rate_limit_exceeded"),
+    "server_error": ("server_error", None),
+    "unavailable": ("server_error", None),
+    "overloaded": ("server_error", None),
+    "timeout": ("server_error", None),
 }
 
 
@@ -123,14 +126,13 @@ _RESPONSES = Dialect(read_part=_responses_part, not_parts=_NOT_PARTS, none_is_em
 
 
 class _OpenAIBase(Protocol):
+    request_id_header = "x-request-id"
+
     def auth_present(self, headers: Mapping[str, str], query: Mapping[str, str]) -> bool:
         return bearer_present(headers)
 
-    def headers(self, request_id: str, limits: LimitState | None) -> dict[str, str]:
-        out = {"x-request-id": request_id}
-        if limits is not None:
-            out.update(ratelimit_headers(limits))
-        return out
+    def ratelimit_headers(self, limits: LimitState) -> dict[str, str]:
+        return limit_headers(limits, "x-ratelimit-{field}-{unit}", go_duration)
 
     def error(
         self,
@@ -138,28 +140,15 @@ class _OpenAIBase(Protocol):
         message: str,
         request_id: str,
         limits: LimitState | None = None,
-    ) -> tuple[int, dict[str, Any], dict[str, str]]:
-        status, etype, code = _ERRORS[kind]
+    ) -> Failure:
+        etype, code = _ERRORS[kind]
         if kind == "rate_limited" and limits is not None and limits.limited_by == "tokens":
             etype = "tokens"
         headers = self.headers(request_id, limits)
         if kind == "rate_limited" and limits is not None:
             headers.update(retry_after_headers(limits.retry_after_s))
         body = {"error": {"message": message, "type": etype, "param": None, "code": code}}
-        return status, body, headers
-
-
-def ratelimit_headers(limits: LimitState) -> dict[str, str]:
-    out: dict[str, str] = {}
-    if limits.requests_limit is not None:
-        out["x-ratelimit-limit-requests"] = str(limits.requests_limit)
-        out["x-ratelimit-remaining-requests"] = str(limits.requests_remaining)
-        out["x-ratelimit-reset-requests"] = go_duration(limits.requests_reset_s)
-    if limits.tokens_limit is not None:
-        out["x-ratelimit-limit-tokens"] = str(limits.tokens_limit)
-        out["x-ratelimit-remaining-tokens"] = str(limits.tokens_remaining)
-        out["x-ratelimit-reset-tokens"] = go_duration(limits.tokens_reset_s)
-    return out
+        return STATUS[kind], body, headers
 
 
 class ChatCompletions(_OpenAIBase):
@@ -298,5 +287,5 @@ def models_list(models: list[str], profiles: Any = None) -> dict[str, Any]:
     return {"object": "list", "data": data}
 
 
-def not_found(message: str, request_id: str) -> tuple[int, dict[str, Any], dict[str, str]]:
+def not_found(message: str, request_id: str) -> Failure:
     return ChatCompletions().error("not_found", message, request_id)
