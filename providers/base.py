@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
 from core.types import Decoding, Part
 from providers.registry import ModelConfig
+from providers.retry_after import remaining_from_headers
 from providers.types import ErrorKind, ProviderError, ProviderResponse
 
 # Keyword arguments of an openai or anthropic SDK call that are not part of the JSON body.
@@ -57,14 +58,74 @@ class ProviderClient(ABC):
 
     Clients never retry: the SDK's retries are off and `providers.retry` decides, so every
     attempt is seen and counted once.
+
+    `complete` is the one sequence of a call; a client gives the steps its wire decides:
+    `_request` (built before anything is sent: a part the model cannot take is refused there,
+    not mapped), `_send` (the SDK's awaitable, returned as is: no coroutine of the client's own
+    around it), `_map_error` (its SDK's failures in the taxonomy), `_decode` (the answer's body
+    read from the SDK's HTTP answer; `unreadable` is what that raises for a body that cannot be
+    read) and `_convert` (the body -> ProviderResponse). The request id and what remains of
+    the rate-limit window come from the HTTP answer's headers; a client whose SDK hands back
+    its own answer type instead (google-genai) overrides `_answer`.
     """
+
+    #: the header of the provider's request id
+    request_id_header: ClassVar[str] = "x-request-id"
+    #: what `_decode` raises for a body it cannot read
+    unreadable: ClassVar[tuple[type[Exception], ...]] = (Exception,)
+    #: `_decode` returns a coroutine (the anthropic SDK reads an answer in one); the others
+    #: read it at once, and their calls pay no second await
+    decode_awaits: ClassVar[bool] = False
 
     def __init__(self, config: ModelConfig, api_key: str) -> None:
         self.config = config
         self._api_key = api_key
 
+    async def complete(self, parts: Sequence[Part], decoding: Decoding) -> ProviderResponse:
+        request = self._request(parts, decoding)
+        try:
+            raw = await self._send(request)
+        except Exception as exc:  # every SDK failure goes through one taxonomy
+            raise self._map_error(exc) from exc
+        try:
+            body = self._decode(raw)
+            if self.decode_awaits:
+                body = await body
+        except self.unreadable as exc:  # a 2xx whose body cannot be read
+            raise ProviderError(
+                ErrorKind.MALFORMED_RESPONSE,
+                f"malformed response body: {str(exc)[:300]}",
+                status=raw.status_code,
+                request_id=raw.headers.get(self.request_id_header),
+            ) from exc
+        return self._answer(raw, body)
+
     @abstractmethod
-    async def complete(self, parts: Sequence[Part], decoding: Decoding) -> ProviderResponse: ...
+    def _request(self, parts: Sequence[Part], decoding: Decoding) -> Any:
+        """What `_send` sends for these parts and decoding."""
+
+    @abstractmethod
+    def _send(self, request: Any) -> Awaitable[Any]:
+        """The SDK's call of `request`, not yet awaited."""
+
+    @abstractmethod
+    def _map_error(self, exc: Exception) -> ProviderError:
+        """A failure of `_send` in the taxonomy."""
+
+    def _decode(self, raw: Any) -> Any:
+        """The answer's body (the SDK's answer itself where it has read it)."""
+        return raw
+
+    def _convert(self, body: Any, request_id: str | None) -> ProviderResponse:
+        """The body -> ProviderResponse; raises for an answer that is not one."""
+        raise NotImplementedError
+
+    def _answer(self, raw: Any, body: Any) -> ProviderResponse:
+        """The converted body, with its request id and what remains of the window, from the
+        HTTP answer's headers."""
+        response = self._convert(body, raw.headers.get(self.request_id_header))
+        response.remaining = remaining_from_headers(raw.headers)
+        return response
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release HTTP connections."""

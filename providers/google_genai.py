@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 import httpx2
@@ -128,6 +128,8 @@ def genai_client(config: ModelConfig, api_key: str) -> genai.Client:
 
 
 class GoogleGenAIClient(ProviderClient):
+    _map_error = staticmethod(map_google_error)
+
     def __init__(self, config: ModelConfig, api_key: str) -> None:
         super().__init__(config, api_key)
         self._genai = genai_client(config, api_key)
@@ -138,13 +140,15 @@ class GoogleGenAIClient(ProviderClient):
     def request_body(self, parts: Sequence[Part], decoding: Decoding) -> dict[str, Any]:
         return request_body(self._genai._api_client, self.request_params(parts, decoding))
 
-    async def complete(self, parts: Sequence[Part], decoding: Decoding) -> ProviderResponse:
-        params = self.request_params(parts, decoding)
-        try:
-            response = await self._genai.aio.models.generate_content(**params)
-        except Exception as exc:  # every SDK and transport failure goes through one taxonomy
-            raise map_google_error(exc) from exc
-        return from_generate_response(response)
+    _request = request_params  # what `complete` sends: the SDK call's keyword arguments
+
+    def _send(self, params: dict[str, Any]) -> Awaitable[types.GenerateContentResponse]:
+        return self._genai.aio.models.generate_content(**params)
+
+    def _answer(self, raw: Any, body: types.GenerateContentResponse) -> ProviderResponse:
+        """The SDK has read and typed the answer; its request id is in it, and Gemini sends
+        no rate-limit headers."""
+        return from_generate_response(body)
 
     async def aclose(self) -> None:
         await self._genai.aio.aclose()
