@@ -124,6 +124,17 @@ def response_from_body(body: dict[str, Any], request_id: str | None) -> Provider
     return parse_body(body, request_id, Message, from_message)
 
 
+def anthropic_client(config: ModelConfig, api_key: str) -> anthropic.AsyncAnthropic:
+    """The SDK client for a model, online or batch: its base URL and timeout, the SDK's own
+    retries off (`providers.retry` decides, so every attempt is counted once)."""
+    return anthropic.AsyncAnthropic(
+        api_key=api_key,
+        base_url=config.base_url,
+        max_retries=0,
+        timeout=config.timeout_s,
+    )
+
+
 class AnthropicMessagesClient(ProviderClient):
     request_id_header = "request-id"
     decode_awaits = True  # the SDK's raw answer parses in a coroutine
@@ -132,12 +143,7 @@ class AnthropicMessagesClient(ProviderClient):
 
     def __init__(self, config: ModelConfig, api_key: str) -> None:
         super().__init__(config, api_key)
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key,
-            base_url=config.base_url,
-            max_retries=0,
-            timeout=config.timeout_s,
-        )
+        self._client = anthropic_client(config, api_key)
 
     def request_params(self, parts: Sequence[Part], decoding: Decoding) -> dict[str, Any]:
         return request_params(self.config, parts, decoding)

@@ -24,6 +24,7 @@ from core.types import Decoding, Part
 from providers.base import ProviderClient, wire_body
 from providers.media_parts import check_parts
 from providers.openai_errors import map_openai_error
+from providers.openai_sdk import openai_client
 from providers.registry import ModelConfig
 from providers.sdk_post import SdkPost
 from providers.types import ErrorKind, ProviderError, ProviderResponse, Usage
@@ -168,12 +169,8 @@ class OpenAIChatClient(ProviderClient):
         super().__init__(config, api_key)
         # The SDK's aiohttp transport costs about a third less CPU per call than its default
         # httpx2 one at hundreds of calls in flight (measured against the simulator).
-        self._client = openai.AsyncOpenAI(
-            api_key=api_key,
-            base_url=config.base_url,
-            max_retries=0,
-            timeout=config.timeout_s,
-            http_client=openai.DefaultAioHttpClient(timeout=config.timeout_s),
+        self._client = openai_client(
+            config, api_key, http_client=openai.DefaultAioHttpClient(timeout=config.timeout_s)
         )
         self._bodies = BodyCache(config)
         self._wire = SdkPost(self._client, "/chat/completions")

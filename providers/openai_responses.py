@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Sequence
 from typing import Any
 
-import openai
 from openai.types.responses import Response
 
 from core.types import Decoding, Part
 from providers.base import ProviderClient, parse_body, wire_body
 from providers.media_parts import check_parts, data_url
 from providers.openai_errors import map_openai_error
+from providers.openai_sdk import openai_client
 from providers.registry import ModelConfig
 from providers.types import ErrorKind, ProviderError, ProviderResponse, Usage
 
@@ -102,12 +102,7 @@ class OpenAIResponsesClient(ProviderClient):
 
     def __init__(self, config: ModelConfig, api_key: str) -> None:
         super().__init__(config, api_key)
-        self._client = openai.AsyncOpenAI(
-            api_key=api_key,
-            base_url=config.base_url,
-            max_retries=0,
-            timeout=config.timeout_s,
-        )
+        self._client = openai_client(config, api_key)
 
     def request_params(self, parts: Sequence[Part], decoding: Decoding) -> dict[str, Any]:
         return request_params(self.config, parts, decoding)
