@@ -24,6 +24,25 @@ def wire_body(params: Mapping[str, Any]) -> dict[str, Any]:
     return body
 
 
+def malformed(what: str, request_id: str | None, status: int | None = 200) -> ProviderError:
+    """A 2xx answer whose body is not what the call answers (retryable, as a cut-off one)."""
+    return ProviderError(
+        ErrorKind.MALFORMED_RESPONSE,
+        f"malformed response body: {what}",
+        status=status,
+        request_id=request_id,
+    )
+
+
+def described(exc: BaseException) -> str:
+    """An exception in a malformed-body message: its type and the start of its text."""
+    return f"{type(exc).__name__}: {str(exc)[:300]}"
+
+
+def not_an_object(body: Any, request_id: str | None) -> ProviderError:
+    return malformed(f"expected an object, got {type(body).__name__}", request_id)
+
+
 def parse_body(
     body: Any,
     request_id: str | None,
@@ -34,23 +53,13 @@ def parse_body(
     online answer (`model.construct`, no validation), and convert it as the online path does;
     a body that is not an object or cannot be read that way is a malformed response."""
     if not isinstance(body, Mapping):
-        raise ProviderError(
-            ErrorKind.MALFORMED_RESPONSE,
-            f"malformed response body: expected an object, got {type(body).__name__}",
-            status=200,
-            request_id=request_id,
-        )
+        raise not_an_object(body, request_id)
     try:
         return convert(model.construct(**body), request_id)
     except ProviderError:
         raise
     except Exception as exc:  # a field of the wrong shape
-        raise ProviderError(
-            ErrorKind.MALFORMED_RESPONSE,
-            f"malformed response body: {type(exc).__name__}: {str(exc)[:300]}",
-            status=200,
-            request_id=request_id,
-        ) from exc
+        raise malformed(described(exc), request_id) from exc
 
 
 class ProviderClient(ABC):
@@ -92,12 +101,8 @@ class ProviderClient(ABC):
             if self.decode_awaits:
                 body = await body
         except self.unreadable as exc:  # a 2xx whose body cannot be read
-            raise ProviderError(
-                ErrorKind.MALFORMED_RESPONSE,
-                f"malformed response body: {str(exc)[:300]}",
-                status=raw.status_code,
-                request_id=raw.headers.get(self.request_id_header),
-            ) from exc
+            request_id = raw.headers.get(self.request_id_header)
+            raise malformed(str(exc)[:300], request_id, raw.status_code) from exc
         return self._answer(raw, body)
 
     @abstractmethod

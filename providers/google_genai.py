@@ -11,7 +11,7 @@ from google.genai import _common, types
 from google.genai import models as _models
 
 from core.types import Decoding, Part
-from providers.base import ProviderClient
+from providers.base import ProviderClient, described, malformed, not_an_object
 from providers.google_errors import map_google_error
 from providers.media_parts import check_parts
 from providers.registry import ModelConfig
@@ -201,22 +201,12 @@ def response_from_body(body: dict[str, Any], request_id: str | None = None) -> P
     SDK converts an online answer. Its `responseId` is the request id; `request_id` is used
     when it has none."""
     if not isinstance(body, dict):
-        raise ProviderError(
-            ErrorKind.MALFORMED_RESPONSE,
-            f"malformed response body: expected an object, got {type(body).__name__}",
-            status=200,
-            request_id=request_id,
-        )
+        raise not_an_object(body, request_id)
     try:
         converted = _models._GenerateContentResponse_from_mldev(dict(body), None)
         response = types.GenerateContentResponse._from_response(response=converted, kwargs={})
     except Exception as exc:  # fields of the wrong shape
-        raise ProviderError(
-            ErrorKind.MALFORMED_RESPONSE,
-            f"malformed response body: {type(exc).__name__}: {str(exc)[:300]}",
-            status=200,
-            request_id=request_id,
-        ) from exc
+        raise malformed(described(exc), request_id) from exc
     if response.response_id is None:
         response.response_id = request_id
     return from_generate_response(response)

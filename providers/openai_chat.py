@@ -21,7 +21,7 @@ import httpx2
 import openai
 
 from core.types import Decoding, Part
-from providers.base import ProviderClient, wire_body
+from providers.base import ProviderClient, described, malformed, wire_body
 from providers.media_parts import check_parts
 from providers.openai_errors import map_openai_error
 from providers.openai_sdk import openai_client
@@ -108,12 +108,7 @@ def response_from_body(body: Any, request_id: str | None) -> ProviderResponse:
     except ProviderError:
         raise
     except (KeyError, IndexError, TypeError, AttributeError) as exc:  # not a chat completion
-        raise ProviderError(
-            ErrorKind.MALFORMED_RESPONSE,
-            f"malformed response body: {type(exc).__name__}: {str(exc)[:300]}",
-            status=200,
-            request_id=request_id,
-        ) from exc
+        raise malformed(described(exc), request_id) from exc
     if finish_reason == "content_filter":
         raise ProviderError(
             ErrorKind.CONTENT_FILTERED,
