@@ -56,6 +56,7 @@ REQUIRED_COLUMNS = (
     "audio content",
 )
 FIX = "pass save_to_disk output or Parquet files of split 'train' in the upstream schema"
+SOURCE = hub.DatasetSource(HF_PATH, REVISION, REQUIRED_COLUMNS, FIX)
 
 
 class UnusableMedia(DatasetError):
@@ -74,22 +75,11 @@ def load(
 ) -> tuple[list[Sample], list[Exclusion], str]:
     """Samples in dataset order, the excluded rows, and the source; `limit` counts rows
     before exclusion."""
-    if limit is not None and limit < 0:
-        raise ValueError(f"limit must be >= 0, got {limit}")
-    table, source = hub.load_table(
-        HF_PATH,
-        revision=REVISION,
-        split=SPLIT,
-        dataset_path=dataset_path,
-        required=REQUIRED_COLUMNS,
-        fix=FIX,
-    )
-    if limit is not None:
-        table = table.slice(0, limit)
+    rows, source = SOURCE.rows(SPLIT, dataset_path, limit)
     samples: list[Sample] = []
     excluded: list[Exclusion] = []
     seen: set[str] = set()
-    for row in table.to_pylist():
+    for row in rows:
         try:
             sample = to_sample(row, use_image=use_image, use_audio=use_audio)
         except UnusableMedia as exc:

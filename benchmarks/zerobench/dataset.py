@@ -33,6 +33,7 @@ REQUIRED_COLUMNS = (
     "question_answer",
 )
 FIX = "pass a dataset saved with save_to_disk or Parquet files in the upstream schema"
+SOURCE = hub.DatasetSource(HF_PATH, REVISION, REQUIRED_COLUMNS, FIX)
 
 
 def load_rows(
@@ -41,19 +42,7 @@ def load_rows(
     """Rows of one split as dicts (images undecoded `{bytes, path}`) and their source."""
     if split not in SPLITS:
         raise DatasetError(f"unknown ZeroBench split {split!r}: use one of {', '.join(SPLITS)}")
-    if limit is not None and limit < 0:
-        raise ValueError(f"limit must be >= 0, got {limit}")
-    table, source = hub.load_table(
-        HF_PATH,
-        revision=REVISION,
-        split=split,
-        dataset_path=dataset_path,
-        required=REQUIRED_COLUMNS,
-        fix=FIX,
-    )
-    if limit is not None:
-        table = table.slice(0, limit)
-    return table.to_pylist(), source
+    return SOURCE.rows(split, dataset_path, limit)
 
 
 def group_id_for(question_id: str, split: str) -> str:
