@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -225,6 +226,19 @@ def snapshot(hf_path: str, revision: str, dataset_path: str | Path | None) -> Pa
             f"cannot download {hf_path}@{revision} from the Hugging Face Hub ({first}): check "
             "the network and HF_TOKEN, or pass a local copy with --dataset-path"
         ) from exc
+
+
+def replace_saved(path: str | Path) -> Path:
+    """`path` made ready for `DatasetDict.save_to_disk`: a DatasetDict saved there before is
+    removed; any other non-empty directory is left alone and raises FileExistsError."""
+    target = Path(path)
+    if target.exists() and any(target.iterdir()):
+        if not (target / "dataset_dict.json").is_file():
+            raise FileExistsError(
+                f"{target} exists and is not a saved dataset: choose an empty or new directory"
+            )
+        shutil.rmtree(target)
+    return target
 
 
 def fingerprint(dataset_path: str | Path) -> str:
