@@ -7,7 +7,6 @@ decoding and sent unchanged (media types sniffed from the bytes).
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 from PIL import Image
 
 from benchmarks import hub
-from benchmarks.media import sniff_media_type
+from benchmarks.media import encoded_image, sniff_media_type, stored_bytes
 from core.types import DatasetError, Part, Sample
 
 HF_PATH = "jonathan-roberts1/zerobench"
@@ -99,17 +98,13 @@ def image_bytes(item: Any, question_id: str, index: int) -> bytes:
     items to keep the original bytes.
     """
     if isinstance(item, Mapping):
-        if item.get("bytes"):
-            return bytes(item["bytes"])
-        path = item.get("path")
-        if path and Path(path).is_file():
-            return Path(path).read_bytes()
+        data = stored_bytes(item)
+        if data is not None:
+            return data
     elif isinstance(item, bytes | bytearray | memoryview):
         return bytes(item)
     elif isinstance(item, Image.Image):
-        out = io.BytesIO()
-        item.save(out, format=item.format or "PNG")
-        return out.getvalue()
+        return encoded_image(item)
     raise DatasetError(
         f"question {question_id!r} image {index} has no bytes ({type(item).__name__}): "
         "store the image bytes in question_images_decoded"
