@@ -1,8 +1,9 @@
 """One loader for every benchmark's data: the Hugging Face Hub at a pinned revision, or a
 local copy in any layout the Hub or `datasets` writes.
 
-Rows come back as an Arrow table with media left undecoded (`{"bytes", "path"}` structs of
-the `Image` / `Audio` features), so nothing here needs an image or audio codec. A local copy
+Rows come back as an Arrow table (`load_table`), or as dicts for a benchmark that declares
+its `DatasetSource`, with media left undecoded (`{"bytes", "path"}` structs of the `Image` /
+`Audio` features), so nothing here needs an image or audio codec. A local copy
 is identified by a content fingerprint, a Hub load by its pinned revision: that is what the
 run identity records.
 
@@ -19,8 +20,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core.types import DatasetError
 
@@ -28,6 +31,37 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 LAYOUTS = "a Parquet file, a directory of Parquet files, or save_to_disk output"
+
+
+@dataclass(frozen=True)
+class DatasetSource:
+    """Where a benchmark's rows come from: a Hub dataset at a pinned revision (or a local copy
+    of it), the columns every split must have, and what to tell a user whose copy cannot be
+    read."""
+
+    hf_path: str
+    revision: str
+    required: tuple[str, ...] = ()
+    fix: str = ""
+
+    def rows(
+        self, split: str, dataset_path: str | Path | None = None, limit: int | None = None
+    ) -> tuple[list[dict[str, Any]], str]:
+        """The first `limit` rows of one split (all of them for None) as dicts, in dataset
+        order, media undecoded (`{bytes, path}`), and where they came from."""
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        table, source = load_table(
+            self.hf_path,
+            revision=self.revision,
+            split=split,
+            dataset_path=dataset_path,
+            required=self.required,
+            fix=self.fix,
+        )
+        if limit is not None:
+            table = table.slice(0, limit)
+        return table.to_pylist(), source
 
 
 def load_table(
@@ -192,6 +226,19 @@ def snapshot(hf_path: str, revision: str, dataset_path: str | Path | None) -> Pa
             f"cannot download {hf_path}@{revision} from the Hugging Face Hub ({first}): check "
             "the network and HF_TOKEN, or pass a local copy with --dataset-path"
         ) from exc
+
+
+def replace_saved(path: str | Path) -> Path:
+    """`path` made ready for `DatasetDict.save_to_disk`: a DatasetDict saved there before is
+    removed; any other non-empty directory is left alone and raises FileExistsError."""
+    target = Path(path)
+    if target.exists() and any(target.iterdir()):
+        if not (target / "dataset_dict.json").is_file():
+            raise FileExistsError(
+                f"{target} exists and is not a saved dataset: choose an empty or new directory"
+            )
+        shutil.rmtree(target)
+    return target
 
 
 def fingerprint(dataset_path: str | Path) -> str:

@@ -1,8 +1,12 @@
-"""Media bytes helpers: sniff the media type from magic bytes, downscale images like upstream."""
+"""Media bytes helpers: sniff the media type from magic bytes, read the bytes of a dataset's
+undecoded media item, downscale images like upstream."""
 
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 from PIL import Image
 
@@ -56,6 +60,24 @@ def _is_mp3_frame_header(head: bytes) -> bool:
     bitrate = head[2] >> 4
     sample_rate = (head[2] >> 2) & 0b11
     return version != 0b01 and layer != 0b00 and bitrate != 0b1111 and sample_rate != 0b11
+
+
+def stored_bytes(item: Mapping[str, Any]) -> bytes | None:
+    """The bytes of an undecoded `Image` / `Audio` item (`{bytes, path}`): its bytes, else the
+    file its path names; None if it has neither."""
+    if item.get("bytes"):
+        return bytes(item["bytes"])
+    path = item.get("path")
+    if path and Path(path).is_file():
+        return Path(path).read_bytes()
+    return None
+
+
+def encoded_image(image: Image.Image) -> bytes:
+    """A decoded PIL image re-encoded in its own format (PNG if unknown)."""
+    out = io.BytesIO()
+    image.save(out, format=image.format or "PNG")
+    return out.getvalue()
 
 
 def downscale_image(data: bytes, max_side: int) -> bytes:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 import anthropic
@@ -13,7 +13,6 @@ from providers.anthropic_errors import map_anthropic_error
 from providers.base import ProviderClient, parse_body, wire_body
 from providers.media_parts import b64, check_parts, refuse
 from providers.registry import ModelConfig
-from providers.retry_after import remaining_from_headers
 from providers.types import ErrorKind, ProviderError, ProviderResponse, Usage
 
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
@@ -125,15 +124,26 @@ def response_from_body(body: dict[str, Any], request_id: str | None) -> Provider
     return parse_body(body, request_id, Message, from_message)
 
 
+def anthropic_client(config: ModelConfig, api_key: str) -> anthropic.AsyncAnthropic:
+    """The SDK client for a model, online or batch: its base URL and timeout, the SDK's own
+    retries off (`providers.retry` decides, so every attempt is counted once)."""
+    return anthropic.AsyncAnthropic(
+        api_key=api_key,
+        base_url=config.base_url,
+        max_retries=0,
+        timeout=config.timeout_s,
+    )
+
+
 class AnthropicMessagesClient(ProviderClient):
+    request_id_header = "request-id"
+    decode_awaits = True  # the SDK's raw answer parses in a coroutine
+    _map_error = staticmethod(map_anthropic_error)
+    _convert = staticmethod(from_message)
+
     def __init__(self, config: ModelConfig, api_key: str) -> None:
         super().__init__(config, api_key)
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key,
-            base_url=config.base_url,
-            max_retries=0,
-            timeout=config.timeout_s,
-        )
+        self._client = anthropic_client(config, api_key)
 
     def request_params(self, parts: Sequence[Part], decoding: Decoding) -> dict[str, Any]:
         return request_params(self.config, parts, decoding)
@@ -141,28 +151,16 @@ class AnthropicMessagesClient(ProviderClient):
     def request_body(self, parts: Sequence[Part], decoding: Decoding) -> dict[str, Any]:
         return request_body(self.config, parts, decoding)
 
-    async def complete(self, parts: Sequence[Part], decoding: Decoding) -> ProviderResponse:
-        params = self.request_params(parts, decoding)
-        try:
-            # An explicit per-call timeout also lifts the SDK's non-streaming guard.
-            raw = await self._client.messages.with_raw_response.create(
-                timeout=self.config.timeout_s, **params
-            )
-        except Exception as exc:  # every SDK failure goes through one taxonomy
-            raise map_anthropic_error(exc) from exc
-        request_id = raw.headers.get("request-id")
-        try:
-            message = await raw.parse()
-        except Exception as exc:
-            raise ProviderError(
-                ErrorKind.MALFORMED_RESPONSE,
-                f"malformed response body: {str(exc)[:300]}",
-                status=raw.status_code,
-                request_id=request_id,
-            ) from exc
-        response = from_message(message, request_id)
-        response.remaining = remaining_from_headers(raw.headers)
-        return response
+    _request = request_params  # what `complete` sends: the SDK call's keyword arguments
+
+    def _send(self, params: dict[str, Any]) -> Awaitable[Any]:
+        # An explicit per-call timeout also lifts the SDK's non-streaming guard.
+        return self._client.messages.with_raw_response.create(
+            timeout=self.config.timeout_s, **params
+        )
+
+    def _decode(self, raw: Any) -> Any:
+        return raw.parse()
 
     async def aclose(self) -> None:
         await self._client.close()

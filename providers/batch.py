@@ -35,10 +35,10 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from importlib import import_module
 from typing import Literal
 
 from core.types import ConfigError, Decoding, Part
+from providers.clients import load_class
 from providers.registry import ModelConfig
 from providers.types import ErrorKind, ProviderError, ProviderResponse
 
@@ -244,11 +244,7 @@ class BatchClient(ABC):
 
 
 def batch_client_class(api: str) -> type[BatchClient] | None:
-    target = BATCH_CLIENTS.get(api)
-    if target is None:
-        return None
-    module, _, name = target.partition(":")
-    return getattr(import_module(module), name)
+    return load_class(BATCH_CLIENTS.get(api))
 
 
 def check_batch_support(config: ModelConfig) -> None:

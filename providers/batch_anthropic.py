@@ -17,11 +17,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import anthropic
 from anthropic.types.messages import MessageBatch
 
 from providers.anthropic_errors import map_anthropic_error, map_error_body
-from providers.anthropic_messages import from_message, request_body
+from providers.anthropic_messages import anthropic_client, from_message, request_body
 from providers.batch import (
     BatchClient,
     BatchLine,
@@ -47,12 +46,7 @@ class AnthropicBatchClient(BatchClient):
 
     def __init__(self, config: ModelConfig, api_key: str) -> None:
         super().__init__(config, api_key)
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key,
-            base_url=config.base_url,
-            max_retries=0,
-            timeout=config.timeout_s,
-        )
+        self._client = anthropic_client(config, api_key)
 
     def payload(self, lines: Sequence[BatchLine], tag: str) -> bytes:
         """The create body `submit` sends. The tag is not in it: it is in the custom ids, if

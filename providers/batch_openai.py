@@ -26,8 +26,6 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-import openai
-
 from providers import openai_chat, openai_responses
 from providers.batch import (
     BatchClient,
@@ -43,6 +41,7 @@ from providers.batch import (
     tag_token,
 )
 from providers.openai_errors import kind_for_status, map_openai_error
+from providers.openai_sdk import openai_client
 from providers.registry import ModelConfig
 from providers.types import ErrorKind, ProviderError
 
@@ -67,12 +66,7 @@ class OpenAIBatchClient(BatchClient):
             raise ValueError(f"{config.id}: api {config.api!r} has no OpenAI batch endpoint")
         self.endpoint = ENDPOINTS[config.api]
         self._module: ModuleType = openai_chat if config.api == "chat" else openai_responses
-        self._client = openai.AsyncOpenAI(
-            api_key=api_key,
-            base_url=config.base_url,
-            max_retries=0,
-            timeout=config.timeout_s,
-        )
+        self._client = openai_client(config, api_key)
 
     # -- building ------------------------------------------------------------------------------
     def line_record(self, line: BatchLine) -> dict[str, Any]:

@@ -7,6 +7,7 @@ worker process about four seconds of start-up.
 from __future__ import annotations
 
 from importlib import import_module
+from typing import Any
 
 from core.types import ConfigError
 from providers.base import ProviderClient
@@ -20,12 +21,16 @@ CLIENTS: dict[str, str] = {
 }
 
 
-def client_class(api: str) -> type[ProviderClient] | None:
-    target = CLIENTS.get(api)
+def load_class(target: str | None) -> Any:
+    """The class a "module:Name" target names, its module imported now (None for None)."""
     if target is None:
         return None
     module, _, name = target.partition(":")
     return getattr(import_module(module), name)
+
+
+def client_class(api: str) -> type[ProviderClient] | None:
+    return load_class(CLIENTS.get(api))
 
 
 def make_client(config: ModelConfig, api_key: str) -> ProviderClient:

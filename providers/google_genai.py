@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 import httpx2
@@ -11,7 +11,7 @@ from google.genai import _common, types
 from google.genai import models as _models
 
 from core.types import Decoding, Part
-from providers.base import ProviderClient
+from providers.base import ProviderClient, described, malformed, not_an_object
 from providers.google_errors import map_google_error
 from providers.media_parts import check_parts
 from providers.registry import ModelConfig
@@ -128,6 +128,8 @@ def genai_client(config: ModelConfig, api_key: str) -> genai.Client:
 
 
 class GoogleGenAIClient(ProviderClient):
+    _map_error = staticmethod(map_google_error)
+
     def __init__(self, config: ModelConfig, api_key: str) -> None:
         super().__init__(config, api_key)
         self._genai = genai_client(config, api_key)
@@ -138,13 +140,15 @@ class GoogleGenAIClient(ProviderClient):
     def request_body(self, parts: Sequence[Part], decoding: Decoding) -> dict[str, Any]:
         return request_body(self._genai._api_client, self.request_params(parts, decoding))
 
-    async def complete(self, parts: Sequence[Part], decoding: Decoding) -> ProviderResponse:
-        params = self.request_params(parts, decoding)
-        try:
-            response = await self._genai.aio.models.generate_content(**params)
-        except Exception as exc:  # every SDK and transport failure goes through one taxonomy
-            raise map_google_error(exc) from exc
-        return from_generate_response(response)
+    _request = request_params  # what `complete` sends: the SDK call's keyword arguments
+
+    def _send(self, params: dict[str, Any]) -> Awaitable[types.GenerateContentResponse]:
+        return self._genai.aio.models.generate_content(**params)
+
+    def _answer(self, raw: Any, body: types.GenerateContentResponse) -> ProviderResponse:
+        """The SDK has read and typed the answer; its request id is in it, and Gemini sends
+        no rate-limit headers."""
+        return from_generate_response(body)
 
     async def aclose(self) -> None:
         await self._genai.aio.aclose()
@@ -197,22 +201,12 @@ def response_from_body(body: dict[str, Any], request_id: str | None = None) -> P
     SDK converts an online answer. Its `responseId` is the request id; `request_id` is used
     when it has none."""
     if not isinstance(body, dict):
-        raise ProviderError(
-            ErrorKind.MALFORMED_RESPONSE,
-            f"malformed response body: expected an object, got {type(body).__name__}",
-            status=200,
-            request_id=request_id,
-        )
+        raise not_an_object(body, request_id)
     try:
         converted = _models._GenerateContentResponse_from_mldev(dict(body), None)
         response = types.GenerateContentResponse._from_response(response=converted, kwargs={})
     except Exception as exc:  # fields of the wrong shape
-        raise ProviderError(
-            ErrorKind.MALFORMED_RESPONSE,
-            f"malformed response body: {type(exc).__name__}: {str(exc)[:300]}",
-            status=200,
-            request_id=request_id,
-        ) from exc
+        raise malformed(described(exc), request_id) from exc
     if response.response_id is None:
         response.response_id = request_id
     return from_generate_response(response)

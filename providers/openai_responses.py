@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
-import openai
 from openai.types.responses import Response
 
 from core.types import Decoding, Part
 from providers.base import ProviderClient, parse_body, wire_body
 from providers.media_parts import check_parts, data_url
 from providers.openai_errors import map_openai_error
+from providers.openai_sdk import openai_client
 from providers.registry import ModelConfig
-from providers.retry_after import remaining_from_headers
 from providers.types import ErrorKind, ProviderError, ProviderResponse, Usage
 
 # `response.error.code` of a failed response; anything else is a problem with the input.
@@ -98,14 +97,12 @@ def response_from_body(body: dict[str, Any], request_id: str | None) -> Provider
 
 
 class OpenAIResponsesClient(ProviderClient):
+    _map_error = staticmethod(map_openai_error)
+    _convert = staticmethod(from_response)
+
     def __init__(self, config: ModelConfig, api_key: str) -> None:
         super().__init__(config, api_key)
-        self._client = openai.AsyncOpenAI(
-            api_key=api_key,
-            base_url=config.base_url,
-            max_retries=0,
-            timeout=config.timeout_s,
-        )
+        self._client = openai_client(config, api_key)
 
     def request_params(self, parts: Sequence[Part], decoding: Decoding) -> dict[str, Any]:
         return request_params(self.config, parts, decoding)
@@ -113,25 +110,13 @@ class OpenAIResponsesClient(ProviderClient):
     def request_body(self, parts: Sequence[Part], decoding: Decoding) -> dict[str, Any]:
         return request_body(self.config, parts, decoding)
 
-    async def complete(self, parts: Sequence[Part], decoding: Decoding) -> ProviderResponse:
-        params = self.request_params(parts, decoding)
-        try:
-            raw = await self._client.responses.with_raw_response.create(**params)
-        except Exception as exc:  # every SDK failure goes through one taxonomy
-            raise map_openai_error(exc) from exc
-        request_id = raw.headers.get("x-request-id")
-        try:
-            response = raw.parse()
-        except Exception as exc:
-            raise ProviderError(
-                ErrorKind.MALFORMED_RESPONSE,
-                f"malformed response body: {str(exc)[:300]}",
-                status=raw.status_code,
-                request_id=request_id,
-            ) from exc
-        result = from_response(response, request_id)
-        result.remaining = remaining_from_headers(raw.headers)
-        return result
+    _request = request_params  # what `complete` sends: the SDK call's keyword arguments
+
+    def _send(self, params: dict[str, Any]) -> Awaitable[Any]:
+        return self._client.responses.with_raw_response.create(**params)
+
+    def _decode(self, raw: Any) -> Any:
+        return raw.parse()
 
     async def aclose(self) -> None:
         await self._client.close()

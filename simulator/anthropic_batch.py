@@ -172,21 +172,13 @@ async def create(sim: Simulator, request: web.Request) -> web.Response:
     return await managed(sim, request, "anthropic.batches.create", _MESSAGES, handle, _unauthorized)
 
 
-def _find(sim: Simulator, request: web.Request, entry: dict[str, Any]) -> Batch | None:
-    batch_id = entry["batch_id"] = request.match_info["batch_id"]
-    batch = sim.batches.get("anthropic", batch_id)
-    if batch is not None:
-        entry["model"] = batch.info.get("model")
-    return batch
-
-
 def _no_batch(rid: str, batch_id: str) -> web.Response:
     return _error("not_found", f"Message batch {batch_id} not found.", rid)
 
 
 async def retrieve(sim: Simulator, request: web.Request) -> web.Response:
     async def handle(rid: str, entry: dict[str, Any]) -> web.Response:
-        batch = _find(sim, request, entry)
+        batch = KIND.find(sim, request.match_info["batch_id"], entry)
         if batch is None:
             return _no_batch(rid, entry["batch_id"])
         sim.batches.advance(batch, KIND, sim)
@@ -200,11 +192,10 @@ async def retrieve(sim: Simulator, request: web.Request) -> web.Response:
 
 async def cancel(sim: Simulator, request: web.Request) -> web.Response:
     async def handle(rid: str, entry: dict[str, Any]) -> web.Response:
-        batch = _find(sim, request, entry)
+        batch = KIND.find(sim, request.match_info["batch_id"], entry)
         if batch is None:
             return _no_batch(rid, entry["batch_id"])
-        cancelled = sim.batches.cancel(batch, KIND, sim)
-        entry["outcome"] = "ok" if cancelled else "already_ended"
+        cancelled = KIND.cancel(sim, batch, entry)
         body = batch_object(batch, results_url(request, batch), canceling=cancelled)
         return json_response(200, body, _MESSAGES.headers(rid, None))
 
@@ -213,7 +204,7 @@ async def cancel(sim: Simulator, request: web.Request) -> web.Response:
 
 async def results(sim: Simulator, request: web.Request) -> web.Response:
     async def handle(rid: str, entry: dict[str, Any]) -> web.Response:
-        batch = _find(sim, request, entry)
+        batch = KIND.find(sim, request.match_info["batch_id"], entry)
         if batch is None:
             return _no_batch(rid, entry["batch_id"])
         sim.batches.advance(batch, KIND, sim)

@@ -11,28 +11,32 @@ from typing import Any
 
 from simulator.media import decode_base64, sniff_image_type
 from simulator.protocol import (
+    STATUS,
     BadRequest,
     Completion,
     ErrorKind,
+    Failure,
     LimitState,
     ParsedRequest,
     Protocol,
     as_int,
     bearer_present,
+    limit_headers,
 )
+from simulator.walk import Dialect, PartKind, after_dot, read_content, read_turns
 
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 MODEL_CREATED = "2026-01-01T00:00:00Z"
 
-_ERRORS: dict[str, tuple[int, str]] = {
-    "bad_request": (400, "invalid_request_error"),
-    "unauthorized": (401, "authentication_error"),
-    "not_found": (404, "not_found_error"),
-    "rate_limited": (429, "rate_limit_error"),
-    "server_error": (500, "api_error"),
-    "unavailable": (503, "api_error"),
-    "overloaded": (529, "overloaded_error"),
-    "timeout": (504, "timeout_error"),
+_ERRORS: dict[ErrorKind, str] = {
+    "bad_request": "invalid_request_error",
+    "unauthorized": "authentication_error",
+    "not_found": "not_found_error",
+    "rate_limited": "rate_limit_error",
+    "server_error": "api_error",
+    "unavailable": "api_error",
+    "overloaded": "overloaded_error",
+    "timeout": "timeout_error",
 }
 
 
@@ -41,21 +45,9 @@ def rfc3339_in(seconds: float) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def ratelimit_headers(limits: LimitState) -> dict[str, str]:
-    out: dict[str, str] = {}
-    if limits.requests_limit is not None:
-        out["anthropic-ratelimit-requests-limit"] = str(limits.requests_limit)
-        out["anthropic-ratelimit-requests-remaining"] = str(limits.requests_remaining)
-        out["anthropic-ratelimit-requests-reset"] = rfc3339_in(limits.requests_reset_s)
-    if limits.tokens_limit is not None:
-        out["anthropic-ratelimit-tokens-limit"] = str(limits.tokens_limit)
-        out["anthropic-ratelimit-tokens-remaining"] = str(limits.tokens_remaining)
-        out["anthropic-ratelimit-tokens-reset"] = rfc3339_in(limits.tokens_reset_s)
-    return out
-
-
 class Messages(Protocol):
     route = "anthropic.messages"
+    request_id_header = "request-id"
 
     def auth_present(self, headers: Mapping[str, str], query: Mapping[str, str]) -> bool:
         return bearer_present(headers) or bool(headers.get("x-api-key"))
@@ -77,47 +69,13 @@ class Messages(Protocol):
         req = ParsedRequest(model=model, prompt_text=None, max_tokens=max_tokens)
         system = body.get("system")
         if system is not None:
-            self._content(req, system, "system")
-        for i, msg in enumerate(messages):
-            if not isinstance(msg, dict):
-                raise BadRequest(f"messages.{i}: expected an object", f"messages.{i}")
-            first_text = self._content(req, msg.get("content"), f"messages.{i}.content")
-            if msg.get("role") == "user":
-                req.prompt_text = first_text
+            read_content(req, system, "system", _MESSAGES)
+        read_turns(req, messages, "messages", _MESSAGES)
         req.seed = as_int(body.get("seed"), "seed")  # no Anthropic parameter; extra_body only
         thinking = body.get("thinking")
         if isinstance(thinking, dict) and thinking.get("type") == "disabled":
             req.thinking = False
         return req
-
-    @staticmethod
-    def _content(req: ParsedRequest, content: Any, where: str) -> str | None:
-        if isinstance(content, str):
-            req.text_chars += len(content)
-            return content
-        if not isinstance(content, list):
-            raise BadRequest(f"{where}: expected a string or an array of blocks", where)
-        first_text = None
-        for j, block in enumerate(content):
-            param = f"{where}.{j}"
-            btype = block.get("type") if isinstance(block, dict) else None
-            if btype == "text":
-                text = block.get("text")
-                if not isinstance(text, str):
-                    raise BadRequest(f"{param}.text: Field required", f"{param}.text")
-                req.text_chars += len(text)
-                if first_text is None:
-                    first_text = text
-            elif btype == "thinking":
-                req.text_chars += len(str(block.get("thinking", "")))
-            elif btype in ("image", "document"):
-                _check_source(block.get("source"), f"{param}.source", btype == "image")
-                req.images += 1
-            elif btype in ("redacted_thinking", "tool_use", "tool_result"):
-                continue
-            else:
-                raise BadRequest(f"{param}.type: unsupported block type {btype!r}", param)
-        return first_text
 
     def success(self, req: ParsedRequest, done: Completion, request_id: str) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
@@ -146,11 +104,8 @@ class Messages(Protocol):
             },
         }
 
-    def headers(self, request_id: str, limits: LimitState | None) -> dict[str, str]:
-        out = {"request-id": request_id}
-        if limits is not None:
-            out.update(ratelimit_headers(limits))
-        return out
+    def ratelimit_headers(self, limits: LimitState) -> dict[str, str]:
+        return limit_headers(limits, "anthropic-ratelimit-{unit}-{field}", rfc3339_in)
 
     def error(
         self,
@@ -158,8 +113,8 @@ class Messages(Protocol):
         message: str,
         request_id: str,
         limits: LimitState | None = None,
-    ) -> tuple[int, dict[str, Any], dict[str, str]]:
-        status, etype = _ERRORS[kind]
+    ) -> Failure:
+        etype = _ERRORS[kind]
         headers = self.headers(request_id, limits)
         if kind == "rate_limited" and limits is not None:
             headers["retry-after"] = str(max(1, math.ceil(limits.retry_after_s)))
@@ -168,7 +123,7 @@ class Messages(Protocol):
             "error": {"type": etype, "message": message},
             "request_id": request_id,
         }
-        return status, body, headers
+        return STATUS[kind], body, headers
 
 
 def _check_source(source: Any, param: str, is_image: bool) -> None:
@@ -190,6 +145,28 @@ def _check_source(source: Any, param: str, is_image: bool) -> None:
     sniffed = sniff_image_type(raw)
     if sniffed is not None and sniffed != media_type:
         raise BadRequest(f"{param}: Image does not match the provided media type {media_type}")
+
+
+def _block(block: Any, param: str) -> tuple[PartKind, str | None]:
+    btype = block.get("type") if isinstance(block, dict) else None
+    if btype == "text":
+        text = block.get("text")
+        if not isinstance(text, str):
+            raise BadRequest(f"{param}.text: Field required", f"{param}.text")
+        return "prompt", text
+    if btype == "thinking":
+        return "text", str(block.get("thinking", ""))
+    if btype in ("image", "document"):
+        _check_source(block.get("source"), f"{param}.source", btype == "image")
+        return "image", None
+    if btype in ("redacted_thinking", "tool_use", "tool_result"):
+        return "skip", None
+    raise BadRequest(f"{param}.type: unsupported block type {btype!r}", param)
+
+
+_MESSAGES = Dialect(
+    read_part=_block, not_parts="expected a string or an array of blocks", item=after_dot
+)
 
 
 def model_info(model: str) -> dict[str, Any]:

@@ -337,6 +337,22 @@ class BatchKind:
     def on_end(self, store: BatchStore, batch: Batch) -> None:
         """Called once when the batch ends (OpenAI writes its output files here)."""
 
+    # -- management calls --------------------------------------------------------------------
+    def find(self, sim: Simulator, batch_id: str, entry: dict[str, Any]) -> Batch | None:
+        """The batch of this provider a call names; its id (as clients see it) and model go in
+        the call's log entry."""
+        entry["batch_id"] = self.public_id(batch_id)
+        batch = sim.batches.get(self.provider, batch_id)
+        if batch is not None:
+            entry["model"] = batch.info.get("model")
+        return batch
+
+    def cancel(self, sim: Simulator, batch: Batch, entry: dict[str, Any]) -> bool:
+        """Cancel ``batch`` unless it has ended (the log entry says which); True if cancelled."""
+        cancelled = sim.batches.cancel(batch, self, sim)
+        entry["outcome"] = "ok" if cancelled else "already_ended"
+        return cancelled
+
     # -- answering ---------------------------------------------------------------------------
     def _entry(self, batch: Batch, line: Line, rid: str | None) -> dict[str, Any]:
         entry = blank_entry(self.route, rid)

@@ -175,14 +175,6 @@ async def create(sim: Simulator, request: web.Request, model: str) -> web.Respon
     return await managed(sim, request, "gemini.batches.create", _GEMINI, handle, _unauthorized)
 
 
-def _find(sim: Simulator, batch_id: str, entry: dict[str, Any]) -> Batch | None:
-    entry["batch_id"] = KIND.public_id(batch_id)
-    batch = sim.batches.get("gemini", batch_id)
-    if batch is not None:
-        entry["model"] = batch.info["model"]
-    return batch
-
-
 async def batch_action(sim: Simulator, request: web.Request) -> web.Response:
     """GET batches/{id} and POST batches/{id}:cancel."""
     batch_id, _, action = request.match_info["name"].partition(":")
@@ -193,13 +185,12 @@ async def batch_action(sim: Simulator, request: web.Request) -> web.Response:
         if action != ("cancel" if cancel else ""):
             status, body, headers = not_found(f"Method not found: batches/{batch_id}:{action}")
             return json_response(status, body, headers)
-        batch = _find(sim, batch_id, entry)
+        batch = KIND.find(sim, batch_id, entry)
         if batch is None:
             status, body, headers = not_found(f"Batch batches/{batch_id} not found.")
             return json_response(status, body, headers)
         if cancel:
-            cancelled = sim.batches.cancel(batch, KIND, sim)
-            entry["outcome"] = "ok" if cancelled else "already_ended"
+            KIND.cancel(sim, batch, entry)
             return json_response(200, {})
         sim.batches.advance(batch, KIND, sim)
         return json_response(200, operation(batch))

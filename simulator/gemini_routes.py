@@ -11,31 +11,61 @@ from typing import Any
 
 from simulator.media import decode_base64
 from simulator.protocol import (
+    STATUS,
     BadRequest,
     Completion,
     ErrorKind,
+    Failure,
     LimitState,
     ParsedRequest,
     Protocol,
     as_int,
 )
+from simulator.walk import Dialect, PartKind, read_content, read_turns
 
-_ERRORS: dict[str, tuple[int, str]] = {
-    "bad_request": (400, "INVALID_ARGUMENT"),
-    "unauthorized": (401, "UNAUTHENTICATED"),
-    "not_found": (404, "NOT_FOUND"),
-    "rate_limited": (429, "RESOURCE_EXHAUSTED"),
-    "server_error": (500, "INTERNAL"),
-    "unavailable": (503, "UNAVAILABLE"),
+_ERRORS: dict[ErrorKind, str] = {
+    "bad_request": "INVALID_ARGUMENT",
+    "unauthorized": "UNAUTHENTICATED",
+    "not_found": "NOT_FOUND",
+    "rate_limited": "RESOURCE_EXHAUSTED",
+    "server_error": "INTERNAL",
+    "unavailable": "UNAVAILABLE",
     # Gemini has no 529: an overloaded model answers 503 UNAVAILABLE.
-    "overloaded": (503, "UNAVAILABLE"),
-    "timeout": (504, "DEADLINE_EXCEEDED"),
+    "overloaded": "UNAVAILABLE",
+    "timeout": "DEADLINE_EXCEEDED",
 }
+_STATUS: dict[ErrorKind, int] = {**STATUS, "overloaded": 503}
 
 
 def _get(d: Mapping[str, Any], camel: str, snake: str) -> Any:
     value = d.get(camel)
     return d.get(snake) if value is None else value
+
+
+def _bad(where: str, what: str) -> BadRequest:
+    return BadRequest(f"* GenerateContentRequest.{where}: {what}")
+
+
+def _part(part: Any, param: str) -> tuple[PartKind, str | None]:
+    if not isinstance(part, dict):
+        raise _bad(param, "expected an object")
+    text = part.get("text")
+    if isinstance(text, str):
+        return ("text" if part.get("thought") else "prompt"), text
+    inline = _get(part, "inlineData", "inline_data")
+    file = _get(part, "fileData", "file_data")
+    if isinstance(inline, dict):
+        decode_base64(inline.get("data"), f"{param}.inline_data.data", urlsafe=True)
+        mime = _get(inline, "mimeType", "mime_type")
+    elif isinstance(file, dict):
+        mime = _get(file, "mimeType", "mime_type")
+    else:
+        return "skip", None  # function calls, thought signatures, ...
+    return ("audio" if isinstance(mime, str) and mime.startswith("audio/") else "image"), None
+
+
+# Gemini's contents hold parts only: no plain-string content, and its messages name no param.
+_GEMINI = Dialect(read_part=_part, not_parts="expected an array", bad=_bad, strings=False)
 
 
 class GenerateContent(Protocol):
@@ -56,15 +86,10 @@ class GenerateContent(Protocol):
         req = ParsedRequest(model=model, prompt_text=None)
         system = _get(body, "systemInstruction", "system_instruction")
         if isinstance(system, dict):
-            self._parts(req, system.get("parts"), "system_instruction.parts")
+            read_content(req, system.get("parts"), "system_instruction.parts", _GEMINI)
         elif isinstance(system, str):
             req.text_chars += len(system)
-        for i, content in enumerate(contents):
-            if not isinstance(content, dict):
-                raise BadRequest(f"* GenerateContentRequest.contents[{i}]: expected an object")
-            first_text = self._parts(req, content.get("parts"), f"contents[{i}].parts")
-            if content.get("role", "user") == "user":
-                req.prompt_text = first_text
+        read_turns(req, contents, "contents", _GEMINI, content_key="parts", default_role="user")
         config = _get(body, "generationConfig", "generation_config") or {}
         if not isinstance(config, dict):
             raise BadRequest("* GenerateContentRequest.generation_config: expected an object")
@@ -79,36 +104,6 @@ class GenerateContent(Protocol):
             if _get(thinking, "thinkingBudget", "thinking_budget") == 0:
                 req.thinking = False
         return req
-
-    @staticmethod
-    def _parts(req: ParsedRequest, parts: Any, where: str) -> str | None:
-        if not isinstance(parts, list):
-            raise BadRequest(f"* GenerateContentRequest.{where}: expected an array")
-        first_text = None
-        for j, part in enumerate(parts):
-            param = f"{where}[{j}]"
-            if not isinstance(part, dict):
-                raise BadRequest(f"* GenerateContentRequest.{param}: expected an object")
-            text = part.get("text")
-            if isinstance(text, str):
-                req.text_chars += len(text)
-                if first_text is None and not part.get("thought"):
-                    first_text = text
-                continue
-            inline = _get(part, "inlineData", "inline_data")
-            file = _get(part, "fileData", "file_data")
-            if isinstance(inline, dict):
-                decode_base64(inline.get("data"), f"{param}.inline_data.data", urlsafe=True)
-                mime = _get(inline, "mimeType", "mime_type")
-            elif isinstance(file, dict):
-                mime = _get(file, "mimeType", "mime_type")
-            else:
-                continue  # function calls, thought signatures, ...
-            if isinstance(mime, str) and mime.startswith("audio/"):
-                req.audios += 1
-            else:
-                req.images += 1
-        return first_text
 
     def success(self, req: ParsedRequest, done: Completion, request_id: str) -> dict[str, Any]:
         parts: list[dict[str, Any]] = []
@@ -146,8 +141,8 @@ class GenerateContent(Protocol):
         message: str,
         request_id: str,
         limits: LimitState | None = None,
-    ) -> tuple[int, dict[str, Any], dict[str, str]]:
-        status, code = _ERRORS[kind]
+    ) -> Failure:
+        status, code = _STATUS[kind], _ERRORS[kind]
         error: dict[str, Any] = {"code": status, "message": message, "status": code}
         if kind == "rate_limited":
             delay = math.ceil(limits.retry_after_s) if limits is not None else 1
@@ -179,5 +174,5 @@ def model_resource(model: str, thinking: bool) -> dict[str, Any]:
     }
 
 
-def not_found(message: str) -> tuple[int, dict[str, Any], dict[str, str]]:
+def not_found(message: str) -> Failure:
     return GenerateContent().error("not_found", message, "")

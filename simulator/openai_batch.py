@@ -358,21 +358,13 @@ async def batches_create(sim: Simulator, request: web.Request) -> web.Response:
     return await managed(sim, request, "openai.batches.create", _AUTH, handle, _unauthorized)
 
 
-def _find(sim: Simulator, request: web.Request, entry: dict[str, Any]) -> Batch | None:
-    batch_id = entry["batch_id"] = request.match_info["batch_id"]
-    batch = sim.batches.get("openai", batch_id)
-    if batch is not None:
-        entry["model"] = batch.info.get("model")
-    return batch
-
-
 def _no_batch(rid: str, batch_id: str) -> web.Response:
     return _error(404, f"No batch found with id '{batch_id}'.", rid, param="batch_id")
 
 
 async def batches_retrieve(sim: Simulator, request: web.Request) -> web.Response:
     async def handle(rid: str, entry: dict[str, Any]) -> web.Response:
-        batch = _find(sim, request, entry)
+        batch = KIND.find(sim, request.match_info["batch_id"], entry)
         if batch is None:
             return _no_batch(rid, entry["batch_id"])
         sim.batches.advance(batch, KIND, sim)
@@ -383,11 +375,10 @@ async def batches_retrieve(sim: Simulator, request: web.Request) -> web.Response
 
 async def batches_cancel(sim: Simulator, request: web.Request) -> web.Response:
     async def handle(rid: str, entry: dict[str, Any]) -> web.Response:
-        batch = _find(sim, request, entry)
+        batch = KIND.find(sim, request.match_info["batch_id"], entry)
         if batch is None:
             return _no_batch(rid, entry["batch_id"])
-        cancelled = sim.batches.cancel(batch, KIND, sim)
-        entry["outcome"] = "ok" if cancelled else "already_ended"
+        cancelled = KIND.cancel(sim, batch, entry)
         status = "cancelling" if cancelled else None
         return json_response(200, batch_object(batch, status), {"x-request-id": rid})
 

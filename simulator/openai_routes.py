@@ -8,29 +8,33 @@ from typing import Any
 
 from simulator.media import check_data_url, decode_base64
 from simulator.protocol import (
+    STATUS,
     BadRequest,
     Completion,
     ErrorKind,
+    Failure,
     LimitState,
     ParsedRequest,
     Protocol,
     as_int,
     bearer_present,
+    limit_headers,
     retry_after_headers,
 )
+from simulator.walk import Dialect, PartKind, read_turns
 
 MODEL_CREATED = 1767225600  # 2026-01-01T00:00:00Z
 
-_ERRORS: dict[str, tuple[int, str, str | None]] = {
-    # kind: (status, error.type, error.code)
-    "bad_request": (400, "invalid_request_error", None),
-    "unauthorized": (401, "invalid_request_error", "invalid_api_key"),
-    "not_found": (404, "invalid_request_error", "model_not_found"),
-    "rate_limited": (429, "requests", "rate_limit_exceeded"),
-    "server_error": (500, "server_error", None),
-    "unavailable": (503, "server_error", None),
-    "overloaded": (529, "server_error", None),
-    "timeout": (504, "server_error", None),
+_ERRORS: dict[ErrorKind, tuple[str, str | None]] = {
+    # kind: (error.type, error.code)
+    "bad_request": ("invalid_request_error", None),
+    "unauthorized": ("invalid_request_error", "invalid_api_key"),
+    "not_found": ("invalid_request_error", "model_not_found"),
+    "rate_limited": ("requests", "rate_limit_exceeded"),
+    "server_error": ("server_error", None),
+    "unavailable": ("server_error", None),
+    "overloaded": ("server_error", None),
+    "timeout": ("server_error", None),
 }
 
 
@@ -62,15 +66,73 @@ def _body(d: Any) -> dict[str, Any]:
     return d
 
 
+def _text(part: dict[str, Any], param: str) -> str:
+    text = part.get("text")
+    if not isinstance(text, str):
+        raise BadRequest(f"{param}.text: expected a string", f"{param}.text")
+    return text
+
+
+def _unsupported(ptype: Any, param: str) -> BadRequest:
+    return BadRequest(f"{param}.type: unsupported content part type {ptype!r}", param)
+
+
+def _chat_part(part: Any, param: str) -> tuple[PartKind, str | None]:
+    ptype = part.get("type") if isinstance(part, dict) else None
+    if ptype == "text":
+        return "prompt", _text(part, param)
+    if ptype == "image_url":
+        image = part.get("image_url")
+        url = image.get("url") if isinstance(image, dict) else None
+        check_data_url(url, f"{param}.image_url.url")
+        return "image", None
+    if ptype == "input_audio":
+        audio = part.get("input_audio")
+        audio = audio if isinstance(audio, dict) else {}
+        if audio.get("format") not in ("wav", "mp3"):
+            raise BadRequest(f"{param}.input_audio.format: expected 'wav' or 'mp3'", param)
+        decode_base64(audio.get("data"), f"{param}.input_audio.data")
+        return "audio", None
+    if ptype == "file":
+        file = part.get("file")
+        data = file.get("file_data") if isinstance(file, dict) else None
+        if data is not None:
+            check_data_url(data, f"{param}.file.file_data")
+        return "image", None
+    raise _unsupported(ptype, param)
+
+
+def _responses_part(part: Any, param: str) -> tuple[PartKind, str | None]:
+    ptype = part.get("type") if isinstance(part, dict) else None
+    if ptype in ("input_text", "output_text"):
+        return ("prompt" if ptype == "input_text" else "text"), _text(part, param)
+    if ptype == "input_image":
+        if part.get("image_url") is not None:
+            check_data_url(part.get("image_url"), f"{param}.image_url")
+        elif not part.get("file_id"):
+            raise BadRequest(f"{param}: image_url or file_id is required", param)
+        return "image", None
+    if ptype == "input_file":
+        if part.get("file_data") is not None:
+            check_data_url(part.get("file_data"), f"{param}.file_data")
+        return "image", None
+    raise _unsupported(ptype, param)
+
+
+_NOT_PARTS = "expected a string or an array of parts"
+# A missing content (an assistant turn of tool calls) is no content.
+_CHAT = Dialect(read_part=_chat_part, not_parts=_NOT_PARTS, none_is_empty=True)
+_RESPONSES = Dialect(read_part=_responses_part, not_parts=_NOT_PARTS, none_is_empty=True)
+
+
 class _OpenAIBase(Protocol):
+    request_id_header = "x-request-id"
+
     def auth_present(self, headers: Mapping[str, str], query: Mapping[str, str]) -> bool:
         return bearer_present(headers)
 
-    def headers(self, request_id: str, limits: LimitState | None) -> dict[str, str]:
-        out = {"x-request-id": request_id}
-        if limits is not None:
-            out.update(ratelimit_headers(limits))
-        return out
+    def ratelimit_headers(self, limits: LimitState) -> dict[str, str]:
+        return limit_headers(limits, "x-ratelimit-{field}-{unit}", go_duration)
 
     def error(
         self,
@@ -78,28 +140,15 @@ class _OpenAIBase(Protocol):
         message: str,
         request_id: str,
         limits: LimitState | None = None,
-    ) -> tuple[int, dict[str, Any], dict[str, str]]:
-        status, etype, code = _ERRORS[kind]
+    ) -> Failure:
+        etype, code = _ERRORS[kind]
         if kind == "rate_limited" and limits is not None and limits.limited_by == "tokens":
             etype = "tokens"
         headers = self.headers(request_id, limits)
         if kind == "rate_limited" and limits is not None:
             headers.update(retry_after_headers(limits.retry_after_s))
         body = {"error": {"message": message, "type": etype, "param": None, "code": code}}
-        return status, body, headers
-
-
-def ratelimit_headers(limits: LimitState) -> dict[str, str]:
-    out: dict[str, str] = {}
-    if limits.requests_limit is not None:
-        out["x-ratelimit-limit-requests"] = str(limits.requests_limit)
-        out["x-ratelimit-remaining-requests"] = str(limits.requests_remaining)
-        out["x-ratelimit-reset-requests"] = go_duration(limits.requests_reset_s)
-    if limits.tokens_limit is not None:
-        out["x-ratelimit-limit-tokens"] = str(limits.tokens_limit)
-        out["x-ratelimit-remaining-tokens"] = str(limits.tokens_remaining)
-        out["x-ratelimit-reset-tokens"] = go_duration(limits.tokens_reset_s)
-    return out
+        return STATUS[kind], body, headers
 
 
 class ChatCompletions(_OpenAIBase):
@@ -111,60 +160,13 @@ class ChatCompletions(_OpenAIBase):
         if not isinstance(messages, list) or not messages:
             raise BadRequest("messages: expected a non-empty array", "messages")
         req = ParsedRequest(model=d["model"], prompt_text=None)
-        for i, msg in enumerate(messages):
-            if not isinstance(msg, dict):
-                raise BadRequest(f"messages[{i}]: expected an object", f"messages[{i}]")
-            first_text = self._content(req, msg.get("content"), f"messages[{i}].content")
-            if msg.get("role") == "user":
-                req.prompt_text = first_text
+        read_turns(req, messages, "messages", _CHAT)
         req.seed = as_int(d.get("seed"), "seed")
         limit = d.get("max_completion_tokens")
         req.max_tokens = as_int(d.get("max_tokens") if limit is None else limit, "max_tokens")
         if d.get("reasoning_effort") == "none":
             req.thinking = False
         return req
-
-    @staticmethod
-    def _content(req: ParsedRequest, content: Any, where: str) -> str | None:
-        if content is None:
-            return None
-        if isinstance(content, str):
-            req.text_chars += len(content)
-            return content
-        if not isinstance(content, list):
-            raise BadRequest(f"{where}: expected a string or an array of parts", where)
-        first_text = None
-        for j, part in enumerate(content):
-            param = f"{where}[{j}]"
-            ptype = part.get("type") if isinstance(part, dict) else None
-            if ptype == "text":
-                text = part.get("text")
-                if not isinstance(text, str):
-                    raise BadRequest(f"{param}.text: expected a string", f"{param}.text")
-                req.text_chars += len(text)
-                if first_text is None:
-                    first_text = text
-            elif ptype == "image_url":
-                image = part.get("image_url")
-                url = image.get("url") if isinstance(image, dict) else None
-                check_data_url(url, f"{param}.image_url.url")
-                req.images += 1
-            elif ptype == "input_audio":
-                audio = part.get("input_audio")
-                audio = audio if isinstance(audio, dict) else {}
-                if audio.get("format") not in ("wav", "mp3"):
-                    raise BadRequest(f"{param}.input_audio.format: expected 'wav' or 'mp3'", param)
-                decode_base64(audio.get("data"), f"{param}.input_audio.data")
-                req.audios += 1
-            elif ptype == "file":
-                file = part.get("file")
-                data = file.get("file_data") if isinstance(file, dict) else None
-                if data is not None:
-                    check_data_url(data, f"{param}.file.file_data")
-                req.images += 1
-            else:
-                raise BadRequest(f"{param}.type: unsupported content part type {ptype!r}", param)
-        return first_text
 
     def success(self, req: ParsedRequest, done: Completion, request_id: str) -> dict[str, Any]:
         message: dict[str, Any] = {
@@ -215,12 +217,7 @@ class Responses(_OpenAIBase):
             req.text_chars += len(items)
             req.prompt_text = items
         elif isinstance(items, list):
-            for i, item in enumerate(items):
-                if not isinstance(item, dict):
-                    raise BadRequest(f"input[{i}]: expected an object", f"input[{i}]")
-                first_text = self._content(req, item.get("content"), f"input[{i}].content")
-                if item.get("role") == "user":
-                    req.prompt_text = first_text
+            read_turns(req, items, "input", _RESPONSES)
         else:
             raise BadRequest("input: expected a string or an array of items", "input")
         req.seed = as_int(d.get("seed"), "seed")  # not an OpenAI parameter; extra_body only
@@ -229,40 +226,6 @@ class Responses(_OpenAIBase):
         if isinstance(reasoning, dict) and reasoning.get("effort") == "none":
             req.thinking = False
         return req
-
-    @staticmethod
-    def _content(req: ParsedRequest, content: Any, where: str) -> str | None:
-        if content is None:
-            return None
-        if isinstance(content, str):
-            req.text_chars += len(content)
-            return content
-        if not isinstance(content, list):
-            raise BadRequest(f"{where}: expected a string or an array of parts", where)
-        first_text = None
-        for j, part in enumerate(content):
-            param = f"{where}[{j}]"
-            ptype = part.get("type") if isinstance(part, dict) else None
-            if ptype in ("input_text", "output_text"):
-                text = part.get("text")
-                if not isinstance(text, str):
-                    raise BadRequest(f"{param}.text: expected a string", f"{param}.text")
-                req.text_chars += len(text)
-                if first_text is None and ptype == "input_text":
-                    first_text = text
-            elif ptype == "input_image":
-                if part.get("image_url") is not None:
-                    check_data_url(part.get("image_url"), f"{param}.image_url")
-                elif not part.get("file_id"):
-                    raise BadRequest(f"{param}: image_url or file_id is required", param)
-                req.images += 1
-            elif ptype == "input_file":
-                if part.get("file_data") is not None:
-                    check_data_url(part.get("file_data"), f"{param}.file_data")
-                req.images += 1
-            else:
-                raise BadRequest(f"{param}.type: unsupported content part type {ptype!r}", param)
-        return first_text
 
     def success(self, req: ParsedRequest, done: Completion, request_id: str) -> dict[str, Any]:
         incomplete = done.finish == "length"
@@ -324,5 +287,5 @@ def models_list(models: list[str], profiles: Any = None) -> dict[str, Any]:
     return {"object": "list", "data": data}
 
 
-def not_found(message: str, request_id: str) -> tuple[int, dict[str, Any], dict[str, str]]:
+def not_found(message: str, request_id: str) -> Failure:
     return ChatCompletions().error("not_found", message, request_id)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -18,6 +18,19 @@ ErrorKind = Literal[
     "overloaded",  # 529
     "timeout",  # 504, a hang that outlived hang_s
 ]
+# The HTTP status of each kind, the same in every protocol but where one says otherwise.
+STATUS: dict[ErrorKind, int] = {
+    "bad_request": 400,
+    "unauthorized": 401,
+    "not_found": 404,
+    "rate_limited": 429,
+    "server_error": 500,
+    "unavailable": 503,
+    "overloaded": 529,
+    "timeout": 504,
+}
+# (status, body, headers) of a failure
+Failure = tuple[int, dict[str, Any], dict[str, str]]
 
 
 class BadRequest(Exception):
@@ -77,6 +90,7 @@ class Protocol:
     """One provider wire format: request parsing, response and error rendering."""
 
     route: str = ""
+    request_id_header: str = ""  # the response header that names the request, if any
 
     def auth_present(self, headers: Mapping[str, str], query: Mapping[str, str]) -> bool:
         raise NotImplementedError
@@ -93,12 +107,20 @@ class Protocol:
         message: str,
         request_id: str,
         limits: LimitState | None = None,
-    ) -> tuple[int, dict[str, Any], dict[str, str]]:
-        """(status, body, headers) of a failure."""
+    ) -> Failure:
+        """A failure of this kind in the protocol's shape: its status, body and headers."""
         raise NotImplementedError
 
     def headers(self, request_id: str, limits: LimitState | None) -> dict[str, str]:
-        """Headers of a successful response."""
+        """Headers of a response: its request id and the rate-limit window, where the protocol
+        sends them."""
+        out = {self.request_id_header: request_id} if self.request_id_header else {}
+        if limits is not None:
+            out.update(self.ratelimit_headers(limits))
+        return out
+
+    def ratelimit_headers(self, limits: LimitState) -> dict[str, str]:
+        """The rate-limit window in the protocol's headers (Gemini documents none)."""
         return {}
 
     def malformed(self, request_id: str) -> bytes:
@@ -125,3 +147,19 @@ def retry_after_headers(seconds: float) -> dict[str, str]:
         "retry-after": str(max(1, math.ceil(seconds))) if seconds > 0 else "0",
         "retry-after-ms": str(max(0, round(seconds * 1000))),
     }
+
+
+def limit_headers(limits: LimitState, name: str, reset: Callable[[float], str]) -> dict[str, str]:
+    """Rate-limit headers of a window: for requests and for tokens, where limited, the limit,
+    what remains and when it resets (``reset`` spells the seconds). ``name`` spells a header
+    from its ``field`` (limit, remaining, reset) and ``unit`` (requests, tokens)."""
+    out: dict[str, str] = {}
+    for unit, limit, remaining, reset_s in (
+        ("requests", limits.requests_limit, limits.requests_remaining, limits.requests_reset_s),
+        ("tokens", limits.tokens_limit, limits.tokens_remaining, limits.tokens_reset_s),
+    ):
+        if limit is not None:
+            out[name.format(field="limit", unit=unit)] = str(limit)
+            out[name.format(field="remaining", unit=unit)] = str(remaining)
+            out[name.format(field="reset", unit=unit)] = reset(reset_s)
+    return out

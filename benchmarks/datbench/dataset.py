@@ -17,7 +17,7 @@ from typing import Any
 from benchmarks import hub
 from benchmarks.datbench import scoring
 from benchmarks.datbench.judge_prompt import judge_template
-from benchmarks.media import sniff_media_type
+from benchmarks.media import sniff_media_type, stored_bytes
 from core.types import DatasetError, Part, Sample
 
 HF_PATHS = {False: "DatologyAI/DatBench", True: "DatologyAI/DatBench-Full"}
@@ -166,9 +166,7 @@ def _row_metadata(raw: Any, sample_id: str) -> dict[str, Any]:
 def image_part(item: Any, sample_id: str) -> Part:
     data = None
     if isinstance(item, Mapping):
-        data = item.get("bytes")
-        if not data and item.get("path") and Path(item["path"]).is_file():
-            data = Path(item["path"]).read_bytes()
+        data = stored_bytes(item)
     elif isinstance(item, bytes | bytearray):
         data = bytes(item)
     if not data:

@@ -26,7 +26,7 @@ from PIL import Image
 
 from benchmarks import hub
 from benchmarks.interface import Exclusion
-from benchmarks.media import sniff_media_type
+from benchmarks.media import encoded_image, sniff_media_type, stored_bytes
 from benchmarks.omnibench.parsing import EVALSCOPE_VERSION, LETTERS
 from core.types import DatasetError, Part, PartKind, Sample
 
@@ -56,6 +56,7 @@ REQUIRED_COLUMNS = (
     "audio content",
 )
 FIX = "pass save_to_disk output or Parquet files of split 'train' in the upstream schema"
+SOURCE = hub.DatasetSource(HF_PATH, REVISION, REQUIRED_COLUMNS, FIX)
 
 
 class UnusableMedia(DatasetError):
@@ -74,22 +75,11 @@ def load(
 ) -> tuple[list[Sample], list[Exclusion], str]:
     """Samples in dataset order, the excluded rows, and the source; `limit` counts rows
     before exclusion."""
-    if limit is not None and limit < 0:
-        raise ValueError(f"limit must be >= 0, got {limit}")
-    table, source = hub.load_table(
-        HF_PATH,
-        revision=REVISION,
-        split=SPLIT,
-        dataset_path=dataset_path,
-        required=REQUIRED_COLUMNS,
-        fix=FIX,
-    )
-    if limit is not None:
-        table = table.slice(0, limit)
+    rows, source = SOURCE.rows(SPLIT, dataset_path, limit)
     samples: list[Sample] = []
     excluded: list[Exclusion] = []
     seen: set[str] = set()
-    for row in table.to_pylist():
+    for row in rows:
         try:
             sample = to_sample(row, use_image=use_image, use_audio=use_audio)
         except UnusableMedia as exc:
@@ -196,18 +186,13 @@ def _media_bytes(kind: PartKind, item: Any, sample_id: str) -> bytes | None:
     if isinstance(item, bytes | bytearray | memoryview):
         return bytes(item)
     if isinstance(item, Mapping):
-        if item.get("bytes"):
-            return bytes(item["bytes"])
-        path = item.get("path")
-        if path and Path(path).is_file():
-            return Path(path).read_bytes()
-        if kind == "audio" and item.get("array") is not None and item.get("sampling_rate"):
-            return wav_bytes(item["array"], int(item["sampling_rate"]))
-        return None
+        data = stored_bytes(item)
+        rate = item.get("sampling_rate")
+        if data is None and kind == "audio" and item.get("array") is not None and rate:
+            return wav_bytes(item["array"], int(rate))
+        return data
     if kind == "image" and isinstance(item, Image.Image):
-        out = io.BytesIO()
-        item.save(out, format=item.format or "PNG")
-        return out.getvalue()
+        return encoded_image(item)
     raise DatasetError(
         f"row index {sample_id} {kind} is a {type(item).__name__}: load the dataset without "
         f"decoding the {kind} column"

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import io
 import math
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from PIL import Image, ImageDraw
 
+from benchmarks import hub
 from benchmarks.omnibench.dataset import wav_bytes
 
 RATE = 8000
@@ -169,12 +169,6 @@ def write_omnibench_demo(path: str | Path) -> Path:
     """
     from datasets import DatasetDict
 
-    target = Path(path)
-    if target.exists() and any(target.iterdir()):
-        if not (target / "dataset_dict.json").is_file():
-            raise FileExistsError(
-                f"{target} exists and is not a saved dataset: choose an empty or new directory"
-            )
-        shutil.rmtree(target)
+    target = hub.replace_saved(path)
     DatasetDict({"train": build_dataset(demo_rows())}).save_to_disk(str(target))
     return target

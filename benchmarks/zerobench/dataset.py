@@ -7,7 +7,6 @@ decoding and sent unchanged (media types sniffed from the bytes).
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 from PIL import Image
 
 from benchmarks import hub
-from benchmarks.media import sniff_media_type
+from benchmarks.media import encoded_image, sniff_media_type, stored_bytes
 from core.types import DatasetError, Part, Sample
 
 HF_PATH = "jonathan-roberts1/zerobench"
@@ -33,6 +32,7 @@ REQUIRED_COLUMNS = (
     "question_answer",
 )
 FIX = "pass a dataset saved with save_to_disk or Parquet files in the upstream schema"
+SOURCE = hub.DatasetSource(HF_PATH, REVISION, REQUIRED_COLUMNS, FIX)
 
 
 def load_rows(
@@ -41,19 +41,7 @@ def load_rows(
     """Rows of one split as dicts (images undecoded `{bytes, path}`) and their source."""
     if split not in SPLITS:
         raise DatasetError(f"unknown ZeroBench split {split!r}: use one of {', '.join(SPLITS)}")
-    if limit is not None and limit < 0:
-        raise ValueError(f"limit must be >= 0, got {limit}")
-    table, source = hub.load_table(
-        HF_PATH,
-        revision=REVISION,
-        split=split,
-        dataset_path=dataset_path,
-        required=REQUIRED_COLUMNS,
-        fix=FIX,
-    )
-    if limit is not None:
-        table = table.slice(0, limit)
-    return table.to_pylist(), source
+    return SOURCE.rows(split, dataset_path, limit)
 
 
 def group_id_for(question_id: str, split: str) -> str:
@@ -110,17 +98,13 @@ def image_bytes(item: Any, question_id: str, index: int) -> bytes:
     items to keep the original bytes.
     """
     if isinstance(item, Mapping):
-        if item.get("bytes"):
-            return bytes(item["bytes"])
-        path = item.get("path")
-        if path and Path(path).is_file():
-            return Path(path).read_bytes()
+        data = stored_bytes(item)
+        if data is not None:
+            return data
     elif isinstance(item, bytes | bytearray | memoryview):
         return bytes(item)
     elif isinstance(item, Image.Image):
-        out = io.BytesIO()
-        item.save(out, format=item.format or "PNG")
-        return out.getvalue()
+        return encoded_image(item)
     raise DatasetError(
         f"question {question_id!r} image {index} has no bytes ({type(item).__name__}): "
         "store the image bytes in question_images_decoded"

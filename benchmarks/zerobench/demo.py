@@ -8,12 +8,13 @@ are computed from, and no text is rendered, so the bytes depend on no font.
 from __future__ import annotations
 
 import io
-import shutil
 from collections import deque
 from pathlib import Path
 from typing import Any
 
 from PIL import Image, ImageDraw
+
+from benchmarks import hub
 
 WHITE = (255, 255, 255)
 BLACK = (0, 0, 0)
@@ -263,13 +264,7 @@ def write_demo_dataset(path: str | Path) -> Path:
     """
     from datasets import Dataset, DatasetDict, Features, Image, List, Value
 
-    target = Path(path)
-    if target.exists() and any(target.iterdir()):
-        if not (target / "dataset_dict.json").is_file():
-            raise FileExistsError(
-                f"{target} exists and is not a saved dataset: choose an empty or new directory"
-            )
-        shutil.rmtree(target)
+    target = hub.replace_saved(path)
     features = Features(
         {
             "question_id": Value("string"),
