@@ -1,37 +1,57 @@
 # One command to set up and run the demo, one to set up and run the tests.
-# Needs only Python 3.11 and make: uv is bootstrapped from the package registry if missing;
-# `make test` also installs Debian's chromium for the browser tests where it may.
+# Needs only Python (3.11 to 3.13) and make: uv is bootstrapped from the package registry if
+# missing; `make test` also installs Debian's chromium for the browser tests where it may.
 
 PYTHON ?= python3
 UV_VERSION := 0.13.8
 UV := $(shell command -v uv 2>/dev/null || echo .bootstrap/bin/uv)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: install demo test test-fast browser lint perf up down clean
+# Another Python of this machine, in an environment of its own: `make test-fast
+# PYTHON_VERSION=3.13` installs into .venv-3.13 and tests there. Unset: python3, in .venv.
+# The interpreter is named by its path: pyenv's shims answer only for the active version, and
+# uv stops at the first shim that fails.
+PYTHON_VERSION ?=
+PYENV_ROOT ?= $(HOME)/.pyenv
+ifeq ($(PYTHON_VERSION),)
+VENV := .venv
+else
+VENV := .venv-$(PYTHON_VERSION)
+candidates := $(wildcard $(PYENV_ROOT)/versions/$(PYTHON_VERSION).*/bin/python$(PYTHON_VERSION)) \
+	$(wildcard /usr/local/bin/python$(PYTHON_VERSION) /usr/bin/python$(PYTHON_VERSION))
+INTERPRETER := $(firstword $(foreach p,$(candidates),$(shell $(p) -c 'import sys' 2>/dev/null && echo $(p))))
+ifeq ($(INTERPRETER),)
+$(error no Python $(PYTHON_VERSION) on this machine (looked in $(PYENV_ROOT)/versions, /usr/local/bin and /usr/bin))
+endif
+export UV_PYTHON := $(INTERPRETER)
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+endif
+
+.PHONY: install demo test test-fast browser lint perf up down clean python
 
 # Bytecode is compiled at install: where PYTHONDONTWRITEBYTECODE=1 (CI machines, containers)
 # Python never caches it, and every process (a run, a Ray worker, the Prefect server) spent
 # about 9 s compiling some 6,000 modules from source.
 install: $(UV)
 	$(UV) sync --frozen --compile-bytecode
-	.venv/bin/python -m compileall -q -j 0 cli flows stack reports engine tasks providers simulator benchmarks storage metrics core deployments >/dev/null
+	$(VENV)/bin/python -m compileall -q -j 0 cli flows stack reports engine tasks providers simulator benchmarks storage metrics core deployments >/dev/null
 
 .bootstrap/bin/uv:
 	$(PYTHON) -m venv .bootstrap
 	.bootstrap/bin/python -m pip install --quiet "uv==$(UV_VERSION)"
 
 demo: install
-	.venv/bin/evalfleet demo
+	$(VENV)/bin/evalfleet demo
 
 test: install browser
-	.venv/bin/ruff check .
-	.venv/bin/python -m pytest -q -n 2 --dist loadfile
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile
 
 # Everything but the tests marked slow (those that start Ray, a Prefect server, a browser or a
 # subprocess stack), or that take over ten seconds: about a minute.
 test-fast: install
-	.venv/bin/ruff check .
-	.venv/bin/python -m pytest -q -n 2 -m "not slow"
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/python -m pytest -q -n 2 -m "not slow"
 
 # The browser tests drive Debian's chromium through chromedriver (no browser download works
 # here). Installed when this user may (root, or sudo without a password); otherwise those
@@ -48,17 +68,21 @@ browser:
 		>/dev/null || echo "could not install chromium: the browser tests will be skipped"
 
 up: install
-	.venv/bin/evalfleet up $(ARGS)
+	$(VENV)/bin/evalfleet up $(ARGS)
 
 down: install
-	.venv/bin/evalfleet down
+	$(VENV)/bin/evalfleet down
 
 lint: install
-	.venv/bin/ruff check .
-	.venv/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 perf: install
-	.venv/bin/python perf/throughput.py
+	$(VENV)/bin/python perf/throughput.py
+
+# The interpreter `install` uses (fails, saying so, where PYTHON_VERSION names none here).
+python:
+	@echo $(or $(INTERPRETER),$(shell command -v $(PYTHON)))
 
 clean:
-	rm -rf .venv .bootstrap demo-data
+	rm -rf .venv .venv-* .bootstrap demo-data

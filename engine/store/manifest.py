@@ -28,10 +28,14 @@ MANIFEST_VERSION = 2
 
 def code_version() -> str:
     """The checkout's commit, or EVALFLEET_CODE_VERSION where there is no checkout (an
-    image built with `--build-arg CODE_VERSION=$(git rev-parse --short=12 HEAD)`)."""
+    image built with `--build-arg CODE_VERSION=$(git rev-parse --short=12 HEAD)`), else
+    "unknown". Installed from a wheel, the packages' folder is no checkout: git is not asked
+    there, where it would name the commit of whatever repository holds that folder."""
     if os.environ.get("EVALFLEET_CODE_VERSION"):
         return os.environ["EVALFLEET_CODE_VERSION"]
     root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():  # .git: a clone's folder, or a worktree's file
+        return "unknown"
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--short=12", "HEAD"],

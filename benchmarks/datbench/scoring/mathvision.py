@@ -24,6 +24,9 @@ Default mode changes:
 from __future__ import annotations
 
 import re
+import sys
+import types
+import typing
 import warnings
 from typing import Any
 
@@ -41,12 +44,26 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _value(text: str, compat: bool) -> Any:
-    with warnings.catch_warnings():  # its antlr runtime imports the deprecated typing.io
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from latex2sympy2 import latex2sympy
+def _latex2sympy() -> Any:
+    """latex2sympy2's function. The ANTLR runtime it pins (4.7.2) imports `TextIO` from
+    `typing.io`, deprecated since Python 3.8 and gone in 3.13: where it is gone, a module of that
+    name lends `typing.TextIO` for the import and is taken back after it."""
+    lent = "typing.io" not in sys.modules and sys.version_info >= (3, 13)
+    if lent:
+        module = sys.modules["typing.io"] = types.ModuleType("typing.io")
+        module.TextIO = typing.TextIO  # type: ignore[attr-defined]
+    try:
+        with warnings.catch_warnings():  # before 3.13, typing.io warns that it is deprecated
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from latex2sympy2 import latex2sympy
+    finally:
+        if lent:
+            del sys.modules["typing.io"]
+    return latex2sympy
 
-    expr = latex2sympy(text)
+
+def _value(text: str, compat: bool) -> Any:
+    expr = _latex2sympy()(text)
     if compat:
         return eval(str(expr), {"__builtins__": {}}, {})  # noqa: S307 - upstream evaluates it
     return float(expr.evalf())

@@ -1,0 +1,1 @@
+"""Tests of what is shipped: the wheel, installed outside the checkout."""
