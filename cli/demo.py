@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from benchmarks import registry
 from benchmarks.answer_key import write_answer_key
 from core.types import ConfigError
 from engine.run.request import EvalRequest, check_run_id
 from storage import store_url
+
+if TYPE_CHECKING:
+    from engine.pipeline import JobResult
 
 
 def demo_choices() -> list[str]:
@@ -27,7 +30,7 @@ def run_demo(
     s3_endpoint_url: str | None = None,
     workdir: str = "./demo-data",
     latency_ms: float = 200.0,
-) -> dict[str, Any]:
+) -> JobResult:
     import datasets
 
     from cli.launch import run_request

@@ -169,5 +169,5 @@ def cmd_demo(args: argparse.Namespace) -> int:
         run_id=args.run_id,
         s3_endpoint_url=args.s3_endpoint_url,
     )
-    print_result(result)
+    print_result(result.tables)
     return 0
