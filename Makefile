@@ -7,7 +7,7 @@ UV_VERSION := 0.13.8
 UV := $(shell command -v uv 2>/dev/null || echo .bootstrap/bin/uv)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: install demo test test-fast browser lint perf up down clean
+.PHONY: install demo test test-fast browser lint perf up down clean docs
 
 # Bytecode is compiled at install: where PYTHONDONTWRITEBYTECODE=1 (CI machines, containers)
 # Python never caches it, and every process (a run, a Ray worker, the Prefect server) spent
@@ -60,5 +60,13 @@ lint: install
 perf: install
 	.venv/bin/python perf/throughput.py
 
+# The documentation site: the CLI reference generated from the request model, then mkdocs with
+# --strict (a broken link or anchor, or a shell block without its runnable/skip mark, fails it)
+# into site/ (git-ignored). Not --quiet: mkdocs then stops counting the warnings --strict
+# fails on.
+docs: install
+	.venv/bin/python docs/gen_cli.py
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict
+
 clean:
-	rm -rf .venv .bootstrap demo-data
+	rm -rf .venv .bootstrap demo-data site
