@@ -117,7 +117,7 @@ def run_options(run_parser: argparse.ArgumentParser) -> list[str]:
         else:
             described = info.description
             default = default_of(name, info, facts)
-        rows.append([flags, f"`{name}`", type_of(base), default, limits_of(facts), cell(described)])
+        rows.append(row(flags, name, type_of(base), default, limits_of(facts), described))
     covered = {PREFIX + name for name in EvalRequest.model_fields}
     for action in run_parser._actions:
         if action.dest in covered or action.dest.startswith("bopt__") or not action.help:
@@ -130,13 +130,13 @@ def run_options(run_parser: argparse.ArgumentParser) -> list[str]:
         kind = "flag" if action.nargs == 0 else "text"
         if isinstance(action, argparse._AppendAction):
             kind = "text, repeatable"
-        rows.append([flags, "", kind, "", "", cell(action.help)])
+        rows.append(row(flags, None, kind, None, "", action.help))
     return [
         "Options without a request field are set together with others (`--dataset-path`, "
         "`--base-url`, `--batch`) or belong to the command line alone (`--subset`, "
         "`--estimate`, `--no-retry-errors`).",
         "",
-        *table(["option", "request field", "type", "default", "range or choices", "what"], rows),
+        *table(HEADER, rows),
     ]
 
 
@@ -165,6 +165,8 @@ def default_of(name: str, info, facts: dict[str, Any], *, request: bool = True) 
     page names the rule, not the value on the machine that built it."""
     if request and name in FROM_ENVIRONMENT:
         return FROM_ENVIRONMENT[name]
+    if info.is_required():
+        return "required"
     factory = info.default_factory
     default = facts.get("default")
     if factory is not None and factory not in (list, dict) and "default" not in facts:
@@ -192,7 +194,7 @@ def limits_of(facts: dict[str, Any]) -> str:
         if key in facts:
             parts.append(f"{sign} {facts[key]}")
     if facts.get("choices"):
-        parts.append(", ".join(f"`{c}`" for c in facts["choices"]))
+        parts.append("choices: " + ", ".join(f"`{c}`" for c in facts["choices"]))
     return "; ".join(parts)
 
 
@@ -231,16 +233,16 @@ def benchmark_options() -> list[str]:
                 elif not facts.get("choices"):
                     flag += " `VALUE`"
             rows.append(
-                [
+                row(
                     flag,
-                    f"`{field_name}`",
+                    field_name,
                     option_type(base),
                     default,
                     limits_of(facts),
-                    cell(info.description or ""),
-                ]
+                    info.description or "",
+                )
             )
-        lines += table(["option", "field", "type", "default", "range or choices", "what"], rows)
+        lines += table(HEADER, rows)
         lines.append("")
     return lines
 
@@ -261,10 +263,30 @@ def command_help(name: str, parser: argparse.ArgumentParser) -> list[str]:
 
 # --- Markdown ------------------------------------------------------------------------------------
 
+HEADER = ["option (field)", "type, default, range or choices", "what"]
+
+
+def row(
+    flags: str, field: str | None, kind: str, default: str | None, limits: str, what: str
+) -> list[str]:
+    """One option as three cells: its flags and field, what it takes, what it does."""
+    named = f"{flags}<br>(`{field}`)" if field else flags
+    takes = [kind]
+    if default == "—":
+        takes.append("unset by default")
+    elif default == "required":
+        takes.append("required")
+    elif default:
+        takes.append(f"default {default}")
+    if limits:
+        takes.append(limits)
+    return [named, "<br>".join(takes), cell(what)]
+
 
 def cell(text: str) -> str:
-    """Text for one table cell: one line, pipes escaped."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """Text for one table cell: one line, pipes escaped, no HTML (`sim-<accuracy>` shows)."""
+    text = " ".join(str(text).split()).replace("&", "&amp;")
+    return text.replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
 
 
 def table(header: list[str], rows: list[list[str]]) -> list[str]:
