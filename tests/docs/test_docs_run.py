@@ -29,7 +29,8 @@ REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 DOCS = REPO / "docs"
 SIMULATOR_PORT = 8765  # the port the docs' examples give `evalfleet simulate`
-TIMEOUT_S = 900  # the whole script: about 2 minutes on a quiet 2-core machine, 10 on a busy one
+TIMEOUT_S = 900  # the whole script: 9.4 minutes at load 8-10 on 2 cores (the demo 4 times slower
+# than quiet, so about 2.5 minutes on a quiet machine)
 
 
 def _shell_blocks():
