@@ -27,7 +27,7 @@ export UV_PYTHON := $(INTERPRETER)
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 endif
 
-.PHONY: install demo test test-fast browser lint perf up down clean python
+.PHONY: install demo test test-fast browser lint perf up down clean python docs
 
 # Bytecode is compiled at install: where PYTHONDONTWRITEBYTECODE=1 (CI machines, containers)
 # Python never caches it, and every process (a run, a Ray worker, the Prefect server) spent
@@ -84,5 +84,13 @@ perf: install
 python:
 	@echo $(or $(INTERPRETER),$(shell command -v $(PYTHON)))
 
+# The documentation site: the CLI reference generated from the request model, then mkdocs with
+# --strict (a broken link or anchor, or a shell block without its runnable/skip mark, fails it)
+# into site/ (git-ignored). Not --quiet: mkdocs then stops counting the warnings --strict
+# fails on.
+docs: install
+	.venv/bin/python docs/gen_cli.py
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict
+
 clean:
-	rm -rf .venv .venv-* .bootstrap demo-data
+	rm -rf .venv .venv-* .bootstrap demo-data site

@@ -54,7 +54,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     up.add_argument(
         "--state-dir",
-        help="where the stack keeps its state (default $EVALFLEET_STACK, else ~/.evalfleet/stack)",
+        help="where the stack keeps its state (default $EVALFLEET_STACK, else "
+        "$EVALFLEET_HOME/stack, by default ~/.evalfleet/stack); `evalfleet run` finds a stack "
+        "kept elsewhere only when EVALFLEET_STACK names its folder",
     )
     up.add_argument(
         "--reevaluate-request",

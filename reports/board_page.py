@@ -17,7 +17,7 @@ from reports import formatting as fmt
 RANKED = ["rank", "band", "model", "value", "95% interval", "coverage", "errors"]
 SPENT = ["tokens/answer", "$/correct", "new"]
 PARTIAL = ["model", "value", "95% interval", "coverage", "errors", *SPENT]
-METHODS = "README.md, “Intervals and ranks”"  # where the table of methods is
+METHODS = "docs/results.md, “Intervals and ranks”"  # where the table of methods is
 
 
 def tables(frame: pd.DataFrame):

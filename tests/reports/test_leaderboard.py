@@ -483,7 +483,7 @@ def test_html_page_renders_in_headless_chromium(board, expected):
         for alt, complete, width, height in images:
             with Image.open(store / "leaderboard" / alt) as png:
                 assert complete and (width, height) == png.size, alt
-        # the legend cites the README's table of methods
+        # the legend cites the docs' table of methods (docs/results.md)
         assert "Intervals and ranks" in driver.find_element(By.TAG_NAME, "p").text
         assert driver.execute_script(
             "return document.documentElement.scrollWidth <= window.innerWidth"
