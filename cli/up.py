@@ -13,7 +13,7 @@ from core.types import ConfigError
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     from cli.demo import demo_choices
-    from cli.options import add_store_options
+    from cli.options import add_history_option, add_store_options
     from simulator import cli as simulator_cli
 
     up = sub.add_parser(
@@ -90,6 +90,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     demo.add_argument("--run-id", default=None)
     add_store_options(demo)
+    add_history_option(demo)
     demo.set_defaults(func=cmd_demo)
 
 
@@ -161,6 +162,7 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from cli.demo import run_demo
+    from cli.options import kept_flow_runs
     from reports.tables import print_result
 
     result = run_demo(
@@ -168,6 +170,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         store=args.store,
         run_id=args.run_id,
         s3_endpoint_url=args.s3_endpoint_url,
+        flow_runs_kept=kept_flow_runs(args),
     )
     print_result(result)
     return 0
