@@ -40,8 +40,9 @@ Scoring never sees media: at aggregation the samples are read back from the run'
 task, evaluator arguments), as plain JSON values.
 
 A new benchmark is one package implementing this class plus one line in
-`benchmarks.registry.BUILTIN` (or a `register()` call, which is how the tests add a toy one).
-Nothing outside `benchmarks/` names a benchmark.
+`benchmarks.registry.BUILTIN`, or a package of its own that declares it as an entry point in
+the `evalfleet.benchmarks` group (see `benchmarks.registry`). Nothing outside `benchmarks/`
+names a benchmark.
 """
 
 from __future__ import annotations

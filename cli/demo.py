@@ -30,6 +30,7 @@ def run_demo(
     s3_endpoint_url: str | None = None,
     workdir: str = "./demo-data",
     latency_ms: float = 200.0,
+    flow_runs_kept: int | None = None,
 ) -> JobResult:
     import datasets
 
@@ -63,4 +64,5 @@ def run_demo(
     log_path = work / f"simulator-{run_id}.jsonl"
     with start_simulator(answers, config, log_path) as simulator:
         print(f"demo: simulator listening on {simulator.url} (log {simulator.log_path})")
-        return run_request(request.model_copy(update={"simulator_url": simulator.url}))
+        request = request.model_copy(update={"simulator_url": simulator.url})
+        return run_request(request, flow_runs_kept=flow_runs_kept)

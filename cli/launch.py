@@ -31,10 +31,15 @@ if TYPE_CHECKING:
 
 
 def run_request(
-    request: EvalRequest, *, retry_errors: bool = True, answers: bool = True
+    request: EvalRequest,
+    *,
+    retry_errors: bool = True,
+    answers: bool = True,
+    flow_runs_kept: int | None = None,
 ) -> JobResult:
     """Run one request end to end from the command line; raise Interrupted on a signal.
-    With `answers` off (a judge added to a stored run) only the judges are asked."""
+    With `answers` off (a judge added to a stored run) only the judges are asked. A
+    temporary Prefect server keeps `flow_runs_kept` flow runs (`stack.prefect_history`)."""
     from cli.errors import user_errors
     from core import collector
     from engine.generation.online import prestart_workers
@@ -49,7 +54,7 @@ def run_request(
     if not ray_was_up:
         _attach_to_running_stack()
     own_ray = not os.environ.get("RAY_ADDRESS") and not ray_was_up
-    stack = LocalStack()
+    stack = LocalStack(flow_runs_kept)
     if own_ray:
         stack.use_private_ray()
     STOP.reset()

@@ -13,8 +13,8 @@ at once, as the command's own process would have been.
 
 Not delegated, and run in the calling process as before: any other command, a caller whose
 environment names another Prefect server or Ray cluster (PREFECT_API_URL, RAY_ADDRESS), a
-launcher that runs other code than the caller's (the files changed since `up`), or
-EVALFLEET_NO_LAUNCHER=1."""
+launcher that runs other code than the caller's (the files changed since `up`, or packages
+installed or removed, or another $PYTHONPATH), or EVALFLEET_NO_LAUNCHER=1."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import struct
 import sys
 from pathlib import Path
 
-from core.checkout import project_digest
+from core.checkout import environment_digest
 from core.places import process_start_ticks, stack_folder
 
 DELEGATED = {"run", "judge", "aggregate", "report", "compare", "leaderboard", "status", "runs"}
@@ -36,9 +36,9 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
 def code_digest() -> str:
-    """Which code this checkout holds (`core.checkout`): the launcher compares it with its
-    own."""
-    return project_digest()
+    """Which code this checkout holds and which packages are installed beside it
+    (`core.checkout`): the launcher compares it with its own."""
+    return environment_digest()
 
 
 def launcher_socket() -> Path | None:

@@ -342,3 +342,27 @@ def add_store_options(parser: argparse.ArgumentParser) -> None:
 def store_from(args: argparse.Namespace) -> Store:
     """The store the command's --store names (else $EVALFLEET_STORE, else ./runs), opened."""
     return open_store(args.store, s3_endpoint_url=args.s3_endpoint_url)
+
+
+# --- the temporary Prefect server's history --------------------------------------------------
+
+
+def add_history_option(parser: argparse.ArgumentParser) -> None:
+    """--keep-flow-runs: how much history the temporary Prefect server keeps."""
+    from stack.prefect_history import DEFAULT, ENV
+
+    parser.add_argument(
+        "--keep-flow-runs",
+        metavar="N",
+        help="when no stack runs, the command's own Prefect server keeps the newest N flow "
+        f"runs in $EVALFLEET_HOME/prefect-runs.db and deletes older ones (default ${ENV}, "
+        f"else {DEFAULT})",
+    )
+
+
+def kept_flow_runs(args: argparse.Namespace) -> int | None:
+    """--keep-flow-runs checked (None: the environment's or the default)."""
+    from stack.prefect_history import parse_kept
+
+    raw = getattr(args, "keep_flow_runs", None)
+    return None if raw is None else parse_kept(raw)

@@ -21,7 +21,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "cleanly (exit 130) and keeps everything stored; run again with the same --run-id "
         "to resume.",
     )
-    from cli.options import add_request_options, add_store_options
+    from cli.options import add_history_option, add_request_options, add_store_options
 
     add_request_options(run)
     run.add_argument(
@@ -41,6 +41,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="on resume, keep terminal errors instead of requesting them again",
     )
+    add_history_option(run)
     run.set_defaults(func=cmd_run)
 
     judge = sub.add_parser(
@@ -57,6 +58,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--simulator-url", metavar="URL", help="for a simulated judge (default: the run's)"
     )
     add_store_options(judge)
+    add_history_option(judge)
     judge.set_defaults(func=cmd_judge)
 
 
@@ -90,12 +92,14 @@ def _apply_subset(path: str, fields: dict[str, Any]) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from cli.launch import resume_hint, run_request
+    from cli.options import kept_flow_runs
 
     request = request_from_args(args)
     args.run_id = request.run_id  # the resume hint names it even when it was generated
     if args.estimate:
         return estimate(request, retry_errors=not args.no_retry_errors)
-    result = run_request(request, retry_errors=not args.no_retry_errors)
+    kept = kept_flow_runs(args)
+    result = run_request(request, retry_errors=not args.no_retry_errors, flow_runs_kept=kept)
     outcome = result.outcome
     if result.tables is None:  # batch jobs left open: the poller writes the tables
         print(
@@ -118,12 +122,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_judge(args: argparse.Namespace) -> int:
     from cli.launch import run_request
-    from cli.options import store_from
+    from cli.options import kept_flow_runs, store_from
     from engine.judges import judge_request
     from reports.tables import print_result
 
+    kept = kept_flow_runs(args)
     request = judge_request(store_from(args), args.run_id, args.judge, args.simulator_url)
-    result = run_request(request, retry_errors=True, answers=False)
+    result = run_request(request, retry_errors=True, answers=False, flow_runs_kept=kept)
     if result.unchanged:  # nothing for the judge to grade
         print(result.unchanged)
         return 0

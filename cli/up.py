@@ -13,7 +13,7 @@ from core.types import ConfigError
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     from cli.demo import demo_choices
-    from cli.options import add_store_options
+    from cli.options import add_history_option, add_store_options
     from simulator import cli as simulator_cli
 
     up = sub.add_parser(
@@ -77,9 +77,29 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     down.add_argument("--state-dir", help="as given to `evalfleet up`")
     down.set_defaults(func=cmd_down)
 
-    sim = sub.add_parser("simulate", help="serve the provider simulator on 127.0.0.1")
+    sim = sub.add_parser(
+        "simulate",
+        help="serve the provider simulator on 127.0.0.1 (or write its answer key)",
+        description="Serve the provider simulator. With --answers-for, write the answer key "
+        "of a dataset instead (to --answers FILE, default answers.jsonl) and exit.",
+    )
     simulator_cli.add_arguments(sim)
-    sim.set_defaults(func=lambda args: simulator_cli.run(args))
+    sim.add_argument(
+        "--answers-for",
+        metavar="DATASET",
+        help="write the answer key of the dataset at this path (a local copy in the upstream "
+        "schema, as --dataset-path takes) for the benchmarks of -b, with their default "
+        "options, then exit",
+    )
+    sim.add_argument(
+        "--benchmark",
+        "-b",
+        action="append",
+        metavar="NAME",
+        help="with --answers-for: a benchmark the dataset is read as, repeatable (default: "
+        "those a run runs when it names none)",
+    )
+    sim.set_defaults(func=cmd_simulate)
 
     demo = sub.add_parser("demo", help="generate a small dataset, simulate two models, evaluate")
     choices = demo_choices()
@@ -92,6 +112,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     demo.add_argument("--run-id", default=None)
     add_store_options(demo)
+    add_history_option(demo)
     demo.set_defaults(func=cmd_demo)
 
 
@@ -161,8 +182,30 @@ def cmd_down(args: argparse.Namespace) -> int:
     return 0 if stopped.complete else 1
 
 
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from simulator import cli as simulator_cli
+
+    if args.answers_for is None:
+        if args.benchmark:
+            raise ConfigError("-b chooses the benchmarks of --answers-for: give a dataset too")
+        return simulator_cli.run(args)
+    from benchmarks import registry
+    from benchmarks.answer_key import write_answer_key
+
+    benchmarks = args.benchmark or registry.default_names()
+    for name in benchmarks:
+        registry.get(name)  # an unknown one is one line naming the known ones
+    path = Path(args.answers or "answers.jsonl").resolve()
+    write_answer_key(os.path.abspath(args.answers_for), benchmarks, path)
+    lines = len(path.read_text().splitlines())
+    print(f"answer key of {args.answers_for} ({', '.join(benchmarks)}): {path}, {lines} entries")
+    print(f"serve it with: evalfleet simulate --answers {path}")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from cli.demo import run_demo
+    from cli.options import kept_flow_runs
     from reports.tables import print_result
 
     result = run_demo(
@@ -170,6 +213,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         store=args.store,
         run_id=args.run_id,
         s3_endpoint_url=args.s3_endpoint_url,
+        flow_runs_kept=kept_flow_runs(args),
     )
     if result.tables is not None:
         print_result(result.tables)

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stack import pidfiles, ray_cluster, runners
+from stack import pidfiles, ray_cluster, runner_folder, runners
 from stack.state import Daemon, load_checked, stack_dir, stop
 
 SETTLE_S = 10.0  # what a stopped group takes to be gone from /proc
@@ -87,6 +87,7 @@ def _clean(path: Path, daemons: list[Daemon], launcher: Daemon | None) -> None:
         ray_cluster.remove_sessions(path)
     socket = Path(launcher.address) if launcher and launcher.address else None
     (socket or runners.launcher_path(path)).unlink(missing_ok=True)
+    runner_folder.remove_all(path)  # Prefect's runner storage, the flow runs' workspaces
     pidfiles.forget(path)
     (path / "stack.json").unlink(missing_ok=True)
 

@@ -9,6 +9,8 @@ Two ways to run the deployments' flow runs:
   --all` to a process work pool (`evalfleet`), and N `prefect worker start` processes pick
   the flow runs up, as workers on other machines would. A worker lost with its flow run
   (its machine) is noticed by the crash automation, and a retry runs on another worker.
+
+Each of these processes keeps its temporary files in a folder of its own (`runner_folder`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import tempfile
 from pathlib import Path
 
 from engine.store.heartbeat import FLOW_RUN_BEAT_S
+from stack import runner_folder
 from stack.ray_cluster import ray_client_env
 from stack.services import ServiceError
 from stack.state import READY_TIMEOUT_S, REPO, Daemon, logged_since, spawn, tail, wait_ready
@@ -60,7 +63,7 @@ def start_serve(folder: Path, env: dict[str, str], settings: dict[str, str]) -> 
         **settings,
         "PREFECT_RUNNER_POLL_FREQUENCY": os.environ.get("EVALFLEET_RUNNER_POLL_S", "2"),
     }
-    command = [sys.executable, "-m", "deployments.serve"]
+    command = runner_folder.command(folder, "serve", ["-m", "deployments.serve"])
     log = folder / "serve.log"
     served = logged_since(log, b"being served")
     daemon = spawn("deployments (serve)", command, env, log)
@@ -111,19 +114,9 @@ def start_pool_worker(folder: Path, env: dict[str, str], index: int) -> Daemon:
         "PREFECT_WORKER_QUERY_SECONDS": os.environ.get("EVALFLEET_WORKER_POLL_S", "2"),
         "PREFECT_WORKER_PREFETCH_SECONDS": "5",
     }
-    command = [
-        str(Path(sys.executable).with_name("prefect")),
-        "worker",
-        "start",
-        "--pool",
-        POOL,
-        "--type",
-        "process",
-        "--name",
-        name,
-        "--install-policy",
-        "never",
-    ]
+    start = ["worker", "start", "--pool", POOL, "--type", "process", "--name", name]
+    program = ["-m", "prefect", *start, "--install-policy", "never"]
+    command = runner_folder.command(folder, f"worker-{index}", program)
     log = folder / f"worker-{index}.log"
     started = logged_since(log, b"started!")
     daemon = spawn(f"Prefect worker {index}", command, env, log)

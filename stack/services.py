@@ -9,7 +9,8 @@ start while the command plans the run; "ready" means answering an API call, not 
 The Prefect server keeps its database under the evalfleet state directory (`EVALFLEET_HOME`,
 default ~/.evalfleet), apart from the user's own Prefect profile. The first server of a Prefect
 version migrates it and registers Prefect's block types; once it has answered, a marker names
-that version, and later servers of the same version skip both (about 2.5 s of CPU each). If
+that version, and later servers of the same version skip both (about 2.5 s of CPU each). Each
+server first trims the history there to the newest N flow runs (`stack.prefect_history`). If
 it dies mid-run it is started again on the same port: the run never waits for it, and
 Prefect's client retries carry its calls over the gap.
 """
@@ -29,6 +30,7 @@ from functools import partial
 from pathlib import Path
 
 from core.places import evalfleet_home
+from stack import prefect_history
 from stack.children import Child, ForkedChild
 from stack.ray_head import STARTED
 from stack.scratch import Scratch
@@ -78,9 +80,13 @@ def free_port() -> int:
 
 class LocalStack:
     """Starts what is missing: a temporary Prefect server unless PREFECT_API_URL is set, a
-    private Ray head unless RAY_ADDRESS is set. `stop()` (or `kill()`) ends both."""
+    private Ray head unless RAY_ADDRESS is set. `stop()` (or `kill()`) ends both. The server
+    keeps the newest `flow_runs_kept` flow runs (default: `prefect_history.kept_from_env()`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, flow_runs_kept: int | None = None) -> None:
+        if flow_runs_kept is None:
+            flow_runs_kept = prefect_history.kept_from_env()
+        self.flow_runs_kept = flow_runs_kept
         self.scratch = Scratch()
         self.workdir = self.scratch.path
         self.prefect: Child | None = None
@@ -133,12 +139,14 @@ class LocalStack:
             env["PREFECT_API_BLOCKS_REGISTER_ON_START"] = "false"
         env.pop("PREFECT_API_URL", None)
         log = self.workdir / "prefect.log"
-        command = [sys.executable, "-m", "stack.prefect_app", str(port)]
+        keep = self.flow_runs_kept - 1  # room for the run this server is started for
+        command = [sys.executable, "-m", "stack.prefect_app", str(port), str(database), str(keep)]
         if "prefect" in sys.modules and threading.active_count() == 1:
             from stack.prefect_app import serve
 
             title = " ".join(command)
-            self.prefect = ForkedChild("prefect server", partial(serve, port), env, log, title)
+            serving = partial(serve, port, database, keep)
+            self.prefect = ForkedChild("prefect server", serving, env, log, title)
         else:  # Prefect is not loaded here, or a thread runs (a restart, by the watchdog)
             self.prefect = Child("prefect server", command, env, log)
         self.prefect_url = f"http://127.0.0.1:{port}/api"

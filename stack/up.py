@@ -13,7 +13,8 @@
 
 It waits until each answers, records what it started in `stack.json` (`stack.state`), and
 prints where everything is. A second `up` reports what is running and starts only what is
-not (given another store, schedule or runner, it restarts what depends on it). `down`
+not (given another store, schedule or runner, or after packages were installed or removed,
+it restarts what depends on it). `down`
 (`stack.down`) stops exactly the processes recorded. `evalfleet run` attaches to a running
 stack instead of starting its own server and Ray head.
 """
@@ -23,7 +24,7 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
-from core.checkout import project_digest
+from core.checkout import environment_digest, installed_digest
 from stack import pidfiles, prefect_server, ray_cluster, runners
 from stack.services import ServiceError
 from stack.state import Daemon, Stack, load, load_checked, save, stack_dir, stop, stop_stale
@@ -156,6 +157,8 @@ def _run_flows(
     store = store_url(store or stack.store or None)
     settings = serve_settings or stack.extras.get("serve_settings") or {}
     same = store == stack.store and settings == stack.extras.get("serve_settings", {})
+    installed = installed_digest()  # another package's benchmarks are the form's choices too
+    same = same and stack.extras.get("installed") == installed
     env = runners.runner_env(stack.api_url, store, stack.ray, stack.ray_token)
     if pool:
         stop_stale(stack.serve)
@@ -169,7 +172,7 @@ def _run_flows(
         for worker in alive:
             stop(worker)
         stack.workers, stack.pool, stack.store = [], runners.POOL, store
-        stack.extras["serve_settings"] = settings
+        stack.extras.update(serve_settings=settings, installed=installed)
         save(stack)
         runners.apply_deployments(path, env)
         for index in range(1, workers + 1):
@@ -188,15 +191,16 @@ def _run_flows(
     notes["runners"] = "restarted with the new settings" if serving else "started"
     stop_stale(stack.serve)
     stack.store = store
-    stack.extras["serve_settings"] = settings
+    stack.extras.update(serve_settings=settings, installed=installed)
     save(stack)  # what is up so far, should serve fail to start
     stack.serve = runners.start_serve(path, env, settings)
     started.append(stack.serve)
 
 
 def _launch(stack: Stack, path: Path, notes: dict[str, str], started: list[Daemon]) -> None:
-    """The warm launcher, started again when the code, the store or the cluster changed."""
-    code = project_digest()
+    """The warm launcher, started again when the code (or a package installed beside it), the
+    store or the cluster changed."""
+    code = environment_digest()
     wanted = {"code": code, "store": stack.store, "ray": stack.ray.address if stack.ray else ""}
     if stack.launcher and stack.launcher.alive() and stack.extras.get("launcher") == wanted:
         notes["launcher"] = "already running"

@@ -6,7 +6,8 @@ back, in a run's driver that otherwise needs neither until it aggregates. So a p
 has not imported Arrow reads in a short-lived child (`python -m engine.prepare.reading`, about 0.4 s
 of CPU) and gets the data back pickled, with the plan tables already made. A process that has
 Arrow already (one that aggregated, a test) reads in place, and so does a request naming a
-benchmark added with `registry.register()`, which a new process would not know.
+benchmark added with `registry.register()`, which a new process would not know (an installed
+package's it knows).
 
 The child works in the command's directory (relative paths mean the same), reads the request
 on stdin and writes its answer on a pipe of its own, which the command unpickles as it comes
@@ -39,8 +40,8 @@ from engine.run.request import EvalRequest
 def read_benchmarks(request: EvalRequest) -> dict[str, BenchmarkData]:
     """Each benchmark of the request, read here if this process has Arrow already, else in a
     child process (see the module's docstring)."""
-    builtin = all(registry.is_builtin(name) for name in request.benchmarks)
-    if "pyarrow" in sys.modules or not builtin:
+    known = all(registry.in_every_process(name) for name in request.benchmarks)
+    if "pyarrow" in sys.modules or not known:
         return load_benchmarks(request)
     return _read_in_child(request)
 

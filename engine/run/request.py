@@ -81,7 +81,7 @@ class _RegistryEnum:
         cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
         value = handler(schema)
-        value["enum"] = registry.names()
+        value["enum"] = [bench.name for bench in registry.all_benchmarks()]
         return value
 
 
@@ -93,13 +93,13 @@ class _RegistryOptions:
         cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
         properties = {}
-        for name in registry.names():
-            model = registry.get(name).options_model
+        for bench in registry.all_benchmarks():
+            model = bench.options_model
             if not model.model_fields:
                 continue  # nothing to set: no section in the form
-            properties[name] = _inline_refs(model.model_json_schema())
-            properties[name]["title"] = f"{name} options"
-            properties[name]["description"] = registry.get(name).description
+            properties[bench.name] = _inline_refs(model.model_json_schema())
+            properties[bench.name]["title"] = f"{bench.name} options"
+            properties[bench.name]["description"] = bench.description
         return {
             "type": "object",
             "title": "Benchmark options",

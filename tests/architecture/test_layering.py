@@ -1,4 +1,4 @@
-"""The house: which room may import which (README "Layout"), who may import Prefect, that
+"""The house: which room may import which (docs/architecture.md), who may import Prefect, that
 no code outside `benchmarks/` names a benchmark, and the size limits of `cli/` and `flows/`.
 Read from the source with `ast`, so a lazy import inside a function counts too."""
 

@@ -20,8 +20,8 @@ import pytest
 from cli import launcher_client
 from core.places import process_start_ticks
 from simulator.process import start_simulator
-from stack.state import Daemon, Stack, save
 from tests.support.helpers import wait_for_no_processes
+from tests.support.launcher import launched, running_launcher
 
 pytestmark = pytest.mark.slow  # a launcher process, runs with their own Prefect and Ray
 
@@ -32,39 +32,13 @@ EVALFLEET = str(Path(sys.executable).with_name("evalfleet"))
 @pytest.fixture(scope="module")
 def launcher(tmp_path_factory):
     """A launcher recorded in a stack state file, as `evalfleet up` leaves it."""
-    state = tmp_path_factory.mktemp("warm-state")
-    path = state / "launcher.sock"
-    log = state / "launcher.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "RAY_"))}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "cli.launcher", str(path)],
-        cwd=REPO,
-        env={**env, "MPLBACKEND": "Agg"},
-        stdout=log.open("w"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 120
-    while b"launcher ready" not in log.read_bytes():
-        assert process.poll() is None, log.read_text()
-        assert time.monotonic() < deadline, "the launcher did not start"
-        time.sleep(0.1)
-    daemon = Daemon("launcher", process.pid, process_start_ticks(process.pid), str(log))
-    daemon.address = str(path)
-    save(Stack(folder=str(state), store="", launcher=daemon))
-    yield state
-    os.killpg(process.pid, signal.SIGTERM)
-    process.wait(timeout=30)
+    with running_launcher(tmp_path_factory.mktemp("warm-state"), dict(os.environ)) as state:
+        yield state
 
 
 def caller_env(state: Path, tag: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "RAY_"))}
     return {**env, "EVALFLEET_STACK": str(state), "EVALFLEET_TEST_TAG": tag, **extra}
-
-
-def launched(state: Path, pid: int) -> bool:
-    """Whether the launcher ran a command for the caller `pid` (its log says so)."""
-    return f"for pid {pid}\n" in (state / "launcher.log").read_text()
 
 
 def test_a_delegated_command_prints_and_exits_as_a_local_one(launcher, tmp_path):

@@ -517,5 +517,6 @@ def test_down_stops_everything_it_started(stack):
         assert f"{service}" in down.stdout and "stopped (pid" in down.stdout
     assert wait_for_no_processes(stack.tag, timeout_s=30) == []
     assert not (stack.root / "state" / "stack.json").exists()
+    assert not (stack.root / "state" / "runners").exists()  # Prefect's runner storage with it
     again = stack.cli("down")
     assert "nothing to stop" in again.stdout

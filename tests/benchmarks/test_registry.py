@@ -1,0 +1,61 @@
+"""What the registry says of an entry point it cannot use, in one line each (the slow
+`test_entry_point_benchmark.py` installs real packages); and that `register()` stays this
+process's."""
+
+from __future__ import annotations
+
+from importlib.metadata import EntryPoint
+
+import pytest
+
+from benchmarks import registry
+from core.types import ConfigError
+
+
+def entry(name: str, value: str) -> EntryPoint:
+    return EntryPoint(name=name, value=value, group=registry.GROUP)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "why"),
+    [
+        (
+            "nowhere",
+            "no_such_module:Bench",
+            "cannot be loaded (ModuleNotFoundError: No module named 'no_such_module'): "
+            "reinstall or remove it",
+        ),
+        (
+            "abstract",
+            "benchmarks.interface:Benchmark",
+            "cannot be loaded (TypeError: Can't instantiate abstract class Benchmark with "
+            "abstract methods answer_key, load, metrics, score): reinstall or remove it",
+        ),
+        ("a-path", "pathlib:Path", "is a PosixPath, not a Benchmark"),
+        ("renamed", "benchmarks.rome:ROME", "is named 'rome': name the entry point after it"),
+    ],
+)
+def test_an_entry_point_it_cannot_use_is_one_line_naming_it(name, value, why):
+    with pytest.raises(ConfigError) as caught:
+        registry._load(entry(name, value))
+    module = value.split(":")[0]
+    assert str(caught.value) == f"benchmark '{name}' of package {module} ({value}) {why}"
+
+
+def test_the_builtin_ones_come_first_and_registered_ones_are_this_process_only():
+    from tests.benchmarks.test_benchmark_interface import ToyArithmetic
+
+    own = [b.name for b in registry.BUILTIN]
+    assert registry.names()[: len(own)] == own
+    toy = registry.register(ToyArithmetic())
+    try:
+        assert registry.names()[-1] == toy.name and registry.get(toy.name) is toy
+        assert not registry.in_every_process(toy.name)
+        assert registry.in_every_process("rome")
+        assert toy.name not in registry.default_names()
+        with pytest.raises(ValueError, match="already registered"):
+            registry.register(ToyArithmetic())
+    finally:
+        registry.unregister(toy.name)
+    with pytest.raises(ConfigError, match=f"unknown benchmark '{toy.name}'"):
+        registry.get(toy.name)
