@@ -28,7 +28,7 @@ from benchmarks.protocols import ProtocolName
 from core.types import ConfigError
 from engine import heartbeat
 from engine.manifest import read_manifest
-from engine.request import BenchmarkName, EvalRequest
+from engine.request import BenchmarkName, EvalRequest, plain_optionals
 from providers.discovery import list_provider_models
 from providers.registry import load_registry, resolve_api_key, resolve_model, simulator_base_url
 from storage import Store, store_url
@@ -39,7 +39,7 @@ PENDING_KEY = "_reevaluate/pending.json"  # model -> the run id evaluating it
 
 
 class ReevaluateRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=plain_optionals)
 
     include: dict[str, list[str]] = Field(
         default={"openai": ["gpt-*"], "anthropic": ["claude-*"], "google": ["gemini-*"]},

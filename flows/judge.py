@@ -13,6 +13,7 @@ from engine.judges import (
     resolve_stored,
 )
 from engine.outcome import RunFailed
+from engine.request import Blank
 from flows.control_plane import attached, failed_state
 from flows.pipeline import whole_job
 from storage import open_store
@@ -22,9 +23,9 @@ from storage import open_store
 def judge(
     run_id: str,
     judge: str,
-    store: str | None = None,
-    s3_endpoint_url: str | None = None,
-    simulator_url: str | None = None,
+    store: Blank = "",
+    s3_endpoint_url: Blank = "",
+    simulator_url: Blank = "",
 ):
     """Judge the stored answers of a run with another judge model, and write the tables
     again with every judge's scores and how far the judges agree.
@@ -40,8 +41,8 @@ def judge(
             run's own)
     """
     with attached():
-        opened = open_store(store, s3_endpoint_url=s3_endpoint_url)
-        request = judge_request(opened, run_id, judge, simulator_url)
+        opened = open_store(store or None, s3_endpoint_url=s3_endpoint_url or None)
+        request = judge_request(opened, run_id, judge, simulator_url or None)
         resolve_stored(request, opened)
         try:
             with left_as_it_was_unless_graded(opened, run_id, judge):

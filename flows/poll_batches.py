@@ -8,6 +8,7 @@ from typing import Any
 from prefect import flow
 
 from engine.batches import poll_store
+from engine.request import Blank
 from flows.aggregate import publish_report
 from flows.control_plane import attached
 from flows.leaderboard import refresh
@@ -16,7 +17,7 @@ from storage import open_store
 
 
 @flow(name="poll-batches", log_prints=True)
-def poll_batches(store: str | None = None, s3_endpoint_url: str | None = None) -> dict[str, Any]:
+def poll_batches(store: Blank = "", s3_endpoint_url: Blank = "") -> dict[str, Any]:
     """Collect the batch jobs that ended in every run of a store, send what follows them
     (judgements, lines to ask again), and aggregate the runs that are complete.
 
@@ -25,7 +26,7 @@ def poll_batches(store: str | None = None, s3_endpoint_url: str | None = None) -
         s3_endpoint_url: for MinIO, R2, Ceph, ...
     """
     with attached():
-        opened = open_store(store, s3_endpoint_url=s3_endpoint_url)
+        opened = open_store(store or None, s3_endpoint_url=s3_endpoint_url or None)
         report = poll_store(opened)
         finished = [run_id for run_id, outcome in report.items() if outcome.get("aggregated")]
         for run_id in finished:
