@@ -156,7 +156,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps(result, indent=1))
     save(store, result)
     where = write_report(store, result["a"]["run_id"], result["a"]["version"])
-    print(f"kept with the results of {result['a']['label']}; its report: {where}")
+    print(f"kept with the results of {result['a']['label']}")
+    print(f"its report: {where}")
     return 0
 
 
