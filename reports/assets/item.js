@@ -17,7 +17,7 @@ function mediaHtml(sample) {
 
 function promptHtml(prompt, s) {
   return (
-    `<div class="texts"><div class="target-line"><b>target</b> <span class="target">${esc(s[2])}</span></div>` +
+    `<div class="texts"><div class="target-line"><b>target</b> <pre class="target">${esc(s[2])}</pre></div>` +
     (prompt.choices ? `<div class="choices"><b>choices</b> ${esc(prompt.choices.join(" | "))}</div>` : "") +
     `<pre class="prompt">${esc(prompt.prompt) || '<span class="note">(no text kept)</span>'}</pre></div>` +
     `<div class="media">${mediaHtml(s.index)}</div>`
