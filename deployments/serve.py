@@ -42,6 +42,10 @@ def reevaluate_request(model):
     return model(**(yaml.safe_load(Path(path).read_text()) or {}))
 
 
+def reevaluate_parameters(model) -> dict:
+    return reevaluate_request(model).model_dump(mode="json", exclude_none=True)
+
+
 def build_deployments() -> list:
     from prefect.client.schemas.objects import ConcurrencyLimitConfig
 
@@ -76,7 +80,9 @@ def build_deployments() -> list:
         ),
         reevaluate.to_deployment(
             name="reevaluate",
-            parameters={"request": reevaluate_request(ReevaluateRequest).model_dump(mode="json")},
+            # the fields left unset are left out: the server checks a deployment's parameters
+            # against its form, whose optional fields take no null
+            parameters={"request": reevaluate_parameters(ReevaluateRequest)},
             description="Evaluate models the providers list that were not evaluated before.",
             tags=["evalfleet", "scheduled"],
             # one at a time: two would both find the same new model and pay for it twice

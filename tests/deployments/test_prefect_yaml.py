@@ -81,7 +81,7 @@ def test_schedules_limits_and_parameters_agree(declared, served):
             assert limit["collision_strategy"] == strategy.value
     nightly = declared[("reevaluate", "reevaluate")]["parameters"]["request"]
     assert (
-        ReevaluateRequest(**nightly).model_dump(mode="json")
+        ReevaluateRequest(**nightly).model_dump(mode="json", exclude_none=True)
         == (served[("reevaluate", "reevaluate")].parameters["request"])
     )
 

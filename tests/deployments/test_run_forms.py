@@ -97,3 +97,15 @@ def test_what_a_form_leaves_empty_is_valid(deployments):
         "store": "",
         "s3_endpoint_url": "",
     }
+
+
+def test_each_deployments_parameters_pass_the_servers_check_at_creation(deployments):
+    """The server checks a new deployment's parameters against its form without reading
+    unset optional fields as nullable (unlike a flow run's): none of ours holds a null."""
+    from prefect._internal.schemas.validators import validate_values_conform_to_schema
+
+    for deployment in deployments.values():
+        schema = deployment._parameter_openapi_schema.model_dump()
+        validate_values_conform_to_schema(deployment.parameters, schema, ignore_required=True)
+    assert deployments["reevaluate"].parameters["request"]["benchmarks"]
+    assert "simulator_url" not in deployments["reevaluate"].parameters["request"]
