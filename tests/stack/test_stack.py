@@ -133,7 +133,7 @@ def test_up_is_idempotent_and_the_ui_knows_its_port(stack):
         "datbench",
         "datbench_blind",
     ]
-    assert request["protocol"]["anyOf"][0]["enum"] == ["zerobench-paper", "sampled-k", "greedy"]
+    assert request["protocol"]["enum"] == ["zerobench-paper", "sampled-k", "greedy"]
     undocumented = [name for name, field in request.items() if not field.get("description")]
     assert undocumented == []
 
@@ -275,6 +275,41 @@ def _until(find, timeout: float = 30, what: str = "element"):
         time.sleep(0.25)
 
 
+def test_every_run_form_is_a_form(stack):
+    """No run form of any deployment, in either of the UI's versions, draws a field as
+    'Property is type "None"'; the Deployments page lists names that read alone."""
+    from selenium.webdriver.common.by import By
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    deployments = stack.call("/deployments/filter", {})
+    assert sorted(d["name"] for d in deployments) == [
+        "aggregate",
+        "evaluate",
+        "judge",
+        "leaderboard",
+        "poll-batches",
+        "reevaluate",
+    ]
+    driver = _browser()
+    try:
+        for deployment in deployments:
+            for ui in ("", "/v2"):
+                driver.get(f"{stack.ui}{ui}/deployments/deployment/{deployment['id']}/run")
+                # the form is drawn once its first field's description shows
+                _until(lambda: driver.find_elements(By.XPATH, "//*[text()='Parameters']"), 60)
+                _until(lambda: "(Optional)" in driver.find_element(By.TAG_NAME, "body").text, 60)
+                text = driver.find_element(By.TAG_NAME, "body").text
+                assert "Property is type" not in text, (deployment["name"], ui)
+        driver.get(f"{stack.ui}/v2/deployments")
+        _until(lambda: "poll-batches" in driver.find_element(By.TAG_NAME, "body").text, 60)
+        driver.save_screenshot(str(SHOTS / "deployments.png"))
+    except BaseException:
+        driver.save_screenshot(str(SHOTS / "failure.png"))
+        raise
+    finally:
+        close(driver)
+
+
 def test_the_run_form_in_a_browser(stack, demo_dataset):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
@@ -297,18 +332,11 @@ def test_the_run_form_in_a_browser(stack, demo_dataset):
             return _until(lambda: [o for o in options if o.text == text], 10, f"option {text}")[0]
 
         def optional_field(label: str, value: str) -> None:
-            def box():
-                found = driver.find_element(By.XPATH, f"//label[normalize-space()='{label}']")
-                return found.find_element(By.XPATH, "./ancestor::*[3]")
-
-            tab = next(
-                t
-                for t in box().find_elements(By.CSS_SELECTOR, "[role=tab]")
-                if t.text in ("int", "str")
-            )
-            driver.execute_script("arguments[0].scrollIntoView({block:'center'});", tab)
-            tab.click()  # the tabs listen to real pointer events
-            field = _until(lambda: box().find_elements(By.CSS_SELECTOR, "input,textarea"))[0]
+            """A plain input (no tabs to choose its type first), found by its label."""
+            found = driver.find_element(By.XPATH, f"//label[normalize-space()='{label}']")
+            field = driver.find_element(By.ID, found.get_attribute("for"))
+            assert field.tag_name in ("input", "textarea"), label
+            driver.execute_script("arguments[0].scrollIntoView({block:'center'});", field)
             field.send_keys(value)
 
         driver.get(f"{stack.ui}/v2/deployments/deployment/{deployment['id']}/run")
@@ -334,7 +362,7 @@ def test_the_run_form_in_a_browser(stack, demo_dataset):
         driver.execute_script("window.scrollTo(0, 0);")
         driver.save_screenshot(str(SHOTS / "form_models_and_benchmarks.png"))
         for label, value in {
-            "Dataset Path (Optional)": demo_dataset,
+            "zerobench (Optional)": demo_dataset,  # Dataset Paths: a field per benchmark
             "Epochs (Optional)": "1",
             "Run Id (Optional)": "browser",
             "Simulator Url (Optional)": stack.sim_url,
@@ -383,6 +411,7 @@ def test_the_run_form_in_a_browser(stack, demo_dataset):
         ["zerobench"],
         "browser",
     )
+    assert sent["dataset_paths"] == {"zerobench": demo_dataset}
     summary = pd.read_csv(results_dir(stack.store, "browser") / "summary_zerobench.csv")
     assert set(summary["model"]) == {"openai/sim-0.3"}
 
