@@ -1,0 +1,108 @@
+"""The README's pictures, taken from the demo so that they stay current:
+
+    .venv/bin/python docs/screenshots.py        # about three minutes; needs chromium
+
+runs the ZeroBench and ROME demos (`evalfleet demo`, simulated models and judge) into a
+temporary store, then photographs in headless Chromium at 1400 x 1000:
+
+- `docs/images/report.png`: the ROME run's report, one model's incorrect answers listed and
+  the first one open (its verdicts, the judge's words, the prompt and the response);
+- `docs/images/one-sample.png`: a ZeroBench sample across both models, every epoch;
+- `docs/images/leaderboard.png`: the store's leaderboard.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+IMAGES = ROOT / "docs" / "images"
+WIDTH, HEIGHT = 1400, 1000
+
+
+def run_demos(work: Path) -> Path:
+    from cli.main import main
+
+    runs = work / "runs"
+    with contextlib.chdir(work):
+        for benchmark in ("zerobench", "rome"):
+            code = main(["demo", "-b", benchmark, "--run-id", benchmark, "--store", str(runs)])
+            if code:
+                raise SystemExit(f"the {benchmark} demo failed ({code})")
+    return runs
+
+
+def report_of(runs: Path, run_id: str) -> Path:
+    import json
+
+    latest = json.loads((runs / run_id / "results" / "latest.json").read_text())
+    return runs / run_id / "results" / latest["version"] / "report.html"
+
+
+def until(driver, script: str, what: str) -> None:
+    deadline = time.monotonic() + 20
+    while not driver.execute_script(script):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{what} did not show")
+        time.sleep(0.05)
+
+
+def open_report(driver, page: Path, fragment: str) -> None:
+    driver.get(page.as_uri() + fragment)
+    until(driver, "return window.__reportReady || false", "the report")
+
+
+def shoot(driver, name: str) -> Path:
+    from PIL import Image
+
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    path = IMAGES / name
+    driver.save_screenshot(str(path))
+    with Image.open(path) as image:  # smaller files: the README carries them
+        image.convert("RGB").quantize(colors=256).save(path, optimize=True)
+    return path
+
+
+def photograph(runs: Path) -> list[Path]:
+    from tests.browser import close, headless_chromium
+
+    driver = headless_chromium(WIDTH, HEIGHT)
+    taken = []
+    try:
+        open_report(driver, report_of(runs, "rome"), "#model=openai/sim-0.3&status=incorrect")
+        driver.find_element("css selector", "tr.item-row").click()
+        until(driver, "return document.querySelector('#detail pre.response')", "an item")
+        taken.append(shoot(driver, "report.png"))
+
+        open_report(driver, report_of(runs, "zerobench"), "#one=zerobench/1")
+        until(driver, "return document.querySelector('#one pre.prompt')", "one sample")
+        taken.append(shoot(driver, "one-sample.png"))
+
+        driver.get((runs / "leaderboard" / "index.html").as_uri())
+        until(driver, "return document.readyState === 'complete'", "the leaderboard")
+        taken.append(shoot(driver, "leaderboard.png"))
+    finally:
+        close(driver)
+    return taken
+
+
+def main() -> None:
+    work = Path(tempfile.mkdtemp(prefix="evalfleet-screenshots-"))
+    try:
+        for path in photograph(run_demos(work)):
+            print(f"{path.relative_to(ROOT)} ({path.stat().st_size // 1024} kB)")
+    finally:
+        if not os.environ.get("EVALFLEET_KEEP_WORK"):
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
