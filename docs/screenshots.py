@@ -5,17 +5,17 @@
 runs the ZeroBench and ROME demos (`evalfleet demo`, simulated models and judge) into a
 temporary store, then photographs in headless Chromium at 1400 x 1000:
 
-- `docs/images/report.png`: the ROME run's report, one model's incorrect answers listed and
-  the first one open (its verdicts, the judge's words, the prompt and the response);
+- `docs/images/report.png`: the ROME run's report, one model's answers its judge graded, the
+  first one open (its verdicts, prompt, image, response, the judge's words and cost);
 - `docs/images/one-sample.png`: a ZeroBench sample across both models, every epoch;
 - `docs/images/leaderboard.png`: the store's leaderboard.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -29,14 +29,16 @@ WIDTH, HEIGHT = 1400, 1000
 
 
 def run_demos(work: Path) -> Path:
-    from cli.main import main
-
+    """Each demo as `evalfleet demo` runs it, in a process of its own (each starts and stops
+    its own Prefect server and Ray)."""
     runs = work / "runs"
-    with contextlib.chdir(work):
-        for benchmark in ("zerobench", "rome"):
-            code = main(["demo", "-b", benchmark, "--run-id", benchmark, "--store", str(runs)])
-            if code:
-                raise SystemExit(f"the {benchmark} demo failed ({code})")
+    evalfleet = str(Path(sys.executable).with_name("evalfleet"))
+    for benchmark in ("zerobench", "rome"):
+        command = [evalfleet, "demo", "-b", benchmark, "--run-id", benchmark, "--store", str(runs)]
+        done = subprocess.run(command, cwd=work, capture_output=True, text=True)
+        if done.returncode:
+            said = (done.stdout + done.stderr)[-3000:]
+            raise SystemExit(f"the {benchmark} demo failed:\n{said}")
     return runs
 
 
@@ -75,9 +77,14 @@ def photograph(runs: Path) -> list[Path]:
     from tests.browser import close, headless_chromium
 
     driver = headless_chromium(WIDTH, HEIGHT)
+    driver.execute_cdp_cmd(  # the page's viewport itself 1400 x 1000
+        "Emulation.setDeviceMetricsOverride",
+        {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False},
+    )
     taken = []
     try:
-        open_report(driver, report_of(runs, "rome"), "#model=openai/sim-0.3&status=incorrect")
+        fragment = "#model=openai/sim-0.3&scoring=judge&status=judged"
+        open_report(driver, report_of(runs, "rome"), fragment)
         driver.find_element("css selector", "tr.item-row").click()
         until(driver, "return document.querySelector('#detail pre.response')", "an item")
         taken.append(shoot(driver, "report.png"))

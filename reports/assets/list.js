@@ -157,12 +157,38 @@ function renderList() {
     const mark = state.sort === key ? (state.desc ? " ▼" : " ▲") : "";
     return `<th class="c-${key}${state.sort === key ? " sorted" : ""}" data-sort="${key}" title="sort by ${label}">${label}${mark}</th>`;
   });
-  $("items").tBodies[0].innerHTML = matches.slice(first, first + PAGE).map(rowHtml).join("");
+  const shown = matches.slice(first, first + PAGE);
+  $("items").tBodies[0].innerHTML = shown.map(rowHtml).join("");
   $("items").tHead.innerHTML = `<tr>${head.join("")}</tr>`;
+  fitColumns(shown);
   $("count").textContent = `${matches.length} of ${items.length} items` + (fullText || !state.q ? "" : " (searching ids, targets and answers; texts are still loading)");
   $("page").textContent = `page ${state.page + 1} of ${pages}`;
   $("legend").innerHTML = legendHtml();
   writeHash();
+}
+
+// Each column as wide as the longest of its texts on this page needs, within bounds, as a share
+// of the list's width: ids and answers get the room that short benchmark names leave.
+function fitColumns(shown) {
+  const longest = (texts, least, most) => Math.min(most, Math.max(least, ...texts.map((t) => String(t ?? "").length)));
+  const its = shown.map((i) => items[i]);
+  const badgesWide = Math.max(1, ...its.map((it) => it[F.letters].length));
+  const chars = {
+    model: longest(its.map((it) => modelShort[it[F.model]]), 6, 24),
+    benchmark: longest(its.map(benchName), 9, 22),
+    sample: longest(its.map((it) => idx.samples[it[F.sample]][1]), 6, 20),
+    epoch: 3,
+    answer: longest(its.map(answerOf), 7, 24),
+    verdict: Math.max(8, 2.3 * badgesWide),
+    target: longest(its.map((it) => idx.samples[it[F.sample]][2]), 6, 22),
+    tokens: 6.5,
+    latency: 7,
+    cost: 8.5,
+  };
+  const total = Object.values(chars).reduce((a, b) => a + b, 0);
+  for (const th of $("items").tHead.rows[0].cells) {
+    th.style.width = ((100 * chars[th.dataset.sort]) / total).toFixed(2) + "%";
+  }
 }
 
 // Move the selection by `step` items in the list's order, turning pages as needed.
