@@ -102,7 +102,10 @@ def photograph(runs: Path) -> list[Path]:
 
 
 def main() -> None:
-    work = Path(tempfile.mkdtemp(prefix="evalfleet-screenshots-"))
+    # a folder of a fixed name: the pages show the demo's dataset path, the same each time
+    work = Path(tempfile.gettempdir()) / "evalfleet-demo"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
     try:
         for path in photograph(run_demos(work)):
             print(f"{path.relative_to(ROOT)} ({path.stat().st_size // 1024} kB)")

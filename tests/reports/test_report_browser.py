@@ -183,6 +183,14 @@ def test_the_first_screen_opens_on_the_answers(store, browser):
     assert top["cost"] == fmt.money(stored["cost_usd"])
     assert top["latency"] == f"{stored['latency_s']:.1f} s"
     assert no_sideways_scroll(browser)
+    # long ids are clipped on screen only: the page holds them whole (a copy takes them), and
+    # their title shows them whole on hover
+    clipped = browser.execute_script(
+        "return [...document.querySelectorAll('#top .clip')].map((e) => [e.title, e.textContent])"
+    )
+    version = results_dir(store, "zerobench").name
+    assert ["zerobench", "zerobench"] in clipped and [version, version] in clipped
+    assert all(title == text for title, text in clipped)
     browser.save_screenshot(str(SHOTS / "first-screen.png"))
 
 
