@@ -223,6 +223,10 @@ class JudgeSpec(ABC):
     #: Whether `wants` depends on the answer itself (ZeroBench's judge reads only answers whose
     #: format broke): before an answer is given, its judgement may or may not be asked.
     answer_decides: ClassVar[bool] = False
+    #: Whether the judge reads the answer out of the response (ZeroBench's fallback parser: its
+    #: Score's answer is that answer) rather than grading the response (its Score's answer is
+    #: the verdict, which the run report shows as a verdict, never as an extracted answer).
+    extracts: ClassVar[bool] = False
 
     @abstractmethod
     def wants(self, sample: Sample, response: str, options: BenchmarkOptions) -> bool:

@@ -38,8 +38,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "report",
         help="the run report: every answer with its prompt, verdicts and costs, in one page",
         description="Write {run}/results/{version}/report.html: the run's identity, coverage "
-        "and headline table, then every answered item, filterable by model, benchmark, "
-        "scoring mode, epoch, verdict, disagreement and text. One self-contained file.",
+        "and headline, then every answered item, filterable by model, benchmark, scoring "
+        "mode, epoch, verdict, disagreement and text, sortable, and each sample across "
+        "models. One self-contained file.",
     )
     report.add_argument("run_id")
     report.add_argument("--version", help="a results version (default: the latest)")
@@ -47,8 +48,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--media-mb",
         type=megabytes,
         default=MEDIA_BUDGET_MB,
-        help="full-size images and audio embedded, in MB (thumbnails always) (default: "
-        f"{MEDIA_BUDGET_MB:g})",
+        help="images and audio embedded, in MB: every image as a tile, then full size while "
+        f"they fit (default: {MEDIA_BUDGET_MB:g})",
     )
     report.add_argument("--open", action="store_true", help="open the page in a browser")
     add_store_options(report)
@@ -155,7 +156,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps(result, indent=1))
     save(store, result)
     where = write_report(store, result["a"]["run_id"], result["a"]["version"])
-    print(f"kept with the results of {result['a']['label']}; its report: {where}")
+    print(f"kept with the results of {result['a']['label']}")
+    print(f"its report: {where}")
     return 0
 
 

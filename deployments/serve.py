@@ -2,12 +2,12 @@
 
     python deployments/serve.py            # against PREFECT_API_URL (or an ephemeral server)
 
-- `evaluate-and-aggregate/on-demand`: the whole job; the UI renders its request as a form.
-- `aggregate/on-demand`: re-score a run and rewrite its tables.
-- `judge/on-demand`: judge a run's stored answers with another judge model.
-- `leaderboard/on-demand`: rebuild the store's leaderboard (aggregate and reevaluate do too).
-- `reevaluate/nightly`: look for new models every night and evaluate them.
-- `poll-batches/every-few-minutes`: collect the batch jobs of `--batch` runs that ended, send
+- `evaluate-and-aggregate/evaluate`: the whole job; the UI renders its request as a form.
+- `aggregate/aggregate`: re-score a run and rewrite its tables.
+- `judge/judge`: judge a run's stored answers with another judge model.
+- `leaderboard/leaderboard`: rebuild the store's leaderboard (aggregate and reevaluate do too).
+- `reevaluate/reevaluate`: look for new models every night and evaluate them.
+- `poll-batches/poll-batches`: collect the batch jobs of `--batch` runs that ended, send
   what follows them, aggregate the runs they complete (EVALFLEET_BATCH_POLL_EVERY_S, 300).
 
 A crashed or failed flow run of these deployments can be retried from the UI (or with
@@ -42,6 +42,10 @@ def reevaluate_request(model):
     return model(**(yaml.safe_load(Path(path).read_text()) or {}))
 
 
+def reevaluate_parameters(model) -> dict:
+    return reevaluate_request(model).model_dump(mode="json", exclude_none=True)
+
+
 def build_deployments() -> list:
     from prefect.client.schemas.objects import ConcurrencyLimitConfig
 
@@ -55,28 +59,30 @@ def build_deployments() -> list:
 
     return [
         evaluate_and_aggregate.to_deployment(
-            name="on-demand",
+            name="evaluate",
             description="Evaluate models on benchmarks, then aggregate (resumes a run id).",
             tags=["evalfleet"],
         ),
         aggregate.to_deployment(
-            name="on-demand",
+            name="aggregate",
             description="Score a run's stored completions and write its tables.",
             tags=["evalfleet"],
         ),
         judge.to_deployment(
-            name="on-demand",
+            name="judge",
             description="Judge a run's stored answers with another judge model.",
             tags=["evalfleet"],
         ),
         leaderboard.to_deployment(
-            name="on-demand",
+            name="leaderboard",
             description="Every run of a store side by side: tables and plots.",
             tags=["evalfleet"],
         ),
         reevaluate.to_deployment(
-            name="nightly",
-            parameters={"request": reevaluate_request(ReevaluateRequest).model_dump(mode="json")},
+            name="reevaluate",
+            # the fields left unset are left out: the server checks a deployment's parameters
+            # against its form, whose optional fields take no null
+            parameters={"request": reevaluate_parameters(ReevaluateRequest)},
             description="Evaluate models the providers list that were not evaluated before.",
             tags=["evalfleet", "scheduled"],
             # one at a time: two would both find the same new model and pay for it twice
@@ -84,7 +90,7 @@ def build_deployments() -> list:
             **reevaluate_schedule(),
         ),
         poll_batches.to_deployment(
-            name="every-few-minutes",
+            name="poll-batches",
             description="Collect ended batch jobs, send what follows, aggregate completed runs.",
             tags=["evalfleet", "scheduled"],
             interval=float(os.environ.get("EVALFLEET_BATCH_POLL_EVERY_S", "300")),

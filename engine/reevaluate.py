@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from benchmarks import registry as benchmarks
 from benchmarks.protocols import ProtocolName
 from core.types import ConfigError
-from engine.run.request import BenchmarkName, EvalRequest
+from engine.run.request import BenchmarkName, EvalRequest, plain_optionals
 from engine.store import heartbeat
 from engine.store.manifest import read_manifest
 from providers.discovery import list_provider_models
@@ -39,7 +39,7 @@ PENDING_KEY = "_reevaluate/pending.json"  # model -> the run id evaluating it
 
 
 class ReevaluateRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=plain_optionals)
 
     include: dict[str, list[str]] = Field(
         default={"openai": ["gpt-*"], "anthropic": ["claude-*"], "google": ["gemini-*"]},

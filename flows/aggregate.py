@@ -11,6 +11,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from core.escape import markdown_cell, markdown_rows
+from engine.run.request import Blank
 from flows.control_plane import attached
 from storage import Store, open_store
 
@@ -67,7 +68,7 @@ def aggregate_task(store: Store, run_id: str) -> dict[str, Any]:
 
 
 @flow(name="aggregate", log_prints=True)
-def aggregate(run_id: str, store: str | None = None, s3_endpoint_url: str | None = None) -> dict:
+def aggregate(run_id: str, store: Blank = "", s3_endpoint_url: Blank = "") -> dict:
     """Score every stored record of a run and write its result tables under results/.
 
     Args:
@@ -79,7 +80,7 @@ def aggregate(run_id: str, store: str | None = None, s3_endpoint_url: str | None
     from flows.leaderboard import refresh
 
     with attached():
-        opened = open_store(store, s3_endpoint_url=s3_endpoint_url)
+        opened = open_store(store or None, s3_endpoint_url=s3_endpoint_url or None)
         result = aggregate_task(opened, run_id)
         refresh(opened)
         return result

@@ -8,6 +8,7 @@ from prefect import flow
 
 from engine.judges import judge_request, resolve_stored
 from engine.run.outcome import RunFailed
+from engine.run.request import Blank
 from flows.control_plane import attached, failed_state
 from flows.pipeline import whole_job_state
 from storage import open_store
@@ -17,9 +18,9 @@ from storage import open_store
 def judge(
     run_id: str,
     judge: str,
-    store: str | None = None,
-    s3_endpoint_url: str | None = None,
-    simulator_url: str | None = None,
+    store: Blank = "",
+    s3_endpoint_url: Blank = "",
+    simulator_url: Blank = "",
 ):
     """Judge the stored answers of a run with another judge model, and write the tables
     again with every judge's scores and how far the judges agree.
@@ -35,9 +36,11 @@ def judge(
             run's own)
     """
     with attached():
-        opened = open_store(store, s3_endpoint_url=s3_endpoint_url)
+        opened = open_store(store or None, s3_endpoint_url=s3_endpoint_url or None)
         try:
-            run = resolve_stored(judge_request(opened, run_id, judge, simulator_url), opened)
+            run = resolve_stored(
+                judge_request(opened, run_id, judge, simulator_url or None), opened
+            )
             return whole_job_state(run, retry_errors=True)
         except RunFailed as exc:
             return failed_state(exc)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from prefect import flow
 
 from core.escape import markdown_cell
+from engine.run.request import Blank
 from flows.control_plane import attached
 from storage import Store, open_store
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:  # the tables and plots load pandas and matplotlib: imported w
     from reports.leaderboard import Board
 
 log = logging.getLogger("evalfleet")
-DEPLOYMENT = "leaderboard/on-demand"
+DEPLOYMENT = "leaderboard/leaderboard"
 
 
 def publish_artifacts(board: Board, where: str) -> None:
@@ -46,7 +47,7 @@ def publish_artifacts(board: Board, where: str) -> None:
 
 
 @flow(name="leaderboard", log_prints=True)
-def leaderboard(store: str | None = None, s3_endpoint_url: str | None = None) -> dict:
+def leaderboard(store: Blank = "", s3_endpoint_url: Blank = "") -> dict:
     """Put every run of the store side by side: the latest complete result per (model,
     benchmark, scoring), with intervals, coverage, tokens and cost; tables and plots under
     `{store}/leaderboard/` and as artifacts.
@@ -59,7 +60,7 @@ def leaderboard(store: str | None = None, s3_endpoint_url: str | None = None) ->
     from reports.leaderboard import update
 
     with attached():
-        board, where = update(open_store(store, s3_endpoint_url=s3_endpoint_url))
+        board, where = update(open_store(store or None, s3_endpoint_url=s3_endpoint_url or None))
         publish_artifacts(board, where)
         for line in board.new:
             print(line)
@@ -117,7 +118,7 @@ def _started_where_served(store: Store) -> bool:
         return False
     if str(getattr(deployment.status, "value", deployment.status)).upper() != "READY":
         return False
-    parameters = {"store": store.url, "s3_endpoint_url": store.endpoint_url}
+    parameters = {"store": store.url, "s3_endpoint_url": store.endpoint_url or ""}
     run = run_deployment(DEPLOYMENT, parameters=parameters, timeout=0, as_subflow=False)
     log.info("the leaderboard is being rebuilt by the served deployment (%s)", run.name)
     return True

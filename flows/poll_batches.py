@@ -7,6 +7,7 @@ from prefect import flow
 
 from engine.generation.batches import poll_store
 from engine.run.outcome import RunOutcome
+from engine.run.request import Blank
 from flows.aggregate import publish_report
 from flows.control_plane import attached
 from flows.leaderboard import refresh
@@ -15,9 +16,7 @@ from storage import open_store
 
 
 @flow(name="poll-batches", log_prints=True)
-def poll_batches(
-    store: str | None = None, s3_endpoint_url: str | None = None
-) -> dict[str, RunOutcome]:
+def poll_batches(store: Blank = "", s3_endpoint_url: Blank = "") -> dict[str, RunOutcome]:
     """Collect the batch jobs that ended in every run of a store, send what follows them
     (judgements, lines to ask again), and aggregate the runs that are complete.
 
@@ -26,7 +25,7 @@ def poll_batches(
         s3_endpoint_url: for MinIO, R2, Ceph, ...
     """
     with attached():
-        opened = open_store(store, s3_endpoint_url=s3_endpoint_url)
+        opened = open_store(store or None, s3_endpoint_url=s3_endpoint_url or None)
         report = poll_store(opened)
         finished = [run_id for run_id, outcome in report.items() if not outcome.batch_jobs_open]
         for run_id in finished:

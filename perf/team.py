@@ -172,7 +172,7 @@ class Rehearsal:
             "max_in_flight": 12,
         }
         total = len(MODELS) * self.args.questions * 2
-        flow_run = stack.start_run("evaluate-and-aggregate/on-demand", request)
+        flow_run = stack.start_run("evaluate-and-aggregate/evaluate", request)
         say(f"flow run {flow_run} started through the API: {total} answers")
 
         at = self.wait_stored(total // 5)

@@ -327,57 +327,111 @@ def _show(value: Any) -> Any:
     return value if isinstance(value, str | int | float | type(None)) else json.dumps(value)
 
 
-def to_markdown(result: dict[str, Any]) -> str:
-    """The comparison as a person reads it, 120 columns wide: A and B named once in a legend."""
+WIDTH = 120  # a terminal's columns: every line of the printed comparison fits
+
+
+def to_markdown(result: dict[str, Any], width: int = WIDTH) -> str:
+    """The comparison as a person reads it, every line within `width` columns: A and B named
+    once in a legend; models named once more in a legend (M1, M2, ...) where their names
+    would widen the table past it; a missing interval a dash, its reason in the notes."""
     a, b = result["a"]["label"], result["b"]["label"]
-    lines = ["# A vs B", "", f"- A: {fmt.md_text(a)}", f"- B: {fmt.md_text(b)}", ""]
-    lines += ["## What differs", ""]
+    lines = ["# A vs B", ""]
+    lines += _wrapped(f"- A: {fmt.md_text(a)}", width) + _wrapped(f"- B: {fmt.md_text(b)}", width)
+    lines += ["", "## What differs", ""]
     if result["identity"]:
-        lines += ["| field | A | B |", "|:---|:---|:---|"]
-        for d in result["identity"]:
-            cells = [d["field"], _cut(d["a"]), _cut(d["b"])]
-            lines.append("| " + " | ".join(fmt.md_text(c) for c in cells) + " |")
+        lines += _identity_table(result["identity"], width)
     else:
         lines.append("Nothing: the same identity, models, scorer and records.")
     lines += ["", "## On the items both hold", ""]
     if result["rows"]:
-        lines += [
-            "| benchmark | scoring | model | A | B | A − B | 95% interval | McNemar p | units |",
-            "|:---|:---|:---|---:|---:|---:|:---|---:|---:|",
-        ]
-        for r in result["rows"]:
-            model = (
-                r["model_a"] if r["model_a"] == r["model_b"] else f"{r['model_a']} / {r['model_b']}"
-            )
-            shown = (
-                r["no_interval"]
-                if r["no_interval"]
-                else f"{fmt.signed(r['low'])} to {fmt.signed(r['high'])}"
-            )
-            lines.append(
-                f"| {fmt.md_text(r['benchmark'])} | {fmt.md_text(r['scoring'])} | "
-                f"{fmt.md_text(model)} | {fmt.share(r['a'])} | {fmt.share(r['b'])} | "
-                f"{fmt.signed(r['difference'])} | {shown} | {fmt.p_value(r['p'])} | {r['units']} |"
-            )
+        lines += _figures_table(result["rows"], width)
     else:
         lines.append("No shared items.")
     for u in result.get("apart", []):
-        lines.append(
+        lines += _wrapped(
             f"No shared items on {u['benchmark']} ({u['scoring']}): A on {u['items_a']}, "
             f"{fmt.share(u['a'])} ({fmt.interval(u['a_low'], u['a_high'])}); B on "
-            f"{u['items_b']}, {fmt.share(u['b'])} ({fmt.interval(u['b_low'], u['b_high'])})."
+            f"{u['items_b']}, {fmt.share(u['b'])} ({fmt.interval(u['b_low'], u['b_high'])}).",
+            width,
         )
-    lines += ["", result["note"], ""]
+    lines += ["", *_wrapped(result["note"], width), ""]
+    several = len({(r["model_a"], r["model_b"]) for r in result["rows"]}) > 1
     for r in result["rows"]:
-        lines.append(f"- {r['benchmark']} ({r['scoring']}): {r['what_it_would_take']}.")
+        why = f"no interval: {r['no_interval']}; " if r["no_interval"] else ""
+        model = f", {_models(r)}" if several else ""
+        lines += _wrapped(
+            f"- {r['benchmark']} ({r['scoring']}{model}): {why}{r['what_it_would_take']}.", width
+        )
         if r["only_in_a"] or r["only_in_b"]:
-            lines.append(f"  Units only in A / B: {r['only_in_a']} / {r['only_in_b']}.")
+            lines += _wrapped(f"  Units only in A / B: {r['only_in_a']} / {r['only_in_b']}.", width)
         if r["flips_a"] or r["flips_b"]:
             only_a, only_b = ", ".join(r["flips_a"]) or "-", ", ".join(r["flips_b"]) or "-"
-            lines.append(
-                f"  Epoch {r['epoch']}: right only in A: {only_a}; right only in B: {only_b}"
+            lines += _wrapped(
+                f"  Epoch {r['epoch']}: right only in A: {only_a}; right only in B: {only_b}",
+                width,
             )
     return "\n".join(lines) + "\n"
+
+
+def _wrapped(text: str, width: int) -> list[str]:
+    import textwrap
+
+    indent = " " * (len(text) - len(text.lstrip(" -")))
+    return textwrap.wrap(
+        text, width, subsequent_indent=indent, break_on_hyphens=False, break_long_words=True
+    ) or [""]
+
+
+def _identity_table(identity: list[dict[str, Any]], width: int) -> list[str]:
+    fields = [fmt.md_text(d["field"]) for d in identity]
+    room = max(16, (width - max(len(f) for f in fields) - 10) // 2)
+    lines = ["| field | A | B |", "|:---|:---|:---|"]
+    for field, d in zip(fields, identity, strict=True):
+        cells = [fmt.md_text(_cut(d["a"], room)), fmt.md_text(_cut(d["b"], room))]
+        lines.append(f"| {field} | {cells[0]} | {cells[1]} |")
+    return lines
+
+
+def _figures_table(rows: list[dict[str, Any]], width: int) -> list[str]:
+    pairs = [(r["model_a"], r["model_b"]) for r in rows]
+    # A and B name their models where each side is one model: then no column repeats them
+    named = all(a != b for a, b in pairs) and len(set(pairs)) == 1
+    models = list(dict.fromkeys(m for pair in pairs for m in pair))
+    columns = ["benchmark", "scoring", *([] if named else ["model"])]
+    columns += ["A", "B", "A − B", "95% interval", "McNemar p", "units"]
+    left = {"benchmark", "scoring", "model", "95% interval"}
+    head = "| " + " | ".join(columns) + " |"
+    rule = "|" + "|".join(":---" if c in left else "---:" for c in columns) + "|"
+
+    def render(name: dict[str, str]) -> list[str]:
+        out = [head, rule]
+        for r in rows:
+            model = (
+                name[r["model_a"]]
+                if r["model_a"] == r["model_b"]
+                else (f"{name[r['model_a']]} / {name[r['model_b']]}")
+            )
+            interval = (
+                "—" if r["no_interval"] else f"{fmt.signed(r['low'])} to {fmt.signed(r['high'])}"
+            )
+            cells = [fmt.md_text(r["benchmark"]), fmt.md_text(r["scoring"])]
+            cells += [] if named else [fmt.md_text(model)]
+            cells += [fmt.share(r["a"]), fmt.share(r["b"]), fmt.signed(r["difference"])]
+            cells += [interval, fmt.p_value(r["p"]), str(r["units"])]
+            out.append("| " + " | ".join(cells) + " |")
+        return out
+
+    lines = render({m: m for m in models})
+    if max(len(line) for line in lines) > width and not named:
+        short = {m: f"M{i + 1}" for i, m in enumerate(models)}
+        lines = render(short)
+        lines += ["", *(f"{short[m]}: {fmt.md_text(m)}" for m in models)]
+    return lines
+
+
+def _models(row: dict[str, Any]) -> str:
+    same = row["model_a"] == row["model_b"]
+    return row["model_a"] if same else f"{row['model_a']} / {row['model_b']}"
 
 
 def _cut(value: Any, width: int = 48) -> str:

@@ -94,8 +94,6 @@ def _accuracy_ci(part: pd.DataFrame, title: str, items: str) -> bytes:
 
 
 def _accuracy_vs_tokens(part: pd.DataFrame, title: str, items: str) -> bytes:
-    from matplotlib.ticker import FuncFormatter, MaxNLocator
-
     fig, ax = _figure(max(4, len(part) // 2))
     for row in part.itertuples(index=False):
         x = row.mean_output_tokens if not pd.isna(row.mean_output_tokens) else 0.0
@@ -104,14 +102,27 @@ def _accuracy_vs_tokens(part: pd.DataFrame, title: str, items: str) -> bytes:
         ax.scatter([x], [y], color=color, marker="o" if row.complete else "x")
         name = row.model if row.complete else f"{row.model} (partial {row.coverage})"
         ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt.tokens(v)))
     ax.set_xlabel("mean output tokens per answer")
     ax.set_ylabel(part["metric"].iloc[0])
     ax.set_ylim(0, 1.05)
-    ax.margins(x=0.3)
+    token_axis(ax, part["mean_output_tokens"].fillna(0.0).tolist())
     ax.grid(alpha=0.3)
     return _save(fig, title, items)
+
+
+def token_axis(ax, tokens: list[float]) -> None:
+    """An x axis of whole tokens: ticks on whole numbers only, each label once. Means a
+    fraction of a token apart (34.7 and 35.0) get a range of a few tokens around them, where
+    a locator left alone would put five ticks between them that all read "35"."""
+    import math
+
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    low, high = min(tokens), max(tokens)
+    spread = max(high - low, 4.0)
+    ax.set_xlim(max(0, math.floor(low - 0.3 * spread)), math.ceil(high + 0.3 * spread))
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True, min_n_ticks=1))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt.tokens(v)))
 
 
 def _cost_per_correct(part: pd.DataFrame, title: str, items: str) -> bytes:

@@ -2,24 +2,25 @@
 table, and every answered item with its prompt, target, response, verdicts, judges' words and
 costs. The page (`reports.report_page`) embeds it in compact pieces it decodes as needed.
 
-- `index`: one short row per item (model, benchmark, sample, epoch, a verdict letter per
-  scoring mode), enough to filter 20,000 items in milliseconds;
-- `details`: the long texts of each item (response, reasoning, extracted answers, judges'
-  replies, tokens, latency, cost, error) in chunks of `CHUNK` items, gzipped;
-- `prompts`: each sample's prompt text, target and choices, in chunks, gzipped;
-- `media`: each sample's images (a thumbnail, and the full image while the page stays within
-  its media budget) and audio, once per sample, from the run's dataset when it can still be
-  read (a run keeps no media of its own).
+- `index`: one short row per item, enough to filter, sort and list 20,000 items in
+  milliseconds: model, benchmark, sample, epoch, a verdict letter per scoring mode, the
+  extracted answer (cut to `ANSWER_CHARS`), tokens in / out / reasoning, latency, cost, and
+  the judges' cost;
+- `details`: the long texts of each item (response, reasoning, each scoring's full answer and
+  score error, each judge's words, tokens, latency and cost, error) in chunks of `CHUNK`
+  items, gzipped;
+- `prompts`: each sample's prompt text and choices, in chunks, gzipped;
+- `media`: each sample's images and audio (`reports.report_media`).
 
 Verdict letters: `R` right, `W` wrong, `S` a score error (an unparsable verdict), `E` the call
-failed for good; lowercase when a judge gave the verdict.
+failed for good; lowercase when a judge gave the verdict. A scoring mode is `rule` (its answer
+was read out of the response by rules), `judge` (a judge graded the response: its "answer" is
+the verdict, never shown as an answer) or `judge-extract` (a judge read the answer out).
 """
 
 from __future__ import annotations
 
-import base64
 import gzip
-import io
 import json
 import logging
 import math
@@ -31,6 +32,8 @@ from engine.run.items import BenchmarkData
 from engine.store.results import read_optional_table, read_version_table, results_about
 from engine.store.stored import StoredRun, load_run
 from reports import MEDIA_BUDGET_MB
+from reports.item_sets import item_set_of
+from reports.report_media import embedded_media
 from storage.base import Store
 from storage.layout import ItemKey
 
@@ -39,7 +42,7 @@ if TYPE_CHECKING:  # loaded where a table is read: the command line starts witho
 
 log = logging.getLogger("evalfleet")
 CHUNK = 500
-THUMB_SIDE = 192
+ANSWER_CHARS = 80
 
 
 @dataclass
@@ -75,6 +78,7 @@ def gather(
             sample_rows.append([benchmarks.index(name), sample.id, sample.target])
 
     verdicts = _verdicts(samples)
+    kinds = {name: _scoring_kinds(run, name, scorings[name]) for name in benchmarks}
     rows, details = [], []
     for key, record_key in sorted(
         run.answer_state.record_key.items(),
@@ -89,7 +93,10 @@ def gather(
         if record is None or key.model not in models:
             continue
         found = verdicts.get((key.model, key.benchmark, key.sample_id, key.epoch), {})
-        letters = "".join(found.get(s, ("-", None, None))[0] for s in scorings[key.benchmark])
+        names = scorings[key.benchmark]
+        letters = "".join(found.get(s, ("-", None, None))[0] for s in names)
+        detail = _detail(run, key, record, found, names)
+        tokens = record.tokens
         rows.append(
             [
                 models.index(key.model),
@@ -97,11 +104,20 @@ def gather(
                 sample_keys[(key.benchmark, key.sample_id)],
                 key.epoch,
                 letters,
+                _shown_answers(detail["answers"], kinds[key.benchmark]),
+                tokens.input_tokens,
+                tokens.output_tokens,
+                tokens.reasoning_tokens,
+                _number(record.latency_s),
+                _number(record.cost_usd),
+                _judges_cost(detail["judges"]),
             ]
         )
-        details.append(_detail(run, key, record, found, scorings[key.benchmark]))
+        details.append(detail)
 
     meta = _meta(run, about, metrics, agreement, samples, scorings)
+    for name in benchmarks:
+        meta["benchmarks"][name]["kinds"] = kinds[name]
     data = ReportData(
         meta=meta,
         index={
@@ -116,8 +132,47 @@ def gather(
     )
     prompts = [_prompt(run.data[benchmarks[b]], sid) for b, sid, _ in sample_rows]
     data.prompts = [_gzip(prompts[i : i + CHUNK]) for i in range(0, len(prompts), CHUNK)]
-    data.media, meta["media_note"] = _media(run, sample_keys, media_mb)
+    data.media, meta["media_note"] = embedded_media(run, sample_keys, media_mb)
     return data
+
+
+def _scoring_kinds(run: StoredRun, benchmark: str, scorings: list[str]) -> list[str]:
+    """Per scoring mode: `rule`, `judge` (a judge's verdict) or `judge-extract`."""
+    judge = run.data[benchmark].benchmark.judge
+    if judge is None:
+        return ["rule"] * len(scorings)
+    from engine.scoring.score import judge_scoring
+
+    judged = {
+        judge_scoring(s, model, position == 0)
+        for position, model in enumerate(run.judges)
+        for s in judge.scorings
+    }
+    kind = "judge-extract" if judge.extracts else "judge"
+    return [kind if s in judged else "rule" for s in scorings]
+
+
+def _shown_answers(answers: list[str | None], kinds: list[str]) -> str | list[str | None] | None:
+    """The list's answer column: one text when every answer-bearing scoring read the same
+    answer (most runs), else one per scoring (None for a judge's verdict); cut short."""
+    shown = [
+        None if kind == "judge" or answer is None else _cut(str(answer))
+        for answer, kind in zip(answers, kinds, strict=True)
+    ]
+    distinct = {a for a in shown if a is not None}
+    if len(distinct) <= 1:
+        return next(iter(distinct), None)
+    return shown
+
+
+def _cut(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= ANSWER_CHARS else text[: ANSWER_CHARS - 1] + "…"
+
+
+def _judges_cost(judges: list[dict[str, Any]]) -> float | None:
+    costs = [j["cost_usd"] for j in judges if j.get("cost_usd") is not None]
+    return float(sum(costs)) if costs else None
 
 
 def _verdicts(samples: pd.DataFrame) -> dict[tuple, dict[str, tuple[str, str | None, str | None]]]:
@@ -144,23 +199,29 @@ def _detail(
     found: dict[str, tuple[str, str | None, str | None]],
     scorings: list[str],
 ) -> dict[str, Any]:
-    tokens, error = record.tokens, record.error
+    error = record.error
     judges = []
     for judge in run.judges:
         record_key = run.judge_state.record_key.get(key.judged_by(judge))
         judged = run.judge_state.records.get(record_key) if record_key else None
         if judged is not None:
-            failed = judged.error.type if judged.error else None
-            judges.append({"judge": judge, "reply": judged.response, "error": failed})
+            used = judged.tokens
+            judges.append(
+                {
+                    "judge": judge,
+                    "reply": judged.response,
+                    "error": judged.error.type if judged.error else None,
+                    "tokens": [used.input_tokens, used.output_tokens, used.reasoning_tokens],
+                    "latency_s": _number(judged.latency_s),
+                    "cost_usd": _number(judged.cost_usd),
+                }
+            )
     return {
         "response": record.response,
         "reasoning": record.reasoning,
         "answers": [found.get(s, ("-", None, None))[1] for s in scorings],
         "score_errors": [found.get(s, ("-", None, None))[2] for s in scorings],
         "judges": judges,
-        "tokens": [tokens.input_tokens, tokens.output_tokens, tokens.reasoning_tokens],
-        "latency_s": record.latency_s,
-        "cost_usd": record.cost_usd,
         "attempts": record.attempts,
         "finish_reason": record.finish_reason,
         "model_reported": record.model_reported,
@@ -206,6 +267,8 @@ def _meta(
             "source": data.source,
             "headline": data.benchmark.headline,
             "scorings": scorings[name],
+            # what the headline was measured on: figures of other item sets do not compare
+            "item_set": item_set_of(manifest, name).label,
         }
     coverage = []
     counts = run.answer_state.counts()
@@ -262,77 +325,6 @@ def _meta(
     }
 
 
-def _media(
-    run: StoredRun, sample_keys: dict[tuple[str, str], int], budget_mb: float
-) -> tuple[dict[int, list[dict[str, str]]], str]:
-    """Each sample's media from the run's dataset, when it can still be read at the revision
-    the run asked; a line saying why not otherwise."""
-    from engine.prepare.reading import downscaled
-
-    media: dict[int, list[dict[str, str]]] = {}
-    budget = budget_mb * 2**20
-    notes = []
-    over = 0  # media left as thumbnails (or out) for the budget
-    for name, data in run.data.items():
-        path = run.request.dataset_path_for(name)
-        try:
-            loaded = data.benchmark.load(path, data.options, run.request.limit)
-        except Exception as exc:  # a Hub dataset offline, a moved copy: the texts still show
-            notes.append(
-                f"{name}: media not shown, the dataset could not be read ({_one_line(exc)})"
-            )
-            continue
-        if loaded.revision != data.revision:
-            notes.append(f"{name}: media not shown, the dataset changed since the run ({path})")
-            continue
-        for sample in loaded.samples:
-            where = sample_keys.get((name, sample.id))
-            if where is None:
-                continue
-            if run.request.max_image_side is not None:
-                sample = downscaled(sample, run.request.max_image_side)
-            parts = []
-            for part in sample.parts:
-                if part.data is None or part.kind not in ("image", "audio"):
-                    continue
-                entry: dict[str, str] = {"kind": part.kind}
-                if part.kind == "image":
-                    entry["thumb"] = _thumbnail(part.data)
-                if len(part.data) * 4 / 3 <= budget:
-                    entry["full"] = _data_uri(part.media_type, part.data)
-                    budget -= len(entry["full"])
-                else:
-                    over += 1
-                parts.append(entry)
-            if parts:
-                media[where] = parts
-    if over:
-        notes.append(
-            f"{over} media beyond the {budget_mb:g} MB budget are shown as thumbnails only, "
-            "audio not at all (--media-mb)"
-        )
-    return media, "; ".join(notes)
-
-
-def _thumbnail(data: bytes) -> str:
-    from PIL import Image
-
-    try:
-        with Image.open(io.BytesIO(data)) as image:
-            image.thumbnail((THUMB_SIDE, THUMB_SIDE))
-            out = io.BytesIO()
-            image.convert("RGB").save(out, "JPEG", quality=70)
-    except Exception:  # an image PIL cannot read: no thumbnail, the full one may still show
-        return ""
-    return _data_uri("image/jpeg", out.getvalue())
-
-
-def _data_uri(media_type: str | None, data: bytes) -> str:
-    return (
-        f"data:{media_type or 'application/octet-stream'};base64,{base64.b64encode(data).decode()}"
-    )
-
-
 def _gzip(rows: list[Any]) -> bytes:
     return gzip.compress(json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode(), 6)
 
@@ -352,7 +344,3 @@ def _plain(value: Any) -> Any:
 def _number(value: Any) -> float | None:
     value = _plain(value)
     return None if value is None else float(value)
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:200]

@@ -31,12 +31,12 @@ from stack.state import Daemon, Stack, load, load_checked, save, stack_dir, stop
 from storage import store_url
 
 DEPLOYMENT_NAMES = (  # what deployments/serve.py serves and deployments/prefect.yaml declares
-    "evaluate-and-aggregate/on-demand",
-    "aggregate/on-demand",
-    "judge/on-demand",
-    "leaderboard/on-demand",
-    "reevaluate/nightly",
-    "poll-batches/every-few-minutes",
+    "evaluate-and-aggregate/evaluate",
+    "aggregate/aggregate",
+    "judge/judge",
+    "leaderboard/leaderboard",
+    "reevaluate/reevaluate",
+    "poll-batches/poll-batches",
 )
 
 

@@ -45,6 +45,7 @@ class FallbackParser(JudgeSpec):
     decoding = Decoding(temperature=0.0, top_p=1.0, max_tokens=1024, seed=42)
     reply_tokens = 2  # the extracted answer in braces
     answer_decides = True  # only answers whose format broke are judged
+    extracts = True  # the judge's reply is the answer it read, compared with the target here
 
     def wants(self, sample: Sample, response: str, options: BenchmarkOptions) -> bool:
         return needs_fallback(response)

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     GetJsonSchemaHandler,
@@ -85,6 +86,37 @@ class _RegistryEnum:
         return value
 
 
+def plain_optionals(schema: dict[str, Any]) -> None:
+    """A form's optional fields as plain inputs (a model's `json_schema_extra`, applied to its
+    JSON schema in place). The Prefect UI draws `anyOf: [X, null]` as two tabs, the second
+    saying 'Property is type "None"'; here such a field keeps X alone, without its null
+    default. Left empty, the form omits it and the model gives its default; a null sent
+    through the API is still accepted (Prefect's server reads a property that is neither
+    required nor given a default as nullable)."""
+    for field in (schema.get("properties") or {}).values():
+        branches = field.get("anyOf")
+        if not isinstance(branches, list):
+            continue
+        kept = [b for b in branches if b.get("type") != "null"]
+        if len(kept) != 1 or len(kept) == len(branches):
+            continue
+        del field["anyOf"]
+        for key, value in kept[0].items():
+            field.setdefault(key, value)
+        if "default" in field and field["default"] is None:
+            del field["default"]
+
+
+def _none_as_blank(value: Any) -> Any:
+    return "" if value is None else value
+
+
+Blank = Annotated[str, BeforeValidator(_none_as_blank)]
+"""A flow parameter a form may leave empty: its default is "", never null (the Prefect UI
+draws `str | None` with a tab saying 'Property is type "None"'); a None given from Python
+reads as ""."""
+
+
 class _RegistryOptions:
     """JSON schema: one property per registered benchmark holding its options' form."""
 
@@ -98,12 +130,35 @@ class _RegistryOptions:
             if not model.model_fields:
                 continue  # nothing to set: no section in the form
             properties[bench.name] = _inline_refs(model.model_json_schema())
+            plain_optionals(properties[bench.name])
             properties[bench.name]["title"] = f"{bench.name} options"
             properties[bench.name]["description"] = bench.description
         return {
             "type": "object",
             "title": "Benchmark options",
             "properties": properties,
+            "additionalProperties": False,
+        }
+
+
+class _RegistryPaths:
+    """JSON schema: one optional text field per registered benchmark (a key and its value in
+    the form, not a JSON box)."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {
+            "type": "object",
+            "properties": {
+                name: {
+                    "type": "string",
+                    "title": name,
+                    "description": f"a local copy of {name} (overrides dataset_path)",
+                }
+                for name in registry.names()
+            },
             "additionalProperties": False,
         }
 
@@ -188,7 +243,7 @@ def _simulator_url() -> str | None:
 class EndpointSpec(BaseModel):
     """An OpenAI-compatible server of your own (vLLM, SGLang, a gateway)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=plain_optionals)
 
     base_url: str = Field(
         pattern=r"^https?://\S+$",
@@ -214,7 +269,9 @@ class EvalRequest(BaseModel):
     """What to evaluate, how, and where to keep it."""
 
     # nan and inf are no setting: pydantic would otherwise take inf as a timeout or a rate
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(
+        extra="forbid", allow_inf_nan=False, json_schema_extra=plain_optionals
+    )
 
     models: Annotated[list[ModelName], Flag(("--model", "-m"), "PROVIDER/MODEL")] = Field(
         min_length=1,
@@ -242,7 +299,7 @@ class EvalRequest(BaseModel):
         description="a local copy (save_to_disk output, a Parquet file or a directory of them, "
         "in the upstream schema) instead of the Hugging Face Hub at the pinned revision",
     )
-    dataset_paths: Annotated[dict[str, str], Flag(composite=True)] = Field(
+    dataset_paths: Annotated[dict[str, str], _RegistryPaths, Flag(composite=True)] = Field(
         default_factory=dict, description="per benchmark, a local copy (overrides dataset_path)"
     )
     protocol: ProtocolName | None = Field(

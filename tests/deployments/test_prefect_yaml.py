@@ -79,10 +79,10 @@ def test_schedules_limits_and_parameters_agree(declared, served):
         if limit:
             strategy = deployment.concurrency_options.collision_strategy
             assert limit["collision_strategy"] == strategy.value
-    nightly = declared[("reevaluate", "nightly")]["parameters"]["request"]
+    nightly = declared[("reevaluate", "reevaluate")]["parameters"]["request"]
     assert (
-        ReevaluateRequest(**nightly).model_dump(mode="json")
-        == (served[("reevaluate", "nightly")].parameters["request"])
+        ReevaluateRequest(**nightly).model_dump(mode="json", exclude_none=True)
+        == (served[("reevaluate", "reevaluate")].parameters["request"])
     )
 
 

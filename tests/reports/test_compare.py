@@ -101,7 +101,7 @@ def test_the_printed_comparison_fits_120_columns(run, capsys):
     assert main(["compare", f"cmp:{STRONG}", f"cmp:{WEAK}", "--store", str(runs)]) == 0
     out = capsys.readouterr().out
     table = [line for line in out.splitlines() if line.startswith("|")]
-    assert table and max(len(line) for line in table) <= 120
+    assert table and max(len(line) for line in out.splitlines()) <= 120
     assert "- A: cmp@" in out and "- B: cmp@" in out  # short names, with a legend
     shares = re.findall(r"\| (0\.\d+) \|", out)
     assert shares and all(len(x) == 5 for x in shares)  # 3 decimals everywhere
@@ -136,7 +136,9 @@ def test_two_results_versions_show_the_scorer_change(run, capsys, monkeypatch):
     kept = (runs / "cmp" / "results" / first["version"] / "compare").glob("*.json")
     assert f"cmp_{second['version']}.json" in {path.name for path in kept}
     page = (runs / "cmp" / "results" / first["version"] / "report.html").read_text()
-    assert f"Comparison: A cmp@{first['version']} vs B cmp@{second['version']}" in page
+    assert f"<summary>Comparison with cmp@{second['version']}</summary>" in page
+    legend = f"A: <span class='clip wide' title='cmp@{first['version']}'>cmp@{first['version']}"
+    assert legend in page
 
 
 def test_runs_on_different_datasets_share_no_item(run, capsys):

@@ -1,8 +1,15 @@
-"""The run report in headless Chromium, on the demo runs of three benchmarks: filtering to one
-model's incorrect answers and opening a ZeroBench item shows its image, response, extracted
-answer and verdict; a ROME item shows the judge's own words; an OmniBench item an audio
-player; and a leaderboard cell leads to its filtered view. Values are checked against the
-stored records and the samples table. Screenshots go to tests/output/report/ (gitignored)."""
+"""The run report in headless Chromium at 1400 x 1000, on the demo runs of three benchmarks.
+
+The first screen holds the headline (the aggregation's values and intervals) and the top of
+the item list; nothing scrolls sideways, whatever is open; the list shows each item's answer,
+one verdict badge per scoring mode, tokens, latency and cost, sorts on a click and moves with
+j / k; the address keeps the filters, the sort and the item. A ZeroBench item shows its image,
+response, extracted answer and verdict; a ROME item its judge's verdict and words (never an
+"extracted answer" of 0) with the judge's tokens and cost; an OmniBench item an audio player.
+One sample across models shows the prompt once and a row per model and epoch, from an item,
+from a flipped sample of the comparison and from "models disagree". The page writes numbers
+with the rules of `reports.formatting`. Values are checked against the stored records and the
+results tables. Screenshots go to tests/output/report/ (gitignored)."""
 
 from __future__ import annotations
 
@@ -13,6 +20,8 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
+from reports import formatting as fmt
+from reports.item_sets import item_set_of
 from tests.support.browser import close, headless_chromium
 from tests.support.helpers import result_table, results_dir
 
@@ -20,6 +29,7 @@ pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a st
 
 REPO = Path(__file__).resolve().parents[2]
 SHOTS = REPO / "tests" / "output" / "report"
+WIDTH, HEIGHT = 1400, 1000
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +48,13 @@ def store(ray_address, prefect_api_url, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    driver = headless_chromium(1500, 1100)
+    driver = headless_chromium(WIDTH, HEIGHT)
+    # the page's viewport itself 1400 x 1000 (the window's size includes the browser's bars)
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False},
+    )
+    SHOTS.mkdir(parents=True, exist_ok=True)
     yield driver
     close(driver)
 
@@ -46,10 +62,15 @@ def browser():
 def open_page(driver, path: Path, fragment: str = "") -> None:
     driver.get(path.as_uri() + fragment)
     driver.refresh()  # a fragment change alone would not load the page again
+    until(driver, "return window.__reportReady || false", "the report did not render")
+
+
+def until(driver, script: str, what: str, *args):
     deadline = time.monotonic() + 10
-    while not driver.execute_script("return window.__reportReady || false"):
-        assert time.monotonic() < deadline, "the report did not render"
+    while not (found := driver.execute_script(script, *args)):
+        assert time.monotonic() < deadline, what
         time.sleep(0.05)
+    return found
 
 
 def choose(driver, element_id: str, value: str) -> None:
@@ -58,19 +79,31 @@ def choose(driver, element_id: str, value: str) -> None:
     Select(driver.find_element("id", element_id)).select_by_value(value)
 
 
-def rows(driver) -> list[list[str]]:
-    return [
-        [cell.text for cell in row.find_elements("tag name", "td")]
-        for row in driver.find_elements("css selector", "tr.item-row")
-    ]
+ROWS = """return [...document.querySelectorAll('tr.item-row')].map((row) => {
+  const td = row.querySelectorAll('td');
+  return {
+    model: td[0].title, benchmark: td[1].textContent, sample: td[2].textContent,
+    epoch: td[3].textContent, answer: td[4].textContent,
+    verdicts: [...td[5].querySelectorAll('.verdict')].map((b) => b.dataset.letter),
+    target: td[6].textContent, tokens: td[7].textContent, latency: td[8].textContent,
+    cost: td[9].textContent, selected: row.classList.contains('selected'),
+  };
+});"""
+
+
+def rows(driver) -> list[dict]:
+    return driver.execute_script(ROWS)
+
+
+def no_sideways_scroll(driver) -> bool:
+    return driver.execute_script(
+        "return document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+    )
 
 
 def open_first_item(driver):
     driver.find_element("css selector", "tr.item-row").click()
-    deadline = time.monotonic() + 10
-    while not driver.find_elements("css selector", "#detail pre.response"):
-        assert time.monotonic() < deadline, "the item did not open"
-        time.sleep(0.05)
+    until(driver, "return document.querySelector('#detail pre.response')", "no item opened")
     return driver.find_element("id", "detail")
 
 
@@ -88,6 +121,99 @@ def record(runs: Path, run_id: str, stage: str, model: str, benchmark: str, samp
     raise AssertionError(f"no {stage} record of {model} {benchmark} {sample}")
 
 
+def items_of(samples):
+    """One row per item (model, benchmark, sample, epoch) of a samples table."""
+    return samples.drop_duplicates(["model", "benchmark", "sample_id", "epoch"])
+
+
+def test_the_first_screen_opens_on_the_answers(store, browser):
+    page = results_dir(store, "zerobench") / "report.html"
+    open_page(browser, page)
+    assert browser.execute_script("return [window.innerWidth, window.innerHeight]") == [
+        WIDTH,
+        HEIGHT,
+    ]
+    first = browser.execute_script(
+        "return document.querySelector('tr.item-row').getBoundingClientRect().bottom"
+    )
+    assert first <= HEIGHT
+    headers = browser.execute_script(
+        "return [...document.querySelectorAll('#items th')].map((th) => th.textContent)"
+    )
+    assert headers == [
+        "model",
+        "benchmark",
+        "sample",
+        "ep",
+        "answer",
+        "verdicts",
+        "target",
+        "tokens",
+        "latency",
+        "cost",
+    ]
+    # the headline: each model's value and interval as the aggregation wrote them
+    metrics = result_table(store, "zerobench", "metrics.parquet")
+    wanted = metrics[
+        (metrics.benchmark == "zerobench")
+        & (metrics.scoring == "upstream")
+        & (metrics.metric == "accuracy")
+        & (metrics.group.fillna("") == "")
+    ]
+    cells = browser.execute_script(
+        "return [...document.querySelectorAll('#headline td.cell[data-benchmark=zerobench]')]"
+        ".map((td) => [td.dataset.model, td.textContent])"
+    )
+    assert sorted(cells) == sorted(
+        [r.model, f"{fmt.share(r.value)} {fmt.interval(r.ci95_low, r.ci95_high)}"]
+        for r in wanted.itertuples()
+    )
+    # the list: the first row's answer, verdicts, tokens and cost, as stored
+    top = rows(browser)[0]
+    samples = result_table(store, "zerobench", "samples.parquet")
+    mine = samples[
+        (samples.model == top["model"])
+        & (samples.benchmark == top["benchmark"])
+        & (samples.sample_id == top["sample"])
+        & (samples.epoch == int(top["epoch"]))
+    ]
+    assert top["answer"] == mine.answer.iloc[0]
+    assert top["verdicts"] == ["R" if c else "W" for c in mine.correct]
+    assert top["tokens"] == fmt.tokens(mine.output_tokens.iloc[0])
+    stored = record(store, "zerobench", "completions", top["model"], "zerobench", top["sample"])
+    assert top["cost"] == fmt.money(stored["cost_usd"])
+    assert top["latency"] == f"{stored['latency_s']:.1f} s"
+    assert no_sideways_scroll(browser)
+    # long ids are clipped on screen only: the page holds them whole (a copy takes them), and
+    # their title shows them whole on hover
+    clipped = browser.execute_script(
+        "return [...document.querySelectorAll('#top .clip')].map((e) => [e.title, e.textContent])"
+    )
+    version = results_dir(store, "zerobench").name
+    assert ["zerobench", "zerobench"] in clipped and [version, version] in clipped
+    # each headline column names the item set it was measured on (the demo's four questions)
+    manifest = json.loads((store / "zerobench" / "manifest.json").read_text())
+    items = item_set_of(manifest, "zerobench").label
+    assert items.startswith("4 samples, dataset at ") and [items, items] in clipped
+    assert all(title == text for title, text in clipped)
+    browser.save_screenshot(str(SHOTS / "first-screen.png"))
+
+
+@pytest.mark.parametrize("run_id", ["zerobench", "rome", "omnibench"])
+def test_nothing_scrolls_sideways_at_1400_pixels(store, browser, run_id):
+    """With every folded section open, with an item open, and in the one-sample view."""
+    open_page(browser, results_dir(store, run_id) / "report.html")
+    assert no_sideways_scroll(browser)
+    browser.execute_script("for (const d of document.querySelectorAll('details')) d.open = true")
+    assert browser.find_elements("css selector", "#about details")
+    assert no_sideways_scroll(browser)
+    open_first_item(browser)
+    assert no_sideways_scroll(browser)
+    browser.find_element("tag name", "body").send_keys("o")
+    until(browser, "return document.querySelector('#one pre.prompt')", "no one-sample view")
+    assert no_sideways_scroll(browser)
+
+
 def test_a_zerobench_item_of_one_models_incorrect_answers(store, browser):
     page = results_dir(store, "zerobench") / "report.html"
     open_page(browser, page)
@@ -102,41 +228,71 @@ def test_a_zerobench_item_of_one_models_incorrect_answers(store, browser):
         & samples.error.isna()
         & samples.score_error.isna()
     ]
-    total = len(samples[["model", "benchmark", "sample_id", "epoch"]].drop_duplicates())
+    total = len(items_of(samples))
     assert browser.find_element("id", "count").text.startswith(f"{len(wrong)} of {total} items")
     shown = rows(browser)
-    assert shown and all(r[0] == "openai/sim-0.3" and r[4] == "W" for r in shown)
+    assert shown and all(r["model"] == "openai/sim-0.3" and r["verdicts"][0] == "W" for r in shown)
 
     choose(browser, "f-benchmark", "zerobench")
     detail = open_first_item(browser)
-    model, benchmark, sample, epoch = rows(browser)[0][:4]
-    assert (model, benchmark, epoch) == ("openai/sim-0.3", "zerobench", "0")
-    stored = record(store, "zerobench", "completions", model, benchmark, sample)
+    top = rows(browser)[0]
+    assert (top["model"], top["benchmark"], top["epoch"]) == ("openai/sim-0.3", "zerobench", "0")
+    stored = record(store, "zerobench", "completions", top["model"], "zerobench", top["sample"])
     assert detail.find_element("css selector", "pre.response").text == stored["response"].strip()
     thumbs = detail.find_elements("css selector", "img.thumb")
-    assert thumbs and thumbs[0].get_attribute("src").startswith("data:image/jpeg;base64,")
+    assert thumbs and thumbs[0].get_attribute("src").startswith("data:image/")
     assert browser.execute_script("return arguments[0].naturalWidth", thumbs[0]) > 0
-    row = wrong[(wrong.benchmark == "zerobench") & (wrong.sample_id == sample) & (wrong.epoch == 0)]
+    row = wrong[
+        (wrong.benchmark == "zerobench") & (wrong.sample_id == top["sample"]) & (wrong.epoch == 0)
+    ]
     extracted = detail.find_elements("css selector", "table.scoring td.extracted")[0].text
     assert extracted == (row.answer.iloc[0] or "")
-    verdict = detail.find_elements("css selector", "table.scoring td.verdict-cell")[0].text
-    assert verdict == "W"
+    assert top["answer"] == extracted
+    verdict = detail.find_elements("css selector", "table.scoring td.verdict-cell .verdict")[0]
+    assert verdict.get_attribute("data-letter") == "W"
     thumbs[0].click()  # opens full size
     assert browser.find_element("id", "overlay").is_displayed()
-    SHOTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SHOTS / "zerobench-item.png"))
     browser.find_element("id", "overlay").click()
 
 
-def test_a_rome_item_with_the_judges_words(store, browser):
+def test_a_rome_item_reads_its_judge_as_a_judge(store, browser):
     page = results_dir(store, "rome") / "report.html"
     open_page(browser, page, "#benchmark=rome&scoring=judge&status=judged")
-    assert rows(browser) and all(r[4] in ("r", "w") for r in rows(browser))
+    shown = rows(browser)
+    scorings = ["upstream", "fixed", "judge", "judge_upstream"]
+    assert shown and all(r["verdicts"][scorings.index("judge")] in ("r", "w") for r in shown)
     detail = open_first_item(browser)
-    model, _, sample, _ = rows(browser)[0][:4]
-    judged = record(store, "rome", "judgements", model, "rome", sample)
+    top = shown[0]
+    judged = record(store, "rome", "judgements", top["model"], "rome", top["sample"])
     words = detail.find_element("css selector", "pre.judge-words").text
     assert words == judged["response"].strip() and "Judgement" in words
+    table = browser.execute_script(
+        "return [...document.querySelectorAll('#detail table.scoring tr')].slice(1).map((tr) =>"
+        " [...tr.querySelectorAll('td')].map((td) => td.textContent))"
+    )
+    samples = result_table(store, "rome", "samples.parquet")
+    mine = samples[
+        (samples.model == top["model"])
+        & (samples.sample_id == top["sample"])
+        & (samples.epoch == int(top["epoch"]))
+    ].set_index("scoring")
+    assert [r[0] for r in table] == scorings
+    for name, by, answer, _ in table:
+        if name.startswith("judge"):  # a verdict, never an "extracted answer" of 0 or 1
+            assert (by, answer) == ("judge anthropic/sim-0.9", "graded the response")
+        else:
+            assert (by, answer) == ("rules", mine.loc[name, "answer"] or "none read")
+    # one badge per verdict in the whole item: the judge's own block has none
+    badges = detail.find_elements("css selector", ".verdict")
+    assert len(badges) == len(scorings)
+    head = detail.find_element("css selector", ".judge-head").text
+    usage = judged["usage"]
+    assert head == (
+        f"judge anthropic/sim-0.9 · tokens {fmt.tokens(usage['input_tokens'])} in / "
+        f"{fmt.tokens(usage['output_tokens'])} out · {fmt.money(judged['cost_usd'])} · "
+        f"{judged['latency_s']:.1f} s"
+    )
     browser.save_screenshot(str(SHOTS / "rome-item.png"))
 
 
@@ -151,18 +307,124 @@ def test_an_omnibench_item_with_its_audio_player(store, browser):
     browser.save_screenshot(str(SHOTS / "omnibench-item.png"))
 
 
+def one_view(driver) -> dict:
+    until(driver, "return document.querySelector('#one pre.prompt')", "no one-sample view")
+    return driver.execute_script(
+        "return {prompts: document.querySelectorAll('#one pre.prompt').length,"
+        " targets: document.querySelectorAll('#one pre.target').length,"
+        " images: document.querySelectorAll('#one img.thumb').length,"
+        " rows: [...document.querySelectorAll('#one tr.one-row')].map((tr) =>"
+        "   [tr.querySelector('td.model .clip').title, tr.children[1].textContent]),"
+        " responses: document.querySelectorAll('#one pre.response').length,"
+        " listShown: !document.getElementById('main').hidden}"
+    )
+
+
+def test_one_sample_across_models_shows_the_prompt_once(store, browser):
+    page = results_dir(store, "zerobench") / "report.html"
+    open_page(browser, page, "#benchmark=zerobench")
+    open_first_item(browser)
+    top = rows(browser)[0]
+    browser.find_element("tag name", "body").send_keys("o")
+    view = one_view(browser)
+    samples = items_of(result_table(store, "zerobench", "samples.parquet"))
+    mine = samples[(samples.benchmark == "zerobench") & (samples.sample_id == top["sample"])]
+    wanted = sorted((int(e), m) for m, e in zip(mine.model, mine.epoch, strict=True))
+    assert (view["prompts"], view["targets"], view["images"]) == (1, 1, 1)
+    assert [(int(e), m) for m, e in view["rows"]] == wanted  # epoch by epoch, both models
+    assert {m for _, m in wanted} == {"openai/sim-0.3", "openai/sim-0.7"}
+    assert view["responses"] == len(wanted) and not view["listShown"]
+    assert f"one=zerobench%2F{top['sample']}" in browser.current_url
+    browser.save_screenshot(str(SHOTS / "one-sample.png"))
+    browser.find_element("tag name", "body").send_keys("\ue00c")  # Escape: back to the list
+    until(browser, "return !document.getElementById('main').hidden", "the list is not back")
+    assert rows(browser)[0]["selected"]
+
+
+def test_a_flipped_sample_opens_both_models_at_its_epoch(store, browser):
+    page = results_dir(store, "zerobench") / "report.html"
+    open_page(browser, page)
+    browser.execute_script("for (const d of document.querySelectorAll('details')) d.open = true")
+    flip = browser.find_element("css selector", "#about a.flip")
+    sample = flip.text
+    flip.click()
+    view = one_view(browser)
+    assert view["prompts"] == 1
+    assert view["rows"] == [["openai/sim-0.3", "0"], ["openai/sim-0.7", "0"]]
+    letters = browser.execute_script(
+        "return [...document.querySelectorAll('#one tr.one-row')].map((tr) =>"
+        " tr.querySelector('.verdict').dataset.letter)"
+    )
+    assert sorted(letters) == ["R", "W"]  # it flipped
+    assert "one=zerobench" in browser.current_url and sample in browser.current_url
+
+
+def test_models_disagree_opens_the_sample_across_models(store, browser):
+    page = results_dir(store, "rome") / "report.html"
+    open_page(browser, page)
+    browser.find_element("id", "f-disagree").click()
+    shown = rows(browser)
+    assert shown
+    browser.find_element("css selector", "tr.item-row").click()
+    view = one_view(browser)
+    assert view["prompts"] == 1
+    assert sorted(m for m, _ in view["rows"]) == ["openai/sim-0.3", "openai/sim-0.7"]
+    assert {e for _, e in view["rows"]} == {shown[0]["epoch"]}
+
+
+def test_the_list_sorts_moves_with_keys_and_keeps_it_in_the_address(store, browser):
+    page = results_dir(store, "rome") / "report.html"
+    open_page(browser, page)
+    samples = items_of(result_table(store, "rome", "samples.parquet"))
+    browser.find_element("css selector", "#items th[data-sort=tokens]").click()
+    ascending = [r["tokens"] for r in rows(browser)]
+    assert ascending == [fmt.tokens(t) for t in sorted(samples.output_tokens)]
+    browser.find_element("css selector", "#items th[data-sort=tokens]").click()
+    descending = [r["tokens"] for r in rows(browser)]
+    assert descending == [fmt.tokens(t) for t in sorted(samples.output_tokens, reverse=True)]
+    body = browser.find_element("tag name", "body")
+    for key in ("j", "j", "j", "k"):
+        body.send_keys(key)
+    until(browser, "return document.querySelector('#detail pre.response')", "no item opened")
+    shown = rows(browser)
+    assert [r["selected"] for r in shown[:3]] == [False, True, False]
+    body.send_keys("\ue015")  # the down arrow
+    until(
+        browser,
+        "return document.querySelectorAll('tr.item-row')[2].classList.contains('selected')",
+        "the arrow did not move the selection",
+    )
+    address = browser.current_url
+    assert "sort=tokens&desc=1" in address
+    chosen = shown[2]
+    assert f"sample=rome%2F{chosen['sample']}%2F{chosen['epoch']}%2F" in address
+    where, fragment = address.split("#")
+    open_page(browser, Path(where.removeprefix("file://")), "#" + fragment)
+    again = rows(browser)
+    assert [r["tokens"] for r in again] == descending and again[2]["selected"]
+
+
+def test_the_page_writes_figures_as_the_other_pages_do(store, browser):
+    open_page(browser, results_dir(store, "omnibench") / "report.html")
+    values = [0, 0.00077, 0.000501, 0.0125, 0.0625, 0.125, 0.5, 1.25, 2.5, 12.49, 1234.5, 98765.43]
+    script = "return arguments[0].map((v) => [fmt.money(v), fmt.tokens(v), fmt.share(v)])"
+    assert browser.execute_script(script, values) == [
+        [fmt.money(v), fmt.tokens(v), fmt.share(v)] for v in values
+    ]
+    assert browser.execute_script("return fmt.interval(0.0461, 0.699)") == fmt.interval(
+        0.0461, 0.699
+    )
+
+
 def test_a_leaderboard_cell_leads_to_its_answers(store, browser):
     browser.get((store / "leaderboard" / "index.html").as_uri())
     link = browser.find_element("link text", "openai/sim-0.7")
     href = link.get_attribute("href")
     link.click()
-    deadline = time.monotonic() + 10
-    while not browser.execute_script("return window.__reportReady || false"):
-        assert time.monotonic() < deadline, f"the report did not render: {href}"
-        time.sleep(0.05)
+    until(browser, "return window.__reportReady || false", f"the report did not render: {href}")
     assert "/results/" in browser.current_url and "report.html#" in browser.current_url
     assert browser.find_element("id", "f-model").get_attribute("value") == "openai/sim-0.7"
     benchmark = browser.find_element("id", "f-benchmark").get_attribute("value")
     shown = rows(browser)
     assert benchmark and shown
-    assert all(r[0] == "openai/sim-0.7" and r[1] == benchmark for r in shown)
+    assert all(r["model"] == "openai/sim-0.7" and r["benchmark"] == benchmark for r in shown)

@@ -74,11 +74,11 @@ def test_the_work_pool_runs_what_the_ui_starts(pool, demo_dataset):
     deployments = pool.call("/deployments/filter", {})
     assert {d["work_pool_name"] for d in deployments} == {"evalfleet"}
     assert len(deployments) == 6
-    nightly = pool.deployment("reevaluate/nightly")
+    nightly = pool.deployment("reevaluate/reevaluate")
     assert [s["schedule"]["cron"] for s in nightly["schedules"]] == ["0 3 * * *"]
 
     flow_run = pool.start_run(
-        "evaluate-and-aggregate/on-demand", request(pool, demo_dataset, "by-a-worker", epochs=1)
+        "evaluate-and-aggregate/evaluate", request(pool, demo_dataset, "by-a-worker", epochs=1)
     )
     done = pool.wait(flow_run, timeout=240)
     assert done["state"]["name"] == "Completed", done["state"]
@@ -93,7 +93,7 @@ def test_a_lost_worker_is_marked_crashed_and_its_run_resumes_on_the_other(pool, 
     run_id = "worker-lost"
     started = time.time()
     flow_run = pool.start_run(
-        "evaluate-and-aggregate/on-demand",
+        "evaluate-and-aggregate/evaluate",
         request(pool, demo_dataset, run_id, epochs=6, protocol="sampled-k", max_in_flight=2),
     )
     records = pool.store / run_id / "completions"

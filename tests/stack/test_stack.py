@@ -118,11 +118,11 @@ def test_up_is_idempotent_and_the_ui_knows_its_port(stack):
         "evalfleet: crash flow runs whose heartbeats stopped"
     ]
 
-    nightly = stack.deployment("reevaluate/nightly")
+    nightly = stack.deployment("reevaluate/reevaluate")
     assert [s["schedule"]["cron"] for s in nightly["schedules"]] == ["0 3 * * *"]
     assert nightly["global_concurrency_limit"]["limit"] == 1, nightly
     assert nightly["concurrency_options"]["collision_strategy"] == "CANCEL_NEW"
-    form = stack.deployment("evaluate-and-aggregate/on-demand")["parameter_openapi_schema"]
+    form = stack.deployment("evaluate-and-aggregate/evaluate")["parameter_openapi_schema"]
     request = form["definitions"]["EvalRequest"]["properties"]
     assert request["store"]["default"] == str(stack.store)  # absolute, as `up --store` said
     registered = request["models"]["items"]["anyOf"][0]["enum"]
@@ -135,7 +135,7 @@ def test_up_is_idempotent_and_the_ui_knows_its_port(stack):
         "datbench",
         "datbench_blind",
     ]
-    assert request["protocol"]["anyOf"][0]["enum"] == ["zerobench-paper", "sampled-k", "greedy"]
+    assert request["protocol"]["enum"] == ["zerobench-paper", "sampled-k", "greedy"]
     undocumented = [name for name, field in request.items() if not field.get("description")]
     assert undocumented == []
 
@@ -144,13 +144,13 @@ def test_runs_through_the_api_fail_fast_or_complete_with_tables(stack, demo_data
     # The server refuses parameters the form's schema refuses: nothing is created.
     bad_form = zerobench_request(stack, demo_dataset, "bad-form", epochs=0)
     with pytest.raises(urllib.error.HTTPError) as refused:
-        stack.start_run("evaluate-and-aggregate/on-demand", bad_form)
+        stack.start_run("evaluate-and-aggregate/evaluate", bad_form)
     assert refused.value.code == 409
     assert "epochs" in refused.value.read().decode()
 
     # A configuration error the schema cannot see fails at once, with its line, not retried.
     unknown = zerobench_request(stack, demo_dataset, "bad", models=["openai/gpt-nonexistent"])
-    failed = stack.wait(stack.start_run("evaluate-and-aggregate/on-demand", unknown))
+    failed = stack.wait(stack.start_run("evaluate-and-aggregate/evaluate", unknown))
     assert failed["state"]["name"] == "Failed"
     assert (
         "unknown model 'openai/gpt-nonexistent': add it to the model registry "
@@ -162,7 +162,7 @@ def test_runs_through_the_api_fail_fast_or_complete_with_tables(stack, demo_data
     assert not (stack.store / "bad").exists()
 
     good = zerobench_request(stack, demo_dataset, "api")
-    done = stack.wait(stack.start_run("evaluate-and-aggregate/on-demand", good))
+    done = stack.wait(stack.start_run("evaluate-and-aggregate/evaluate", good))
     assert done["state"]["name"] == "Completed", done["state"]["message"]
     summary = pd.read_csv(results_dir(stack.store, "api") / "summary_zerobench.csv")
     assert set(summary["model"]) == {"openai/sim-0.7"}
@@ -171,7 +171,7 @@ def test_runs_through_the_api_fail_fast_or_complete_with_tables(stack, demo_data
 
     # a judge added from the UI: the judge deployment's form is three fields
     judge = {"run_id": "api", "judge": "anthropic/sim-0.9", "simulator_url": stack.sim_url}
-    judged = stack.wait(stack.start_flow("judge/on-demand", judge))
+    judged = stack.wait(stack.start_flow("judge/judge", judge))
     assert judged["state"]["name"] == "Completed", judged["state"]["message"]
     manifest = json.loads((stack.store / "api" / "manifest.json").read_text())
     assert manifest["identity"]["judge_model"] == "anthropic/sim-0.9"
@@ -180,7 +180,7 @@ def test_runs_through_the_api_fail_fast_or_complete_with_tables(stack, demo_data
     # the served leaderboard deployment rebuilds it in a flow run of its own
     (board,) = _until(lambda: leaderboard_with(stack, "api"), 60, "leaderboard with run api")
     assert set(board.loc[board["run_id"] == "api", "model"]) == {"openai/sim-0.7"}
-    leaderboard_id = stack.deployment("leaderboard/on-demand")["id"]
+    leaderboard_id = stack.deployment("leaderboard/leaderboard")["id"]
 
     def rebuilt_by_the_deployment() -> list:
         runs = stack.call("/flow_runs/filter", {"limit": 200})
@@ -192,7 +192,7 @@ def test_runs_through_the_api_fail_fast_or_complete_with_tables(stack, demo_data
             and r["state"]["name"] == "Completed"
         ]
 
-    _until(rebuilt_by_the_deployment, 60, "a completed leaderboard/on-demand flow run")
+    _until(rebuilt_by_the_deployment, 60, "a completed leaderboard/leaderboard flow run")
 
 
 def leaderboard_with(stack, run_id: str):
@@ -277,11 +277,46 @@ def _until(find, timeout: float = 30, what: str = "element"):
         time.sleep(0.25)
 
 
+def test_every_run_form_is_a_form(stack):
+    """No run form of any deployment, in either of the UI's versions, draws a field as
+    'Property is type "None"'; the Deployments page lists names that read alone."""
+    from selenium.webdriver.common.by import By
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    deployments = stack.call("/deployments/filter", {})
+    assert sorted(d["name"] for d in deployments) == [
+        "aggregate",
+        "evaluate",
+        "judge",
+        "leaderboard",
+        "poll-batches",
+        "reevaluate",
+    ]
+    driver = _browser()
+    try:
+        for deployment in deployments:
+            for ui in ("", "/v2"):
+                driver.get(f"{stack.ui}{ui}/deployments/deployment/{deployment['id']}/run")
+                # the form is drawn once its first field's description shows
+                _until(lambda: driver.find_elements(By.XPATH, "//*[text()='Parameters']"), 60)
+                _until(lambda: "(Optional)" in driver.find_element(By.TAG_NAME, "body").text, 60)
+                text = driver.find_element(By.TAG_NAME, "body").text
+                assert "Property is type" not in text, (deployment["name"], ui)
+        driver.get(f"{stack.ui}/v2/deployments")
+        _until(lambda: "poll-batches" in driver.find_element(By.TAG_NAME, "body").text, 60)
+        driver.save_screenshot(str(SHOTS / "deployments.png"))
+    except BaseException:
+        driver.save_screenshot(str(SHOTS / "failure.png"))
+        raise
+    finally:
+        close(driver)
+
+
 def test_the_run_form_in_a_browser(stack, demo_dataset):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
-    deployment = stack.deployment("evaluate-and-aggregate/on-demand")
+    deployment = stack.deployment("evaluate-and-aggregate/evaluate")
     SHOTS.mkdir(parents=True, exist_ok=True)
     driver = _browser()
     try:
@@ -299,18 +334,11 @@ def test_the_run_form_in_a_browser(stack, demo_dataset):
             return _until(lambda: [o for o in options if o.text == text], 10, f"option {text}")[0]
 
         def optional_field(label: str, value: str) -> None:
-            def box():
-                found = driver.find_element(By.XPATH, f"//label[normalize-space()='{label}']")
-                return found.find_element(By.XPATH, "./ancestor::*[3]")
-
-            tab = next(
-                t
-                for t in box().find_elements(By.CSS_SELECTOR, "[role=tab]")
-                if t.text in ("int", "str")
-            )
-            driver.execute_script("arguments[0].scrollIntoView({block:'center'});", tab)
-            tab.click()  # the tabs listen to real pointer events
-            field = _until(lambda: box().find_elements(By.CSS_SELECTOR, "input,textarea"))[0]
+            """A plain input (no tabs to choose its type first), found by its label."""
+            found = driver.find_element(By.XPATH, f"//label[normalize-space()='{label}']")
+            field = driver.find_element(By.ID, found.get_attribute("for"))
+            assert field.tag_name in ("input", "textarea"), label
+            driver.execute_script("arguments[0].scrollIntoView({block:'center'});", field)
             field.send_keys(value)
 
         driver.get(f"{stack.ui}/v2/deployments/deployment/{deployment['id']}/run")
@@ -336,7 +364,7 @@ def test_the_run_form_in_a_browser(stack, demo_dataset):
         driver.execute_script("window.scrollTo(0, 0);")
         driver.save_screenshot(str(SHOTS / "form_models_and_benchmarks.png"))
         for label, value in {
-            "Dataset Path (Optional)": demo_dataset,
+            "zerobench (Optional)": demo_dataset,  # Dataset Paths: a field per benchmark
             "Epochs (Optional)": "1",
             "Run Id (Optional)": "browser",
             "Simulator Url (Optional)": stack.sim_url,
@@ -385,6 +413,7 @@ def test_the_run_form_in_a_browser(stack, demo_dataset):
         ["zerobench"],
         "browser",
     )
+    assert sent["dataset_paths"] == {"zerobench": demo_dataset}
     summary = pd.read_csv(results_dir(stack.store, "browser") / "summary_zerobench.csv")
     assert set(summary["model"]) == {"openai/sim-0.3"}
 
@@ -401,7 +430,7 @@ def test_a_killed_flow_run_is_crashed_then_a_retry_resumes_it(stack, demo_datase
             stack, demo_dataset, "crash", epochs=6, max_in_flight=2, workers=1
         )
         request["simulator_url"] = sim.url
-        flow_run_id = stack.start_run("evaluate-and-aggregate/on-demand", request)
+        flow_run_id = stack.start_run("evaluate-and-aggregate/evaluate", request)
         manifest = stack.store / "crash" / "manifest.json"
         _until(
             lambda: manifest.exists() and len(_completions(stack.store, "crash")) >= 4,
@@ -475,7 +504,7 @@ def test_a_scheduled_reevaluation_evaluates_only_the_new_model(stack, demo_datas
         up = stack.cli("up", "--reevaluate-every", "6", "--reevaluate-request", str(request_file))
         assert up.returncode == 0, up.stderr
         assert "restarted with the new settings" in up.stdout
-        schedules = stack.deployment("reevaluate/nightly")["schedules"]
+        schedules = stack.deployment("reevaluate/reevaluate")["schedules"]
         assert [s["schedule"]["interval"] for s in schedules] == [6.0]
         _until(seen_key.exists, 120, "the first scheduled reevaluation (the baseline)")
     assert json.loads(seen_key.read_text()) == {"openai": ["sim-0.7"]}

@@ -1,0 +1,113 @@
+// One item in the side panel: its verdicts (one badge per scoring mode, each judge's verdicts
+// beside that judge), the target, the prompt and its media, the response, the judges' words
+// with their tokens and cost, and the call.
+"use strict";
+
+function mediaHtml(sample) {
+  return mediaOf(sample).map((m) => {
+    if (m.kind === "image") {
+      const src = m.full || m.thumb;
+      if (!src) return "";
+      const title = m.full ? "open full size" : "a tile: the full image is beyond the report's media budget";
+      return `<img class="thumb" src="${src}" data-full="${m.full || ""}" title="${title}" alt="image of the prompt">`;
+    }
+    return m.full ? `<audio controls src="${m.full}"></audio>` : '<span class="note">audio not embedded (beyond the media budget)</span>';
+  }).join("");
+}
+
+function promptHtml(prompt, s) {
+  return (
+    `<div class="texts"><div class="target-line"><b>target</b> <pre class="target">${esc(s[2])}</pre></div>` +
+    (prompt.choices ? `<div class="choices"><b>choices</b> ${esc(prompt.choices.join(" | "))}</div>` : "") +
+    `<pre class="prompt">${esc(prompt.prompt) || '<span class="note">(no text kept)</span>'}</pre></div>` +
+    `<div class="media">${mediaHtml(s.index)}</div>`
+  );
+}
+
+// The verdicts of one item: rules first, each with the answer it read; a judge's verdicts with
+// the judge that gave them (a verdict is never shown as an "extracted answer").
+function verdictsHtml(it, detail) {
+  const names = scoringsOf(it);
+  const kinds = kindsOf(it);
+  const rows = names.map((name, k) => {
+    const letter = it[F.letters][k];
+    const judged = letter && letter !== "-" && letter !== letter.toUpperCase();
+    const judge = judged ? judgeOf(benchName(it), name) : null;
+    const by = judge ? `judge <span class="clip" title="${esc(judge)}">${esc(judge)}</span>` : "rules";
+    let answer;
+    if (kinds[k] === "judge" && judged) answer = '<span class="note">graded the response</span>';
+    else if (detail.answers[k] === null || detail.answers[k] === undefined) answer = '<span class="note">none read</span>';
+    else answer = esc(detail.answers[k]);
+    const error = detail.score_errors[k] ? `<div class="note">${esc(detail.score_errors[k])}</div>` : "";
+    return `<tr><td class="scoring-name">${esc(name)}</td><td class="by">${by}</td><td class="extracted">${answer}${error}</td><td class="verdict-cell">${badge(it, k, false)}</td></tr>`;
+  });
+  return `<table class="scoring"><tr><th>scoring</th><th>by</th><th>answer</th><th>verdict</th></tr>${rows.join("")}</table>`;
+}
+
+function judgesHtml(detail) {
+  return detail.judges.map((j) => {
+    const spent = j.error ? "" : ` · tokens ${fmt.tokens(j.tokens[0])} in / ${fmt.tokens(j.tokens[1])} out · ${fmt.money(j.cost_usd)} · ${fmt.seconds(j.latency_s)}`;
+    const words = j.error ? `<p class="note">the judge call failed: ${esc(j.error)}</p>` : `<pre class="judge-words">${esc(j.reply)}</pre>`;
+    return `<div class="judge"><div class="judge-head">judge <b>${esc(j.judge)}</b>${spent}</div>${words}</div>`;
+  }).join("");
+}
+
+function responseHtml(detail, it) {
+  const reasoning = detail.reasoning ? `<details><summary>reasoning (${fmt.tokens(it[F.treason])} tokens)</summary><pre class="reasoning">${esc(detail.reasoning)}</pre></details>` : "";
+  const error = detail.error ? `<p class="error"><b>error</b> ${esc(detail.error.type)} ${esc(detail.error.status ?? "")}: ${esc(detail.error.message)}</p>` : "";
+  return `${reasoning}<pre class="response">${esc(detail.response ?? "(no response)")}</pre>${error}`;
+}
+
+function kv(pairs) {
+  const shown = pairs.filter((p) => p[1] !== null && p[1] !== undefined && p[1] !== "");
+  return '<table class="kv">' + shown.map((p) => `<tr><td>${esc(p[0])}</td><td>${esc(p[1])}</td></tr>`).join("") + "</table>";
+}
+
+async function itemHtml(i) {
+  const it = items[i];
+  const s = Object.assign([...idx.samples[it[F.sample]]], { index: it[F.sample] });
+  const [detail, prompt] = await Promise.all([detailOf(i), promptOf(it[F.sample])]);
+  const others = items.some((o) => o[F.sample] === it[F.sample] && o[F.model] !== it[F.model]);
+  const across = others ? '<button id="open-one" title="o">all models on this sample</button>' : "";
+  return (
+    `<div class="item-head"><h3><span class="clip" title="${esc(idx.models[it[F.model]])}">${esc(idx.models[it[F.model]])}</span> · ${esc(benchName(it))} · sample ${esc(s[1])} · epoch ${it[F.epoch]}</h3>${across}</div>` +
+    verdictsHtml(it, detail) +
+    promptHtml(prompt, s) +
+    `<h4>response</h4>${responseHtml(detail, it)}` +
+    (detail.judges.length ? `<h4>judges</h4>${judgesHtml(detail)}` : "") +
+    `<h4>call</h4>` +
+    kv([
+      ["tokens in / out / reasoning", [it[F.tin], it[F.tout], it[F.treason]].map(fmt.tokens).join(" / ")],
+      ["latency", fmt.seconds(it[F.latency])],
+      ["cost of the answer", fmt.money(it[F.cost])],
+      ["cost of the judgements", it[F.judgeCost] === null ? "" : fmt.money(it[F.judgeCost])],
+      ["attempts", detail.attempts],
+      ["finish reason", detail.finish_reason],
+      ["model reported", detail.model_reported],
+      ["batch job", detail.batch ? "yes" : ""],
+    ])
+  );
+}
+
+async function renderDetail() {
+  const box = $("detail");
+  if (state.item === null || state.item >= items.length) {
+    box.innerHTML = '<p class="note">Choose an item to see its verdicts, prompt, response and judges (j / k or ↓ / ↑ move through the list).</p>';
+    return;
+  }
+  const shown = state.item;
+  const html = await itemHtml(shown);
+  if (state.item !== shown) return; // another item was chosen meanwhile
+  box.innerHTML = html;
+  box.scrollTop = 0;
+  const across = $("open-one");
+  if (across) across.onclick = () => openOne(items[shown][F.sample], []);
+  bindImages(box);
+}
+
+function bindImages(box) {
+  for (const img of box.querySelectorAll("img.thumb")) {
+    if (!img.dataset.full) continue;
+    img.onclick = () => { $("overlay-img").src = img.dataset.full; $("overlay").style.display = "flex"; };
+  }
+}

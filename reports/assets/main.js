@@ -1,0 +1,121 @@
+// The page's wiring: the filters, the column headers, the keys, the address, and the search
+// over the long texts once they are decoded.
+"use strict";
+
+async function renderView() {
+  const one = state.one !== null;
+  $("main").hidden = one;
+  $("one").hidden = !one;
+  if (one) await renderOne();
+  else await renderDetail();
+}
+
+function fillFilters() {
+  const option = (value, label) => `<option value="${esc(value)}">${esc(label ?? value)}</option>`;
+  $("f-model").innerHTML = option("", "all models") + idx.models.map((m) => option(m)).join("");
+  $("f-benchmark").innerHTML = option("", "all benchmarks") + idx.benchmarks.map((b) => option(b)).join("");
+  const scorings = [...new Set(Object.values(idx.scorings).flat())];
+  $("f-scoring").innerHTML = option("", "each benchmark's first") + scorings.map((s) => option(s)).join("");
+  const epochs = [...new Set(items.map((it) => it[F.epoch]))].sort((a, b) => a - b);
+  $("f-epoch").innerHTML = option("", "all epochs") + epochs.map((e) => option(String(e))).join("");
+  for (const key of ["model", "benchmark", "scoring", "epoch", "status"]) $("f-" + key).value = state[key];
+  $("f-disagree").checked = state.disagree;
+  $("f-q").value = state.q;
+}
+
+function refilter() {
+  state.page = 0;
+  applyFilters();
+  if (state.one !== null) renderOne();
+}
+
+function typing(event) {
+  const target = event.target;
+  if (!target || !target.tagName) return false;
+  const tag = target.tagName.toLowerCase();
+  return tag === "input" || tag === "select" || tag === "textarea" || target.isContentEditable;
+}
+
+function onKey(event) {
+  if (event.key === "Escape") {
+    if ($("overlay").style.display === "flex") $("overlay").style.display = "none";
+    else closeOne();
+    return;
+  }
+  if (typing(event) || event.ctrlKey || event.metaKey || event.altKey) return;
+  const step = { j: 1, ArrowDown: 1, k: -1, ArrowUp: -1 }[event.key];
+  if (step) {
+    event.preventDefault();
+    if (state.one !== null) moveSample(step);
+    else moveSelection(step);
+  } else if ((event.key === "o" || event.key === "Enter") && state.one === null && state.item !== null) {
+    event.preventDefault();
+    openOne(items[state.item][F.sample], []);
+  } else if (event.key === "/") {
+    event.preventDefault();
+    $("f-q").focus();
+  }
+}
+
+function bindPage() {
+  for (const key of ["model", "benchmark", "scoring", "epoch", "status"]) {
+    $("f-" + key).onchange = () => { state[key] = $("f-" + key).value; refilter(); };
+  }
+  $("f-disagree").onchange = () => { state.disagree = $("f-disagree").checked; refilter(); };
+  let pause = null;
+  $("f-q").oninput = () => { clearTimeout(pause); pause = setTimeout(() => { state.q = $("f-q").value; refilter(); }, 150); };
+  $("prev").onclick = () => { state.page = Math.max(0, state.page - 1); renderList(); };
+  $("next").onclick = () => { state.page += 1; renderList(); };
+  $("items").onclick = (event) => {
+    const head = event.target.closest("th[data-sort]");
+    if (head) {
+      const key = head.dataset.sort;
+      state.desc = state.sort === key ? !state.desc : false;
+      state.sort = key;
+      applyFilters();
+      return;
+    }
+    const row = event.target.closest("tr.item-row");
+    if (!row) return;
+    const i = Number(row.dataset.item);
+    if (state.disagree) {
+      // the models that disagree, side by side on this sample at this epoch
+      state.item = i;
+      state.epoch = String(items[i][F.epoch]);
+      fillFilters();
+      openOne(items[i][F.sample], []);
+      return;
+    }
+    selectItem(i);
+  };
+  $("overlay").onclick = () => { $("overlay").style.display = "none"; };
+  document.addEventListener("keydown", onKey);
+  window.onhashchange = () => { readHash(); fillFilters(); applyFilters(); renderView(); };
+}
+
+async function loadTexts() {
+  // the long texts join the free-text search once decoded, a chunk at a time
+  const chunks = Math.ceil(items.length / idx.chunk);
+  for (let c = 0; c < chunks; c++) {
+    const rows = await gunzip("details-" + c);
+    for (let k = 0; k < rows.length; k++) {
+      const d = rows[k];
+      haystacks[c * idx.chunk + k] += " " + [d.response, ...(d.answers || []), ...d.judges.map((j) => j.reply)].join(" ").toLowerCase();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+  const samples = Math.ceil(idx.samples.length / idx.chunk);
+  const prompts = [];
+  for (let c = 0; c < samples; c++) prompts.push(...(await gunzip("prompts-" + c)));
+  for (let i = 0; i < items.length; i++) haystacks[i] += " " + (prompts[items[i][F.sample]].prompt || "").toLowerCase();
+  fullText = true;
+  window.__textsLoaded = performance.now();
+  if (state.q) applyFilters();
+}
+
+readHash();
+fillFilters();
+bindPage();
+applyFilters();
+renderView().then(() => { window.__reportReady = performance.now(); });
+setTimeout(loadTexts, 50);
