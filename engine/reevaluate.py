@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,6 +32,9 @@ from engine.store.manifest import read_manifest
 from providers.discovery import list_provider_models
 from providers.registry import load_registry, resolve_api_key, resolve_model, simulator_base_url
 from storage import Store, store_url
+
+if TYPE_CHECKING:
+    from engine.pipeline import JobResult
 
 log = logging.getLogger("evalfleet")
 STATE_KEY = "_reevaluate/seen.json"
@@ -172,7 +175,7 @@ class Reevaluation:
             simulator_url=request.simulator_url,
         )
 
-    def done(self, candidate: Candidate, summary: dict[str, Any]) -> None:
+    def done(self, candidate: Candidate, result: JobResult) -> None:
         """The candidate's run finished: seen from now on."""
         self.seen.setdefault(candidate.provider, []).append(candidate.name)
         self._save(STATE_KEY, self.seen)
@@ -182,7 +185,7 @@ class Reevaluation:
             {
                 "model": candidate.model_id,
                 "run_id": candidate.run_id,
-                "summaries": summary["summaries"],
+                "summaries": (result.tables or {}).get("summaries", {}),
             }
         )
 

@@ -171,8 +171,10 @@ def _check_wheel_run(root: Path, tag: str) -> None:
         assert sorted(set(summary["model"])) == ["openai/sim-0.3", "openai/sim-0.7"]
     assert len(list((runs / RUN_ID / "completions").rglob("*.json"))) == ANSWERS
     html = (results / "report.html").read_text()
-    for asset in ("report.css", "report.js"):  # inlined from the installed reports/assets
-        assert (REPO / "reports" / "assets" / asset).read_text() in html
+    assets = sorted((REPO / "reports" / "assets").iterdir())
+    assert {p.suffix for p in assets} == {".css", ".js"}
+    for asset in assets:  # each inlined from the installed reports/assets
+        assert asset.read_text() in html, asset.name
     assert (runs / "leaderboard" / "index.html").is_file()
     manifest = json.loads((runs / RUN_ID / "manifest.json").read_text())
     assert (manifest["code_version"], latest["code_version"]) == ("unknown", "unknown")

@@ -18,6 +18,7 @@ from cli.main import main
 from engine.scoring import tables as results
 from metrics.intervals import wilson
 from perf.throughput import write_dataset
+from reports import formatting as fmt
 from simulator.process import start_simulator
 from tests.support.helpers import result_table
 
@@ -157,12 +158,14 @@ def test_runs_on_different_datasets_share_no_item(run, capsys):
     capsys.readouterr()
     assert main(["compare", f"cmp:{STRONG}", "cmp-other", "--store", str(runs)]) == 0
     out = capsys.readouterr().out
-    line = next(x for x in out.splitlines() if x.startswith("No shared items on zerobench"))
+    # the paragraph about it, wrapped to the terminal
+    paragraph = out[out.index("No shared items on zerobench") :].split("\n\n")[0]
+    line = " ".join(paragraph.split())
     mine = result_table(runs, "cmp", "units.parquet")
     mine = mine[(mine.model == STRONG) & (mine.scoring == "upstream")]
     k = int(mine.value.sum())
     low, high = wilson(k, 200).low, wilson(k, 200).high
-    assert f"{k / 200:.3f} ({low:.3f}–{high:.3f})" in line
+    assert f"{fmt.share(k / 200)} ({fmt.interval(low, high)})" in line
     assert "first" not in line and "30 samples" in line and "200 samples" in line
     result = compare(capsys, runs, work, f"cmp:{STRONG}", "cmp-other")
     assert result["rows"] == []

@@ -341,7 +341,11 @@ def test_one_sample_across_models_shows_the_prompt_once(store, browser):
     assert rows(browser)[0]["selected"]
 
 
-def test_a_flipped_sample_opens_both_models_at_its_epoch(store, browser):
+def test_a_flipped_sample_opens_both_models_at_its_epoch(store, browser, capsys):
+    # the two models of the run compared: kept with its results, the report written again
+    pair = ["zerobench:openai/sim-0.3", "zerobench:openai/sim-0.7"]
+    assert main(["compare", *pair, "--store", str(store)]) == 0
+    capsys.readouterr()
     page = results_dir(store, "zerobench") / "report.html"
     open_page(browser, page)
     browser.execute_script("for (const d of document.querySelectorAll('details')) d.open = true")
