@@ -1,0 +1,63 @@
+"""Runs stored before the typed Record and the one pipeline still aggregate to the same tables.
+
+`tests/data/stored_runs/store` holds two demo runs (ZeroBench with its subquestions, and ROME
+with a judge) as evalfleet left them at commit 01868a3, the last one whose records were
+untyped dicts: manifest, plan, completions and judgements. `tables/` holds the tables that
+code wrote from them. Today's code reads the same records and must write the same figures:
+every column the old tables had, the same rows in the same order, equal to 1e-12."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from engine.scoring.aggregate import aggregate_run
+from storage import open_store
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "stored_runs"
+RUNS = sorted(p.name for p in (DATA / "store").iterdir())
+# columns today's tables add to the old ones (none so far): named here, never silently
+ADDED: dict[str, set[str]] = {}
+
+
+def read(path: Path) -> pd.DataFrame:
+    return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("stored") / "runs"
+    shutil.copytree(DATA / "store", root)
+    return root
+
+
+def test_the_fixture_is_what_the_old_code_wrote():
+    assert RUNS == ["stored-rome", "stored-zerobench"]
+    tables = {run: sorted(p.name for p in (DATA / "tables" / run).iterdir()) for run in RUNS}
+    assert "judges.csv" in tables["stored-rome"]  # the judge's records are read too
+    assert "summary_zerobench_subquestions.csv" in tables["stored-zerobench"]
+
+
+@pytest.mark.parametrize("run_id", RUNS)
+def test_old_records_aggregate_to_the_same_tables(store, run_id):
+    result = aggregate_run(open_store(str(store)), run_id)
+    written = store / run_id / "results" / result["version"]
+    assert (result["unreadable"], result["missing"], result["stale"]) == (0, 0, 0)
+    for old_path in sorted((DATA / "tables" / run_id).iterdir()):
+        old = read(old_path)
+        new = read(written / old_path.name)
+        added = set(new.columns) - set(old.columns)
+        assert added == ADDED.get(old_path.name, set()), old_path.name
+        assert len(new) == len(old) and len(old) > 0, old_path.name
+        pd.testing.assert_frame_equal(
+            new[list(old.columns)].reset_index(drop=True),
+            old.reset_index(drop=True),
+            check_exact=False,
+            rtol=1e-12,
+            atol=1e-12,
+            check_dtype=False,
+            obj=f"{run_id}/{old_path.name}",
+        )
