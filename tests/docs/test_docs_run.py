@@ -1,6 +1,7 @@
 """Docs that run: every shell block of the README and of docs/ says whether it runs
 (`bash runnable`, or `bash skip: REASON`; docs/shell_blocks.py), and the runnable ones do, in
-order, in an empty folder, against the simulator, as a newcomer would type them.
+order, in an empty folder, against the simulator, as a newcomer would type them (on the test
+session's Ray and Prefect server, as after `evalfleet up`).
 
 The README's blocks come first, then each page's in the order of the site's navigation, so a
 page may use what the README's tour made (`./demo-data/`, the run `tour`). The blocks run as
@@ -125,9 +126,11 @@ def script(blocks, marks: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def environment(home: Path) -> dict[str, str]:
+def environment(home: Path, ray_address: str, prefect_api_url: str) -> dict[str, str]:
     """The caller's environment less anything that would point the commands elsewhere (a
-    store, a stack, a Prefect server, a Ray cluster, a simulator); `evalfleet` first on PATH."""
+    store, a stack, a simulator); `evalfleet` first on PATH. The commands attach to the test
+    session's Ray and Prefect server, as they would to those of `evalfleet up`, instead of each
+    starting its own (10 to 30 s apiece on 2 cores): the commands are the docs' own."""
     dropped = {
         "EVALFLEET_STORE",
         "EVALFLEET_SIMULATOR_URL",
@@ -145,6 +148,8 @@ def environment(home: Path) -> dict[str, str]:
         EVALFLEET_STACK=str(home / "stack"),
         TQDM_DISABLE="1",
         COLUMNS="120",
+        RAY_ADDRESS=ray_address,
+        PREFECT_API_URL=prefect_api_url,
     )
     return env
 
@@ -193,7 +198,7 @@ def timings(marks: Path, blocks) -> str:
 
 
 @pytest.mark.slow
-def test_runnable_blocks_run(tmp_path):
+def test_runnable_blocks_run(tmp_path, ray_address, prefect_api_url):
     blocks = [b for b in all_blocks() if b.runnable]
     assert blocks
     if any(str(SIMULATOR_PORT) in b.text for b in blocks):
@@ -210,7 +215,7 @@ def test_runnable_blocks_run(tmp_path):
         process = subprocess.Popen(
             ["bash", str(tmp_path / "docs.sh")],
             cwd=work,
-            env=environment(home),
+            env=environment(home, ray_address, prefect_api_url),
             stdin=subprocess.DEVNULL,
             stdout=output,
             stderr=subprocess.STDOUT,
