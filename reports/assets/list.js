@@ -179,13 +179,19 @@ function fitColumns(shown) {
     sample: longest(its.map((it) => idx.samples[it[F.sample]][1]), 6, 20),
     epoch: 3,
     answer: longest(its.map(answerOf), 7, 24),
-    verdict: Math.max(8, 2.3 * badgesWide),
+    verdict: 0, // below: the badges' own width in pixels, never clipped
     target: longest(its.map((it) => idx.samples[it[F.sample]][2]), 6, 22),
     tokens: 6.5,
     latency: 7,
     cost: 8.5,
   };
-  const total = Object.values(chars).reduce((a, b) => a + b, 0);
+  // A badge is 1.45em of 11.5px plus its margin (about 19 px); the cell's padding 10 px. The
+  // verdicts' share of the list's width is what gives them that many pixels.
+  const need = badgesWide * 20 + 12;
+  const rest = Object.values(chars).reduce((a, b) => a + b, 0);
+  const wide = $("items").clientWidth || 800;
+  chars.verdict = Math.max(8, (need * rest) / Math.max(need + 1, wide - need));
+  const total = rest + chars.verdict;
   for (const th of $("items").tHead.rows[0].cells) {
     th.style.width = ((100 * chars[th.dataset.sort]) / total).toFixed(2) + "%";
   }

@@ -293,6 +293,14 @@ def test_a_rome_item_reads_its_judge_as_a_judge(store, browser):
         f"{fmt.tokens(usage['output_tokens'])} out · {fmt.money(judged['cost_usd'])} · "
         f"{judged['latency_s']:.1f} s"
     )
+    # every verdict badge of the list shows whole beside the open item: none is clipped
+    open_page(browser, page, "#sort=cost&desc=1")
+    open_first_item(browser)
+    clipped = browser.execute_script(
+        "return [...document.querySelectorAll('#items td.verdicts')]"
+        ".filter((td) => td.scrollWidth > td.clientWidth).length"
+    )
+    assert clipped == 0
     browser.save_screenshot(str(SHOTS / "rome-item.png"))
 
 
