@@ -146,7 +146,15 @@ def _load(entry: EntryPoint) -> Benchmark:
     where = f"benchmark '{entry.name}' of package {_package(entry)} ({entry.value})"
     try:
         loaded = entry.load()
+        missing = sorted(getattr(loaded, "__abstractmethods__", ()))
+        if isinstance(loaded, type) and missing:  # said in our words, the same on every Python
+            raise ConfigError(
+                f"{where} is abstract: it does not implement {', '.join(missing)}; "
+                "point the entry point at a complete Benchmark"
+            )
         benchmark = loaded() if isinstance(loaded, type) else loaded
+    except ConfigError:
+        raise
     except Exception as exc:
         why = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
         raise ConfigError(f"{where} cannot be loaded ({why}): reinstall or remove it") from None

@@ -97,10 +97,11 @@ def _headline(meta: dict[str, Any]) -> str:
             fmt.share(h["value"]),
             fmt.interval(h["low"], h["high"]),
             h["n"],
+            meta["benchmarks"][h["benchmark"]]["item_set"],
         )
         for h in meta["headline"]
     ]
-    columns = ["model", "benchmark", "scoring", "metric", "value", "95% interval", "n"]
+    columns = ["model", "benchmark", "scoring", "metric", "value", "95% interval", "n", "items"]
     return _table(columns, rows)
 
 

@@ -28,8 +28,8 @@ def entry(name: str, value: str) -> EntryPoint:
         (
             "abstract",
             "benchmarks.interface:Benchmark",
-            "cannot be loaded (TypeError: Can't instantiate abstract class Benchmark with "
-            "abstract methods answer_key, load, metrics, score): reinstall or remove it",
+            "is abstract: it does not implement answer_key, load, metrics, score; point the "
+            "entry point at a complete Benchmark",
         ),
         ("a-path", "pathlib:Path", "is a PosixPath, not a Benchmark"),
         ("renamed", "benchmarks.rome:ROME", "is named 'rome': name the entry point after it"),

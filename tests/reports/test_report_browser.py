@@ -195,6 +195,14 @@ def test_the_first_screen_opens_on_the_answers(store, browser):
     manifest = json.loads((store / "zerobench" / "manifest.json").read_text())
     items = item_set_of(manifest, "zerobench").label
     assert items.startswith("4 samples, dataset at ") and [items, items] in clipped
+    # and so does every headline figure under About this run, each on its row
+    named = browser.execute_script(
+        "const d = [...document.querySelectorAll('#about details')].find((e) =>"
+        " e.querySelector('summary').textContent.startsWith('Every headline figure'));"
+        "return [...d.querySelectorAll('tr')].slice(1).map((tr) => [...tr.cells].map((c) =>"
+        " c.textContent)).filter((r) => r[1] === 'zerobench').map((r) => r[r.length - 1])"
+    )
+    assert named and set(named) == {items}
     assert all(title == text for title, text in clipped)
     browser.save_screenshot(str(SHOTS / "first-screen.png"))
 
