@@ -14,7 +14,7 @@ from typing import Any
 from benchmarks import registry
 from engine.run.identity import RunError
 from engine.store.manifest import check_plans, read_manifest, require_manifest
-from engine.store.results import check_results, read_version_table
+from engine.store.results import NoResults, read_version_table, results_about
 from metrics.intervals import UnitValues
 from reports.item_sets import item_set_of
 from storage.base import Store
@@ -60,8 +60,9 @@ def run_rows(
         if store.list_dirs(f"{run_id}/results"):  # results without the run that made them
             require_manifest(store, run_id)
         return []
-    about = check_results(store, run_id)  # each table whole, or the damaged one named
-    if about is None:
+    try:  # a damaged latest.json or version is named here, a damaged table as it is read
+        about = results_about(store, run_id)
+    except NoResults:
         return []
     check_plans(store, manifest)
     version = about["version"]
