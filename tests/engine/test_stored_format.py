@@ -52,9 +52,14 @@ def test_old_records_aggregate_to_the_same_tables(store, run_id):
         added = set(new.columns) - set(old.columns)
         assert added == ADDED.get(old_path.name, set()), old_path.name
         assert len(new) == len(old) and len(old) > 0, old_path.name
+        # samples.parquet has a fixed schema now (written shard by shard): a text column with
+        # no value in it reads as missing text, where the old file had a column of type null
+        empty = [c for c in old.columns if old[c].isna().all()]
+        assert all(new[c].isna().all() for c in empty), old_path.name
+        columns = [c for c in old.columns if c not in empty]
         pd.testing.assert_frame_equal(
-            new[list(old.columns)].reset_index(drop=True),
-            old.reset_index(drop=True),
+            new[columns].reset_index(drop=True),
+            old[columns].reset_index(drop=True),
             check_exact=False,
             rtol=1e-12,
             atol=1e-12,
