@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from engine.scoring import score
 from engine.scoring.aggregate import aggregate_run
 from storage import open_store
 
@@ -41,8 +42,18 @@ def test_the_fixture_is_what_the_old_code_wrote():
     assert "summary_zerobench_subquestions.csv" in tables["stored-zerobench"]
 
 
+@pytest.fixture(params=["here", "workers"])
+def scoring(request, monkeypatch):
+    """Score in this process, or in two worker processes at a few answers a shard (as a
+    run of a million answers is scored)."""
+    if request.param == "workers":
+        monkeypatch.setattr(score, "PARALLEL_FROM", 0)
+        monkeypatch.setattr(score, "SHARD_ANSWERS", 7)
+    return request.param
+
+
 @pytest.mark.parametrize("run_id", RUNS)
-def test_old_records_aggregate_to_the_same_tables(store, run_id):
+def test_old_records_aggregate_to_the_same_tables(store, run_id, scoring):
     result = aggregate_run(open_store(str(store)), run_id)
     written = store / run_id / "results" / result["version"]
     assert (result["unreadable"], result["missing"], result["stale"]) == (0, 0, 0)
