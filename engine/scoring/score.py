@@ -155,20 +155,19 @@ def scored_shards(run: StoredRun) -> Iterator[ShardScores]:
     """Each shard of the run scored, in the run's order: here for a small run, in worker
     processes for a large one."""
     shards = list_shards(run)
-    answers = sum(len(s.answers) for s in shards)
+    answers = len(run.answer_state.record_key)
     workers = min(os.cpu_count() or 1, MAX_WORKERS)
     if answers < PARALLEL_FROM or workers < 2:
         for shard in shards:
             yield score_shard(run, shard)
         return
-    log.info("scoring %d answers in %d shards, %d processes", answers, len(shards), workers)
+    log.info("scoring %d answers in %d processes", answers, workers)
     yield from score_in_workers(run.store, run.run_id, shards, workers)
 
 
-def list_shards(run: StoredRun) -> list[Shard]:
+def list_shards(run: StoredRun) -> Iterator[Shard]:
     """The run's stored answers (done or failed) in shards of one benchmark, in the run's
-    order: model, then sample, then epoch."""
-    shards: list[Shard] = []
+    order: model, then sample, then epoch; made as they are scored."""
     state, record_key = run.answer_state.state, run.answer_state.record_key
     for name, data in run.data.items():
         keep = _writes_files(data.benchmark)
@@ -182,11 +181,10 @@ def list_shards(run: StoredRun) -> list[Shard]:
                         continue
                     batch.append((key, found, state[key]))
                     if len(batch) >= SHARD_ANSWERS:
-                        shards.append(_shard(run, name, batch, keep))
+                        yield _shard(run, name, batch, keep)
                         batch = []
         if batch:
-            shards.append(_shard(run, name, batch, keep))
-    return shards
+            yield _shard(run, name, batch, keep)
 
 
 def _shard(run: StoredRun, name: str, answers: list[tuple[ItemKey, str, str]], keep: bool) -> Shard:

@@ -28,7 +28,7 @@ def store(tmp_path_factory):
 def test_workers_score_each_shard_as_this_process_does_in_order(store, monkeypatch):
     monkeypatch.setattr(score, "SHARD_ANSWERS", 5)
     run = load_run(store, "stored-rome", read=False)  # a judge: its records are read too
-    shards = score.list_shards(run)
+    shards = list(score.list_shards(run))
     assert [len(s.answers) for s in shards] == [5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5]
     here = [score_shard(run, shard) for shard in shards]
     there = list(score_in_workers(store, "stored-rome", shards, 2))
