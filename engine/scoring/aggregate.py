@@ -20,8 +20,8 @@ log = logging.getLogger("evalfleet")
 def aggregate_run(store: Store, run_id: str) -> dict[str, Any]:
     """Score every stored record of a run and write its tables under a new results version."""
     run = load_run(store, run_id, read=False)
-    scored = score_run(run)
     states = Counter(run.answer_state.state.values())
+    scored = score_run(run)
     unreadable = len(scored.undecodable)
     states.subtract(scored.undecodable_states)  # asked again by the next run: missing
     states["missing"] += sum(scored.undecodable_states.values())

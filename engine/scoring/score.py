@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from benchmarks.interface import Answered, Benchmark, ScoredItem
-from engine.run.state import Listing
+from engine.run.state import Listing, Reconciled
 from engine.scoring.shards import SAMPLES_SCHEMA, Shard, ShardScores, score_shard
 from engine.scoring.spend import UsageSums
 from engine.scoring.workers import score_in_workers
@@ -94,7 +94,7 @@ class Scored:
 
 def score_run(run: StoredRun) -> Scored:
     """Score every stored answer of a run, shard by shard, then each benchmark's metrics,
-    usage and files."""
+    usage and files. The run's item states are let go once its answers are read."""
     usage = UsageSums()
     scored_keys: list[str] = []
     undecodable: list[str] = []
@@ -124,6 +124,9 @@ def score_run(run: StoredRun) -> Scored:
                 writer.write_table(pa.Table.from_batches(pending, SAMPLES_SCHEMA))
         spool.seek(0)
         samples_parquet = spool.read()
+    # A million answers' keys and states are most of this process's memory by now, and the
+    # metrics need none of them: what they free makes room for each group's items.
+    run.answer_state, run.judge_listing = Reconciled(), Listing()
     columns = pa.Table.from_batches(kept) if kept else None
     extra_files: dict[str, bytes] = {}
     for name, data in run.data.items():
