@@ -10,6 +10,7 @@ sit in memory as records, dicts or rows at once.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -26,9 +27,9 @@ import pyarrow.parquet as pq
 
 from benchmarks.interface import Answered, Benchmark, ScoredItem
 from engine.run.state import Listing, Reconciled
-from engine.scoring.shards import SAMPLES_SCHEMA, Shard, ShardScores, score_shard
+from engine.scoring.shards import SAMPLES_SCHEMA, Shard, score_shard
 from engine.scoring.spend import UsageSums
-from engine.scoring.workers import score_in_workers
+from engine.scoring.workers import WorkerPool
 from engine.store.stored import StoredRun
 from storage.layout import ItemKey
 
@@ -103,10 +104,12 @@ def score_run(run: StoredRun) -> Scored:
     judge_states: Counter[str] = Counter()
     answered: dict[str, list[Answered]] = {name: [] for name in run.data}
     kept: list[pa.RecordBatch] = []
-    with tempfile.TemporaryFile() as spool:
+    with scoring_pool(run) as pool, tempfile.TemporaryFile() as spool:
         with pq.ParquetWriter(spool, SAMPLES_SCHEMA) as writer:
             pending: list[pa.RecordBatch] = []
-            for part in scored_shards(run):
+            shards = list_shards(run)
+            scored = pool.map(shards) if pool else (score_shard(run, s) for s in shards)
+            for part in scored:
                 usage.merge(part.usage)
                 scored_keys += part.scored_keys
                 undecodable += part.undecodable
@@ -124,17 +127,17 @@ def score_run(run: StoredRun) -> Scored:
                 writer.write_table(pa.Table.from_batches(pending, SAMPLES_SCHEMA))
         spool.seek(0)
         samples_parquet = spool.read()
-    # A million answers' keys and states are most of this process's memory by now, and the
-    # metrics need none of them: what they free makes room for each group's items.
-    run.answer_state, run.judge_listing = Reconciled(), Listing()
-    columns = pa.Table.from_batches(kept) if kept else None
+        # A million answers' keys and states are most of this process's memory by now, and
+        # the metrics need none of them: what they free makes room for each group's items.
+        run.answer_state, run.judge_listing = Reconciled(), Listing()
+        columns = pa.Table.from_batches(kept) if kept else None
+        long, units = metric_table(run, columns, pool)
     extra_files: dict[str, bytes] = {}
     for name, data in run.data.items():
         if _writes_files(data.benchmark):
             files = data.benchmark.extra_files(answered[name], data.by_id, data.options)
             for path, blob in files.items():
                 extra_files[f"{name}/{path}"] = blob
-    long, units = metric_table(run, columns)
     digest = hashlib.sha256("\n".join(sorted(scored_keys)).encode()).hexdigest()
     judged = None
     if run.judges and columns is not None:
@@ -154,18 +157,18 @@ def score_run(run: StoredRun) -> Scored:
     )
 
 
-def scored_shards(run: StoredRun) -> Iterator[ShardScores]:
-    """Each shard of the run scored, in the run's order: here for a small run, in worker
-    processes for a large one."""
-    shards = list_shards(run)
+@contextlib.contextmanager
+def scoring_pool(run: StoredRun) -> Iterator[WorkerPool | None]:
+    """Worker processes for a large run (its shards, then its metric groups), None for a
+    small one (scored here)."""
     answers = len(run.answer_state.record_key)
     workers = min(os.cpu_count() or 1, MAX_WORKERS)
     if answers < PARALLEL_FROM or workers < 2:
-        for shard in shards:
-            yield score_shard(run, shard)
+        yield None
         return
     log.info("scoring %d answers in %d processes", answers, workers)
-    yield from score_in_workers(run.store, run.run_id, shards, workers)
+    with WorkerPool(run.store, run.run_id, workers) as pool:
+        yield pool
 
 
 def list_shards(run: StoredRun) -> Iterator[Shard]:
@@ -230,17 +233,15 @@ GROUP_SEPARATOR = "\x00"
 Group = tuple[str, str, str]  # (model, benchmark, scoring)
 
 
-def scored_items(columns: pa.Table | None) -> Iterator[tuple[Group, list[ScoredItem]]]:
-    """The ScoredItems of each (model, benchmark, scoring), groups in order of first
-    appearance and items in the table's order; one group at a time, so that only one
-    group's items are ever built."""
+def groups_of(columns: pa.Table | None) -> Iterator[tuple[Group, pa.Table]]:
+    """The metric columns of each (model, benchmark, scoring), groups in order of first
+    appearance and rows in the table's order."""
     if columns is None:
         return
     group = columns.column("group")
     for name in pc.unique(group).to_pylist():  # in order of first appearance
-        part = columns.filter(pc.equal(group, name))
         model, benchmark, scoring = name.split(GROUP_SEPARATOR)
-        yield (model, benchmark, scoring), _items(part)
+        yield (model, benchmark, scoring), columns.filter(pc.equal(group, name))
 
 
 def _items(part: pa.Table) -> list[ScoredItem]:
@@ -267,53 +268,74 @@ def _judged_samples(columns: pa.Table, run: StoredRun) -> pd.DataFrame:
     return part.drop_columns(["group"]).to_pandas()
 
 
-def metric_table(run: StoredRun, columns: pa.Table | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+@dataclass(frozen=True)
+class GroupTask:
+    """The metric columns of one (model, benchmark, scoring), for `group_rows`."""
+
+    group: Group
+    part: pa.Table
+
+
+def metric_table(
+    run: StoredRun, columns: pa.Table | None, pool: WorkerPool | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Each benchmark's metric set per (model, scoring mode), as long-table rows, and its
-    headline as per-unit values; the headline's row carries their 95 % interval."""
+    headline as per-unit values; the headline's row carries their 95 % interval. Groups are
+    computed in `pool`'s processes where there is one."""
+    tasks = (GroupTask(group, part) for group, part in groups_of(columns))
+    done = pool.map(tasks) if pool else (group_rows(run, task) for task in tasks)
     out: list[dict[str, Any]] = []
     unit_rows: list[dict[str, Any]] = []
-    for (model, name, scoring), items in scored_items(columns):
-        data = run.data[name]
-        bench = data.benchmark
-        errors = sum(item.errored for item in items)
-        judged = sum(item.judged for item in items)
-        score_errors = sum(item.score_error is not None for item in items)
-        units = bench.headline_units(items, data.by_id, data.protocol)
-        interval = units.interval()
-        for i, unit in enumerate(units.ids):
-            unit_rows.append(
-                {
-                    "model": model,
-                    "benchmark": name,
-                    "scoring": scoring,
-                    "unit": unit,
-                    "value": float(units.values[i]),
-                    "epochs": int(units.epochs[i]),
-                    "epoch_var": float(units.epoch_var[i]),
-                    "binary": units.binary,
-                }
-            )
-        for metric in bench.metrics(items, data.by_id, data.protocol, len(data.decodings)):
-            headline = interval is not None and (metric.metric, metric.group) == (
-                bench.headline,
-                "",
-            )
-            out.append(
-                {
-                    "model": model,
-                    "benchmark": name,
-                    "scoring": scoring,
-                    "metric": metric.metric,
-                    "group": metric.group,
-                    "value": metric.value,
-                    "se": metric.se,
-                    "ci95_low": interval.low if headline else None,
-                    "ci95_high": interval.high if headline else None,
-                    "n": metric.n,
-                    "note": metric.note,
-                    "errors": errors,
-                    "judged": judged,
-                    "score_errors": score_errors,
-                }
-            )
+    for long_rows, units in done:
+        out += long_rows
+        unit_rows += units
     return pd.DataFrame(out, columns=LONG_COLUMNS), pd.DataFrame(unit_rows, columns=UNIT_COLUMNS)
+
+
+def group_rows(
+    run: StoredRun, task: GroupTask
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One group's long-table rows and headline units."""
+    (model, name, scoring), items = task.group, _items(task.part)
+    data = run.data[name]
+    bench = data.benchmark
+    errors = sum(item.errored for item in items)
+    judged = sum(item.judged for item in items)
+    score_errors = sum(item.score_error is not None for item in items)
+    units = bench.headline_units(items, data.by_id, data.protocol)
+    interval = units.interval()
+    unit_rows = [
+        {
+            "model": model,
+            "benchmark": name,
+            "scoring": scoring,
+            "unit": unit,
+            "value": float(units.values[i]),
+            "epochs": int(units.epochs[i]),
+            "epoch_var": float(units.epoch_var[i]),
+            "binary": units.binary,
+        }
+        for i, unit in enumerate(units.ids)
+    ]
+    out = []
+    for metric in bench.metrics(items, data.by_id, data.protocol, len(data.decodings)):
+        headline = interval is not None and (metric.metric, metric.group) == (bench.headline, "")
+        out.append(
+            {
+                "model": model,
+                "benchmark": name,
+                "scoring": scoring,
+                "metric": metric.metric,
+                "group": metric.group,
+                "value": metric.value,
+                "se": metric.se,
+                "ci95_low": interval.low if headline else None,
+                "ci95_high": interval.high if headline else None,
+                "n": metric.n,
+                "note": metric.note,
+                "errors": errors,
+                "judged": judged,
+                "score_errors": score_errors,
+            }
+        )
+    return out, unit_rows

@@ -1,6 +1,6 @@
-"""Scoring shards in worker processes: `python -m engine.scoring.workers`, each reading
-length-prefixed pickles on stdin (first the store and run, then a shard at a time) and
-answering each with its `ShardScores` or the error it met.
+"""Scoring in worker processes: `python -m engine.scoring.workers`, each reading
+length-prefixed pickles on stdin (first the store and run, then a task at a time: a shard of
+answers, then a metric group) and answering each with its result or the error it met.
 
 Plain child processes rather than `multiprocessing`: a forked copy of a flow run's process
 inherits its threads' locks (Prefect's client, logging), and a spawned one re-imports the
@@ -24,7 +24,7 @@ _LENGTH = struct.Struct("!Q")
 
 
 class ScoringWorkerError(RuntimeError):
-    """A worker process failed to score a shard (its traceback is in the message)."""
+    """A worker process failed at a task (its traceback is in the message)."""
 
 
 def send(stream: IO[bytes], value: Any) -> None:
@@ -45,28 +45,38 @@ def receive(stream: IO[bytes]) -> Any:
     return pickle.loads(blob)
 
 
-def score_in_workers(store: Any, run_id: str, shards: Iterable[Any], workers: int) -> Iterator[Any]:
-    """Each shard's `ShardScores`, in the shards' order, from `workers` processes taking
-    turns. A worker is sent its next shard only once its last answer is read: a shard and
-    an answer are each larger than a pipe holds, and two writers waiting on each other's
-    pipes would wait for ever."""
-    procs = [_start(store, run_id) for _ in range(workers)]
-    flight: deque[subprocess.Popen[bytes]] = deque()
-    try:
-        for turn, shard in enumerate(shards):
-            proc = procs[turn % workers]
-            if len(flight) == workers:  # the oldest one is this worker's
+class WorkerPool:
+    """`workers` processes serving one stored run; `map` hands them tasks (a `Shard`, a
+    `GroupTask`) in turns and yields the answers in the tasks' order. A worker is sent its
+    next task only once its last answer is read: a task and an answer are each larger than
+    a pipe holds, and two writers waiting on each other's pipes would wait for ever."""
+
+    def __init__(self, store: Any, run_id: str, workers: int) -> None:
+        self.procs = [_start(store, run_id) for _ in range(workers)]
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def map(self, tasks: Iterable[Any]) -> Iterator[Any]:
+        flight: deque[subprocess.Popen[bytes]] = deque()
+        for turn, task in enumerate(tasks):
+            proc = self.procs[turn % len(self.procs)]
+            if len(flight) == len(self.procs):  # the oldest one is this worker's
                 yield _result(flight.popleft())
             assert proc.stdin is not None
-            send(proc.stdin, shard)
+            send(proc.stdin, task)
             flight.append(proc)
         while flight:
             yield _result(flight.popleft())
-    finally:
-        for proc in procs:
+
+    def close(self) -> None:
+        for proc in self.procs:
             if proc.stdin is not None:
                 proc.stdin.close()
-        for proc in procs:
+        for proc in self.procs:
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
@@ -100,6 +110,7 @@ def _result(proc: subprocess.Popen[bytes]) -> Any:
 
 
 def _serve() -> None:
+    from engine.scoring.score import GroupTask, group_rows
     from engine.scoring.shards import score_shard
     from engine.store.stored import stored_run_shape
 
@@ -109,11 +120,14 @@ def _serve() -> None:
     run = stored_run_shape(store, run_id)
     while True:
         try:
-            shard = receive(source)
+            task = receive(source)
         except EOFError:
             return
         try:
-            answer = ("ok", score_shard(run, shard))
+            if isinstance(task, GroupTask):
+                answer = ("ok", group_rows(run, task))
+            else:
+                answer = ("ok", score_shard(run, task))
         except Exception:
             answer = ("error", traceback.format_exc())
         send(sink, answer)

@@ -10,7 +10,7 @@ import pytest
 
 from engine.scoring import score
 from engine.scoring.shards import Shard, score_shard
-from engine.scoring.workers import ScoringWorkerError, score_in_workers
+from engine.scoring.workers import ScoringWorkerError, WorkerPool
 from engine.store.stored import load_run
 from storage import open_store
 from storage.layout import ItemKey
@@ -31,7 +31,8 @@ def test_workers_score_each_shard_as_this_process_does_in_order(store, monkeypat
     shards = list(score.list_shards(run))
     assert [len(s.answers) for s in shards] == [5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5]
     here = [score_shard(run, shard) for shard in shards]
-    there = list(score_in_workers(store, "stored-rome", shards, 2))
+    with WorkerPool(store, "stored-rome", 2) as pool:
+        there = list(pool.map(shards))
     assert [p.rows.to_pylist() for p in there] == [p.rows.to_pylist() for p in here]
     assert [p.scored_keys for p in there] == [p.scored_keys for p in here]
     assert [p.usage.rows for p in there] == [p.usage.rows for p in here]
@@ -42,5 +43,8 @@ def test_workers_score_each_shard_as_this_process_does_in_order(store, monkeypat
 
 def test_a_worker_that_fails_names_its_error(store):
     unknown = Shard("no_such_benchmark", [(ItemKey.answer("m", "x", "1", 0), "k", "done")])
-    with pytest.raises(ScoringWorkerError, match="KeyError: 'no_such_benchmark'"):
-        list(score_in_workers(store, "stored-rome", [unknown], 2))
+    with (
+        WorkerPool(store, "stored-rome", 2) as pool,
+        pytest.raises(ScoringWorkerError, match="KeyError: 'no_such_benchmark'"),
+    ):
+        list(pool.map([unknown]))
