@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import struct
 import subprocess
 import sys
@@ -114,6 +115,9 @@ def _serve() -> None:
     from engine.scoring.shards import score_shard
     from engine.store.stored import stored_run_shape
 
+    # Ctrl-C reaches the whole process group: the parent stops sending and closes the pipe,
+    # and this worker leaves at its end, without a traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     source, sink = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but answers goes down the pipe
     store, run_id = receive(source)
