@@ -116,7 +116,7 @@ def score_shard(run: StoredRun, shard: Shard) -> ShardScores:
     scored_keys: list[str] = []
     answered: list[Answered] = []
     cluster_of = run.data[shard.benchmark].benchmark.resampling_unit
-    columns: dict[str, list[Any]] = {name: [] for name in SAMPLE_COLUMNS}
+    rows: list[tuple[Any, ...]] = []
     for answer in _stored_answers(run, shard, answer_state, judge_state):
         scores, judgements = scores_of(run, answer)
         record = answer.record
@@ -137,9 +137,9 @@ def score_shard(run: StoredRun, shard: Shard) -> ShardScores:
                     judgements,
                 )
             )
-        _add_rows(columns, answer, scores, cluster_of(answer.sample))
+        _add_rows(rows, answer, scores, cluster_of(answer.sample))
     return ShardScores(
-        rows=pa.RecordBatch.from_pydict(columns, schema=SAMPLES_SCHEMA),
+        rows=_batch(rows),
         usage=usage,
         scored_keys=scored_keys,
         undecodable=undecodable,
@@ -212,28 +212,41 @@ def _judgement(record: Record | None) -> Judgement:
 
 
 def _add_rows(
-    columns: dict[str, list[Any]], answer: StoredAnswer, scores: list[Score], cluster: str
+    rows: list[tuple[Any, ...]], answer: StoredAnswer, scores: list[Score], cluster: str
 ) -> None:
-    """The samples table's rows of one answer, one per scoring mode."""
+    """The samples table's rows of one answer, one per scoring mode (SAMPLES_SCHEMA's
+    columns, in order)."""
     record, sample = answer.record, answer.sample
     error = record.error.type if record.error else None
     tokens = record.tokens
     for score in scores:
-        columns["model"].append(answer.model)
-        columns["benchmark"].append(answer.benchmark)
-        columns["sample_id"].append(sample.id)
-        columns["group_id"].append(sample.group_id or sample.id)
-        columns["cluster"].append(cluster)
-        columns["epoch"].append(answer.epoch)
-        columns["scoring"].append(score.scoring)
-        columns["target"].append(sample.target)
-        columns["answer"].append(None if error else score.answer)
-        columns["value"].append(0.0 if error else float(score.value))
-        columns["correct"].append(bool(score.correct) and not error)
-        columns["judged"].append(score.judged)
-        columns["score_error"].append(None if error else score.error)
-        columns["error"].append(error)
-        columns["finish_reason"].append(record.finish_reason)
-        columns["input_tokens"].append(tokens.input_tokens)
-        columns["output_tokens"].append(tokens.output_tokens)
-        columns["reasoning_tokens"].append(tokens.reasoning_tokens)
+        rows.append(
+            (
+                answer.model,
+                answer.benchmark,
+                sample.id,
+                sample.group_id or sample.id,
+                cluster,
+                answer.epoch,
+                score.scoring,
+                sample.target,
+                None if error else score.answer,
+                0.0 if error else float(score.value),
+                bool(score.correct) and not error,
+                score.judged,
+                None if error else score.error,
+                error,
+                record.finish_reason,
+                tokens.input_tokens,
+                tokens.output_tokens,
+                tokens.reasoning_tokens,
+            )
+        )
+
+
+def _batch(rows: list[tuple[Any, ...]]) -> pa.RecordBatch:
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(SAMPLE_COLUMNS)
+    return pa.RecordBatch.from_arrays(
+        [pa.array(c, type=f.type) for c, f in zip(columns, SAMPLES_SCHEMA, strict=True)],
+        schema=SAMPLES_SCHEMA,
+    )
