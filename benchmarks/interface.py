@@ -118,7 +118,7 @@ class MetricRow:
     note: str = ""  # why the value is missing, where it is (shown as a footnote)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # a run of a million answers builds millions
 class ScoredItem:
     """One scored (sample, epoch) under one scoring mode: what `metrics` receives."""
 

@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from core.types import Decoding
 
 RECORD_VERSION = 2
@@ -164,9 +166,14 @@ class Record:
     def from_bytes(cls, data: bytes) -> Record:
         """The record, or UnreadableRecord naming what is wrong with the bytes."""
         try:
-            raw = json.loads(data)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise UnreadableRecord(f"not JSON ({exc})") from None
+            raw = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            # orjson refuses a little that json reads (NaN, integers past 64 bits): what
+            # json reads is read, so a record never changes state with the parser
+            try:
+                raw = json.loads(data)
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise UnreadableRecord(f"not JSON ({exc})") from None
         if not isinstance(raw, dict):
             raise UnreadableRecord("not a JSON object")
         try:

@@ -226,7 +226,20 @@ def units_from_observations(
         ids.append(unit)
         values.append(math.fsum(means) / len(means))
         epochs.append(len(means))
-        spread.append(float(np.var(means, ddof=1)) if len(means) > 1 else 0.0)
+        spread.append(_sample_variance(means))
         only = next(iter(by_epoch.values()))
         binary = binary and len(by_epoch) == 1 and len(only) == 1 and only[0] in (0.0, 1.0)
     return UnitValues.of(ids, values, epochs, spread, binary and bool(ids))
+
+
+def _sample_variance(values: list[float]) -> float:
+    """`np.var(values, ddof=1)` (0 for one value), in plain Python below NumPy's pairwise
+    block of 8, where it sums in order too: a run has a unit per question, and NumPy's call
+    costs more than the arithmetic."""
+    n = len(values)
+    if n < 2:
+        return 0.0
+    if n >= 8:
+        return float(np.var(values, ddof=1))
+    mean = sum(values) / n
+    return sum((x - mean) * (x - mean) for x in values) / (n - 1)

@@ -141,7 +141,7 @@ def _scoring_kinds(run: StoredRun, benchmark: str, scorings: list[str]) -> list[
     judge = run.data[benchmark].benchmark.judge
     if judge is None:
         return ["rule"] * len(scorings)
-    from engine.scoring.score import judge_scoring
+    from engine.scoring.shards import judge_scoring
 
     judged = {
         judge_scoring(s, model, position == 0)
@@ -248,7 +248,7 @@ def _meta(
     scorings: dict[str, list[str]],
 ) -> dict[str, Any]:
     manifest = run.manifest
-    from engine.scoring.score import judge_scoring
+    from engine.scoring.shards import judge_scoring
 
     benchmarks = {}
     for name, data in run.data.items():

@@ -71,6 +71,7 @@ _INNER_LABEL = re.compile(r"^(?:final\s+)?answer\s*[:=]\s*", re.IGNORECASE)
 _TEXT_WRAPPER = re.compile(r"\\(?:text|textbf|textit|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
 _MARKDOWN_WRAPPERS = (re.compile(r"^\*\*([^*]+)\*\*$"), re.compile(r"^`([^`]+)`$"))
 _WHITESPACE = re.compile(r"\s+")
+_BRACE = re.compile(r"[{}]")
 _NUMBER = re.compile(
     r"^(?P<sign1>[+-]?)(?P<cur>\$?)\s?(?P<sign2>[+-]?)"
     r"(?P<int>\d{1,3}(?:,\d{3})+|\d*)(?P<frac>\.\d+)?\s?(?P<pct>%?)$"
@@ -210,11 +211,11 @@ def _balanced_pairs(text: str) -> list[tuple[int, int]]:
     """(open, close) index pairs of balanced braces, sorted by opening position."""
     stack: list[int] = []
     pairs: list[tuple[int, int]] = []
-    for i, ch in enumerate(text):
-        if ch == "{":
-            stack.append(i)
-        elif ch == "}" and stack:
-            pairs.append((stack.pop(), i))
+    for brace in _BRACE.finditer(text):  # from brace to brace: long answers hold few
+        if brace.group() == "{":
+            stack.append(brace.start())
+        elif stack:
+            pairs.append((stack.pop(), brace.start()))
     return sorted(pairs)
 
 

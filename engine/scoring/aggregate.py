@@ -19,9 +19,12 @@ log = logging.getLogger("evalfleet")
 
 def aggregate_run(store: Store, run_id: str) -> dict[str, Any]:
     """Score every stored record of a run and write its tables under a new results version."""
-    run = load_run(store, run_id)
+    run = load_run(store, run_id, read=False)
     states = Counter(run.answer_state.state.values())
-    unreadable = len(run.answer_state.undecodable) + len(run.judge_state.undecodable)
+    scored = score_run(run)
+    unreadable = len(scored.undecodable)
+    states.subtract(scored.undecodable_states)  # asked again by the next run: missing
+    states["missing"] += sum(scored.undecodable_states.values())
     log.info(
         "run %s: %d answers done, %d failed, %d stale, %d missing, %d unreadable",
         run_id,
@@ -31,17 +34,15 @@ def aggregate_run(store: Store, run_id: str) -> dict[str, Any]:
         states["missing"],
         unreadable,
     )
-    scored = score_run(run)
     benchmarks = {name: d.benchmark for name, d in run.data.items()}
     tables = summaries(scored, benchmarks)
     extra = {}
     if run.judges:
         extra["judges"] = scored.judges
-        extra["judge_agreement"] = judge_agreement(scored.samples, benchmarks, run.judges)
+        extra["judge_agreement"] = judge_agreement(scored.judged_samples, benchmarks, run.judges)
     identity = run.manifest["identity"]
     units = {name: bench.summary_unit for name, bench in benchmarks.items()}
     version, written = write_results(store, run_id, scored, tables, extra, identity, units)
-    judge_states = Counter(run.judge_state.state.values())
     return {
         "run_id": run_id,
         "store": store.url,
@@ -54,7 +55,7 @@ def aggregate_run(store: Store, run_id: str) -> dict[str, Any]:
         "missing": states["missing"],
         "stale": states["stale"],
         "unreadable": unreadable,
-        "judgements": dict(judge_states),
+        "judgements": dict(scored.judge_states),
         "judge_agreement": _records(extra["judge_agreement"]) if "judge_agreement" in extra else [],
     }
 

@@ -24,7 +24,7 @@ KEYS = ["model", "sample_id", "epoch"]
 def judge_agreement(
     samples: pd.DataFrame, benchmarks: dict[str, Benchmark], judges: list[str]
 ) -> pd.DataFrame:
-    from engine.scoring.score import judge_scoring
+    from engine.scoring.shards import judge_scoring
 
     rows = []
     for name, bench in benchmarks.items():

@@ -1,40 +1,59 @@
 """Score a stored run: every answer by every scoring mode of its benchmark (judge modes from
 the stored judgements), then each benchmark's metric set. Nothing here knows a benchmark:
-it asks each one through the interface."""
+it asks each one through the interface.
+
+A run is scored shard by shard (`engine.scoring.shards`): a large one in worker processes, the
+samples table written as Parquet row groups as the shards come back, and only the few
+columns the metrics read kept for them (dictionary-encoded), so that a million answers never
+sit in memory as records, dicts or rows at once.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
+import os
+import tempfile
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
-from benchmarks.interface import Answered, Judgement, scored_items
-from core.record import Record
-from core.types import Sample, Score
-from engine.scoring.spend import judge_table, usage_table
+from benchmarks.interface import Answered, Benchmark, ScoredItem
+from engine.run.state import Listing, Reconciled
+from engine.scoring.shards import SAMPLES_SCHEMA, Shard, score_shard
+from engine.scoring.spend import UsageSums
+from engine.scoring.workers import WorkerPool
 from engine.store.stored import StoredRun
 from storage.layout import ItemKey
 
-SAMPLE_COLUMNS = [
+log = logging.getLogger("evalfleet")
+
+SHARD_ANSWERS = 4_000
+# Below this many answers a run is scored in this process: starting worker processes (each
+# imports pandas, pyarrow and the benchmarks) costs more than it saves.
+PARALLEL_FROM = 30_000
+MAX_WORKERS = 4
+ROW_GROUP_ROWS = 131_072  # of samples.parquet
+# What the metrics read of the samples table (`ScoredItem`), kept for every row.
+METRIC_COLUMNS = [
     "model",
     "benchmark",
+    "scoring",
     "sample_id",
     "group_id",
-    "cluster",  # what a bootstrap resamples together (`Benchmark.resampling_unit`)
     "epoch",
-    "scoring",
-    "target",
-    "answer",
     "value",
     "correct",
     "judged",
     "score_error",
     "error",
-    "finish_reason",
-    "input_tokens",
     "output_tokens",
     "reasoning_tokens",
 ]
@@ -61,209 +80,262 @@ UNIT_COLUMNS = ["model", "benchmark", "scoring", "unit", "value", "epochs", "epo
 
 @dataclass
 class Scored:
-    samples: pd.DataFrame  # one row per (model, benchmark, sample, epoch, scoring)
+    samples_parquet: bytes  # one row per (model, benchmark, sample, epoch, scoring)
     long: pd.DataFrame  # one row per metric (LONG_COLUMNS)
     units: pd.DataFrame  # one row per headline unit (UNIT_COLUMNS)
     usage: pd.DataFrame  # one row per (model, benchmark): tokens and cost, judge apart
     digest: str  # of the set of records scored
     extra_files: dict[str, bytes] = field(default_factory=dict)  # "<benchmark>/<path>"
     judges: pd.DataFrame | None = None  # per (model, benchmark, judge): judgements, cost
-
-
-@dataclass(frozen=True)
-class StoredAnswer:
-    """One answer of the run that has a record, with the judgements of it there are."""
-
-    benchmark: str
-    sample: Sample
-    epoch: int
-    model: str
-    key: str  # the record's store key
-    record: Record
-    wanted: bool  # the benchmark's judge wants to grade it (a run with judges)
-    judged: tuple[tuple[str, str, Record], ...]  # (judge model, key, record) per judgement
-
-
-def judge_scoring(scoring: str, judge_model: str, primary: bool) -> str:
-    """A judge's scoring mode as the tables name it: the primary judge's as the benchmark
-    names it ("judge"), an extra judge's with its model ("judge@anthropic/claude-x")."""
-    return scoring if primary else f"{scoring}@{judge_model}"
-
-
-def stored_answers(run: StoredRun, name: str) -> Iterator[StoredAnswer]:
-    """A benchmark's answers that have a record, model by model in dataset and epoch order
-    (an answer never asked yet lowers n; it is not an error)."""
-    data = run.data[name]
-    judge = data.benchmark.judge if run.judges else None
-    for model in run.request.models:
-        for sample in data.samples:
-            for epoch in range(len(data.decodings)):
-                key = ItemKey.answer(model, name, sample.id, epoch)
-                record_key = run.answer_state.record_key.get(key)
-                record = run.answer_state.records.get(record_key) if record_key else None
-                if record is None:
-                    continue
-                response = record.response or ""
-                wanted = (
-                    judge is not None
-                    and not record.failed
-                    and judge.wants(sample, response, data.options)
-                )
-                judged = tuple(
-                    (judge_model, found_key, found)
-                    for judge_model in (run.judges if wanted else ())
-                    if (found_key := run.judge_state.record_key.get(key.judged_by(judge_model)))
-                    and (found := run.judge_state.records.get(found_key)) is not None
-                )
-                yield StoredAnswer(name, sample, epoch, model, record_key, record, wanted, judged)
-
-
-def scores_of(run: StoredRun, answer: StoredAnswer) -> tuple[list[Score], dict[str, Judgement]]:
-    """Every score of one answer (rule modes, then each judge's modes) and the judgements
-    behind the judge modes, by scoring mode."""
-    data = run.data[answer.benchmark]
-    bench, options, sample = data.benchmark, data.options, answer.sample
-    response = answer.record.response or ""
-    scores = bench.score(sample, response, options)
-    judgements: dict[str, Judgement] = {}
-    judge = bench.judge if run.judges else None
-    if judge is None:
-        return scores, judgements
-    found = {j: record for j, _, record in answer.judged}
-    for position, judge_model in enumerate(run.judges):
-        judgement = _judgement(found.get(judge_model)) if answer.wanted else None
-        for score in judge.score(sample, response, options, judgement):
-            scoring = judge_scoring(score.scoring, judge_model, position == 0)
-            scores.append(replace(score, scoring=scoring))
-            if judgement is not None:
-                judgements[scoring] = judgement
-    return scores, judgements
-
-
-def _judgement(record: Record | None) -> Judgement:
-    if record is None:
-        return Judgement(reply=None, error="not judged yet")
-    if record.error is not None:
-        return Judgement(reply=None, error=f"judge call failed: {record.error.type}")
-    return Judgement(reply=record.response or "")
-
-
-def sample_rows(answer: StoredAnswer, scores: list[Score], cluster: str) -> list[dict[str, Any]]:
-    """The samples table's rows of one answer, one per scoring mode."""
-    record, sample = answer.record, answer.sample
-    error = record.error.type if record.error else None
-    tokens = record.tokens
-    return [
-        {
-            "model": answer.model,
-            "benchmark": answer.benchmark,
-            "sample_id": sample.id,
-            "group_id": sample.group_id or sample.id,
-            "cluster": cluster,
-            "epoch": answer.epoch,
-            "scoring": score.scoring,
-            "target": sample.target,
-            "answer": None if error else score.answer,
-            "value": 0.0 if error else float(score.value),
-            "correct": bool(score.correct) and not error,
-            "judged": score.judged,
-            "score_error": None if error else score.error,
-            "error": error,
-            "finish_reason": record.finish_reason,
-            "input_tokens": tokens.input_tokens,
-            "output_tokens": tokens.output_tokens,
-            "reasoning_tokens": tokens.reasoning_tokens,
-        }
-        for score in scores
-    ]
+    judged_samples: pd.DataFrame | None = None  # the metric columns of judged benchmarks
+    undecodable: list[str] = field(default_factory=list)  # answer records, then judgements
+    undecodable_states: Counter[str] = field(default_factory=Counter)  # of the answers
+    judge_states: Counter[str] = field(default_factory=Counter)
 
 
 def score_run(run: StoredRun) -> Scored:
-    """Score every stored answer of a run, then each benchmark's metrics, usage and files."""
-    rows: list[dict[str, Any]] = []
+    """Score every stored answer of a run, shard by shard, then each benchmark's metrics,
+    usage and files. The run's item states are let go once its answers are read."""
+    usage = UsageSums()
+    scored_keys: list[str] = []
+    undecodable: list[str] = []
+    undecodable_states: Counter[str] = Counter()
+    judge_undecodable: list[str] = []
+    judge_states: Counter[str] = Counter()
+    answered: dict[str, list[Answered]] = {name: [] for name in run.data}
+    kept: list[pa.RecordBatch] = []
+    with scoring_pool(run) as pool, tempfile.TemporaryFile() as spool:
+        with pq.ParquetWriter(spool, SAMPLES_SCHEMA) as writer:
+            pending: list[pa.RecordBatch] = []
+            shards = list_shards(run)
+            scored = pool.map(shards) if pool else (score_shard(run, s) for s in shards)
+            for part in scored:
+                usage.merge(part.usage)
+                scored_keys += part.scored_keys
+                undecodable += part.undecodable
+                undecodable_states.update(part.undecodable_states)
+                judge_undecodable += part.judge_undecodable
+                judge_states.update(part.judge_states)
+                if part.answered:
+                    answered[part.rows.column(1)[0].as_py()] += part.answered
+                kept.append(_metric_columns(part.rows))
+                pending.append(part.rows)
+                if sum(b.num_rows for b in pending) >= ROW_GROUP_ROWS:
+                    writer.write_table(pa.Table.from_batches(pending, SAMPLES_SCHEMA))
+                    pending = []
+            if pending or not kept:
+                writer.write_table(pa.Table.from_batches(pending, SAMPLES_SCHEMA))
+        spool.seek(0)
+        samples_parquet = spool.read()
+        # A million answers' keys and states are most of this process's memory by now, and
+        # the metrics need none of them: what they free makes room for each group's items.
+        run.answer_state, run.judge_listing = Reconciled(), Listing()
+        columns = pa.Table.from_batches(kept) if kept else None
+        long, units = metric_table(run, columns, pool)
     extra_files: dict[str, bytes] = {}
-    everything: list[StoredAnswer] = []
     for name, data in run.data.items():
-        answered: list[Answered] = []
-        for answer in stored_answers(run, name):
-            everything.append(answer)
-            scores, judgements = scores_of(run, answer)
-            response = None if answer.record.failed else answer.record.response or ""
-            answered.append(
-                Answered(
-                    answer.model,
-                    answer.sample.id,
-                    answer.epoch,
-                    response,
-                    tuple(scores),
-                    judgements,
-                )
-            )
-            rows += sample_rows(answer, scores, data.benchmark.resampling_unit(answer.sample))
-        for path, blob in data.benchmark.extra_files(answered, data.by_id, data.options).items():
-            extra_files[f"{name}/{path}"] = blob
-    samples = pd.DataFrame(rows, columns=SAMPLE_COLUMNS)
-    long, units = metric_table(run, samples)
-    graded = [(a, judge, key, rec) for a in everything for judge, key, rec in a.judged]
-    usage = usage_table(
-        [(m, name) for name in run.data for m in run.request.models],
-        [(a.model, a.benchmark, a.record) for a in everything],
-        [(a.model, a.benchmark, rec) for a, _, _, rec in graded],
-    )
-    judges = judge_table([(a.model, a.benchmark, judge, rec) for a, judge, _, rec in graded])
-    scored_keys = [a.key for a in everything] + [key for _, _, key, _ in graded]
+        if _writes_files(data.benchmark):
+            files = data.benchmark.extra_files(answered[name], data.by_id, data.options)
+            for path, blob in files.items():
+                extra_files[f"{name}/{path}"] = blob
     digest = hashlib.sha256("\n".join(sorted(scored_keys)).encode()).hexdigest()
-    return Scored(samples, long, units, usage, digest, extra_files, judges)
+    judged = None
+    if run.judges and columns is not None:
+        judged = _judged_samples(columns, run)
+    return Scored(
+        samples_parquet,
+        long,
+        units,
+        usage.usage_table([(m, name) for name in run.data for m in run.request.models]),
+        digest,
+        extra_files,
+        usage.judge_table(),
+        judged,
+        undecodable + judge_undecodable,
+        undecodable_states,
+        judge_states,
+    )
 
 
-def metric_table(run: StoredRun, samples: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+@contextlib.contextmanager
+def scoring_pool(run: StoredRun) -> Iterator[WorkerPool | None]:
+    """Worker processes for a large run (its shards, then its metric groups), None for a
+    small one (scored here)."""
+    answers = len(run.answer_state.record_key)
+    workers = min(os.cpu_count() or 1, MAX_WORKERS)
+    if answers < PARALLEL_FROM or workers < 2:
+        yield None
+        return
+    log.info("scoring %d answers in %d processes", answers, workers)
+    with WorkerPool(run.store, run.run_id, workers) as pool:
+        yield pool
+
+
+def list_shards(run: StoredRun) -> Iterator[Shard]:
+    """The run's stored answers (done or failed) in shards of one benchmark, in the run's
+    order: model, then sample, then epoch; made as they are scored."""
+    state, record_key = run.answer_state.state, run.answer_state.record_key
+    for name, data in run.data.items():
+        keep = _writes_files(data.benchmark)
+        batch: list[tuple[ItemKey, str, str]] = []
+        for model in run.request.models:
+            for sample in data.samples:
+                for epoch in range(len(data.decodings)):
+                    key = ItemKey.answer(model, name, sample.id, epoch)
+                    found = record_key.get(key)
+                    if found is None:
+                        continue
+                    batch.append((key, found, state[key]))
+                    if len(batch) >= SHARD_ANSWERS:
+                        yield _shard(run, name, batch, keep)
+                        batch = []
+        if batch:
+            yield _shard(run, name, batch, keep)
+
+
+def _shard(run: StoredRun, name: str, answers: list[tuple[ItemKey, str, str]], keep: bool) -> Shard:
+    """A shard, with the listing of the judge records of its answers (a run with judges)."""
+    judgements = Listing()
+    for key, _, _ in answers:
+        for judge in run.judges:
+            judged = key.judged_by(judge)
+            if judged in run.judge_listing.ok:
+                judgements.ok[judged] = run.judge_listing.ok[judged]
+            if judged in run.judge_listing.failed:
+                judgements.failed[judged] = run.judge_listing.failed[judged]
+    if run.judges:
+        judgements.empty = run.judge_listing.empty
+    return Shard(name, answers, judgements, keep)
+
+
+def _writes_files(bench: Benchmark) -> bool:
+    """The benchmark writes files of its own from every answer (`Benchmark.extra_files`)."""
+    return type(bench).extra_files is not Benchmark.extra_files
+
+
+def _metric_columns(rows: pa.RecordBatch) -> pa.RecordBatch:
+    """What the metrics read of a shard's rows, its texts dictionary-encoded (a run's
+    million rows share a few models, scorings and errors, and each sample's id), with the
+    (model, benchmark, scoring) group each row belongs to."""
+    group = pc.binary_join_element_wise(
+        rows.column("model"), rows.column("benchmark"), rows.column("scoring"), GROUP_SEPARATOR
+    )
+    arrays = [group]
+    for name in METRIC_COLUMNS:
+        column = rows.column(name)
+        arrays.append(pc.dictionary_encode(column) if pa.types.is_string(column.type) else column)
+    return pa.RecordBatch.from_arrays(arrays, names=["group", *METRIC_COLUMNS])
+
+
+GROUP_SEPARATOR = "\x00"
+
+
+Group = tuple[str, str, str]  # (model, benchmark, scoring)
+
+
+def groups_of(columns: pa.Table | None) -> Iterator[tuple[Group, pa.Table]]:
+    """The metric columns of each (model, benchmark, scoring), groups in order of first
+    appearance and rows in the table's order."""
+    if columns is None:
+        return
+    group = columns.column("group")
+    for name in pc.unique(group).to_pylist():  # in order of first appearance
+        model, benchmark, scoring = name.split(GROUP_SEPARATOR)
+        yield (model, benchmark, scoring), columns.filter(pc.equal(group, name))
+
+
+def _items(part: pa.Table) -> list[ScoredItem]:
+    """A group's rows as ScoredItems (their fields in order)."""
+    column = {name: _plain(part.column(name)).to_pylist() for name in METRIC_COLUMNS[3:]}
+    errored = [error is not None for error in column["error"]]
+    fields = ["sample_id", "group_id", "epoch", "value", "correct"]
+    rest = ["judged", "score_error", "output_tokens", "reasoning_tokens"]
+    rows = zip(*(column[f] for f in fields), errored, *(column[f] for f in rest), strict=True)
+    return [ScoredItem(*row) for row in rows]
+
+
+def _plain(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A dictionary-encoded column decoded (its `to_pylist` is many times slower)."""
+    if pa.types.is_dictionary(column.type):
+        return column.cast(column.type.value_type)
+    return column
+
+
+def _judged_samples(columns: pa.Table, run: StoredRun) -> pd.DataFrame:
+    """The metric columns of the benchmarks a judge grades, for the judges' agreement."""
+    judged = [name for name, d in run.data.items() if d.benchmark.judge is not None]
+    part = columns.filter(pc.is_in(columns.column("benchmark").cast(pa.string()), pa.array(judged)))
+    return part.drop_columns(["group"]).to_pandas()
+
+
+@dataclass(frozen=True)
+class GroupTask:
+    """The metric columns of one (model, benchmark, scoring), for `group_rows`."""
+
+    group: Group
+    part: pa.Table
+
+
+def metric_table(
+    run: StoredRun, columns: pa.Table | None, pool: WorkerPool | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Each benchmark's metric set per (model, scoring mode), as long-table rows, and its
-    headline as per-unit values; the headline's row carries their 95 % interval."""
+    headline as per-unit values; the headline's row carries their 95 % interval. Groups are
+    computed in `pool`'s processes where there is one."""
+    tasks = (GroupTask(group, part) for group, part in groups_of(columns))
+    done = pool.map(tasks) if pool else (group_rows(run, task) for task in tasks)
     out: list[dict[str, Any]] = []
     unit_rows: list[dict[str, Any]] = []
-    grouped = scored_items(samples)
-    for (model, name, scoring), items in grouped.items():
-        data = run.data[name]
-        bench = data.benchmark
-        errors = sum(item.errored for item in items)
-        judged = sum(item.judged for item in items)
-        score_errors = sum(item.score_error is not None for item in items)
-        units = bench.headline_units(items, data.by_id, data.protocol)
-        interval = units.interval()
-        for i, unit in enumerate(units.ids):
-            unit_rows.append(
-                {
-                    "model": model,
-                    "benchmark": name,
-                    "scoring": scoring,
-                    "unit": unit,
-                    "value": float(units.values[i]),
-                    "epochs": int(units.epochs[i]),
-                    "epoch_var": float(units.epoch_var[i]),
-                    "binary": units.binary,
-                }
-            )
-        for metric in bench.metrics(items, data.by_id, data.protocol, len(data.decodings)):
-            headline = interval is not None and (metric.metric, metric.group) == (
-                bench.headline,
-                "",
-            )
-            out.append(
-                {
-                    "model": model,
-                    "benchmark": name,
-                    "scoring": scoring,
-                    "metric": metric.metric,
-                    "group": metric.group,
-                    "value": metric.value,
-                    "se": metric.se,
-                    "ci95_low": interval.low if headline else None,
-                    "ci95_high": interval.high if headline else None,
-                    "n": metric.n,
-                    "note": metric.note,
-                    "errors": errors,
-                    "judged": judged,
-                    "score_errors": score_errors,
-                }
-            )
+    for long_rows, units in done:
+        out += long_rows
+        unit_rows += units
     return pd.DataFrame(out, columns=LONG_COLUMNS), pd.DataFrame(unit_rows, columns=UNIT_COLUMNS)
+
+
+def group_rows(
+    run: StoredRun, task: GroupTask
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One group's long-table rows and headline units."""
+    (model, name, scoring), items = task.group, _items(task.part)
+    data = run.data[name]
+    bench = data.benchmark
+    errors = sum(item.errored for item in items)
+    judged = sum(item.judged for item in items)
+    score_errors = sum(item.score_error is not None for item in items)
+    units = bench.headline_units(items, data.by_id, data.protocol)
+    interval = units.interval()
+    unit_rows = [
+        {
+            "model": model,
+            "benchmark": name,
+            "scoring": scoring,
+            "unit": unit,
+            "value": float(units.values[i]),
+            "epochs": int(units.epochs[i]),
+            "epoch_var": float(units.epoch_var[i]),
+            "binary": units.binary,
+        }
+        for i, unit in enumerate(units.ids)
+    ]
+    out = []
+    for metric in bench.metrics(items, data.by_id, data.protocol, len(data.decodings)):
+        headline = interval is not None and (metric.metric, metric.group) == (bench.headline, "")
+        out.append(
+            {
+                "model": model,
+                "benchmark": name,
+                "scoring": scoring,
+                "metric": metric.metric,
+                "group": metric.group,
+                "value": metric.value,
+                "se": metric.se,
+                "ci95_low": interval.low if headline else None,
+                "ci95_high": interval.high if headline else None,
+                "n": metric.n,
+                "note": metric.note,
+                "errors": errors,
+                "judged": judged,
+                "score_errors": score_errors,
+            }
+        )
+    return out, unit_rows

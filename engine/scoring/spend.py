@@ -53,40 +53,24 @@ JUDGE_USAGE_COLUMNS = [
 ]
 
 
-def usage_table(
-    keys: Iterable[tuple[str, str]],
-    answers: Iterable[tuple[str, str, Record]],
-    judgements: Iterable[tuple[str, str, Record]],
-) -> pd.DataFrame:
-    """One row per (model, benchmark) of `keys` (in their order, a row of zeros where nothing
-    is stored yet): `answers` and `judgements` are (model, benchmark, record), a judgement
-    under the model whose answer it grades."""
-    rows: dict[tuple[str, str], dict[str, float]] = {}
-    for model, benchmark in keys:
-        rows[(model, benchmark)] = dict.fromkeys(USAGE_COLUMNS[2:], 0)
+class UsageSums:
+    """Tokens and USD summed as records are read, shard by shard: per (model, benchmark) for
+    `usage.parquet` and per (model, benchmark, judge) for `judges.parquet`. Sums from several
+    shards (or worker processes) merge into one."""
 
-    def row(model: str, benchmark: str) -> dict[str, float]:
-        return rows.setdefault((model, benchmark), dict.fromkeys(USAGE_COLUMNS[2:], 0))
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str], dict[str, float]] = {}
+        self.judge_rows: dict[tuple[str, str, str], dict[str, float]] = {}
 
-    for model, benchmark, record in answers:
-        _add(row(model, benchmark), "", record)
-    for model, benchmark, record in judgements:
-        _add(row(model, benchmark), "judge_", record)
-    frame = pd.DataFrame(
-        [{"model": m, "benchmark": b, **spent} for (m, b), spent in rows.items()],
-        columns=USAGE_COLUMNS,
-    )
-    frame["total_cost_usd"] = frame["cost_usd"] + frame["judge_cost_usd"]
-    for column in COST_COLUMNS:
-        frame[column] = frame[column].astype(float).round(6)
-    return frame
+    def add_answer(self, model: str, benchmark: str, record: Record) -> None:
+        _add(self._row(model, benchmark), "", record)
 
-
-def judge_table(judgements: Iterable[tuple[str, str, str, Record]]) -> pd.DataFrame:
-    """One row per (model, benchmark, judge): each judge's judgements priced apart."""
-    rows: dict[tuple[str, str, str], dict[str, float]] = {}
-    for model, benchmark, judge, record in judgements:
-        row = rows.setdefault((model, benchmark, judge), dict.fromkeys(JUDGE_USAGE_COLUMNS[3:], 0))
+    def add_judgement(self, model: str, benchmark: str, judge: str, record: Record) -> None:
+        """A judgement, under the model whose answer it grades."""
+        _add(self._row(model, benchmark), "judge_", record)
+        row = self.judge_rows.setdefault(
+            (model, benchmark, judge), dict.fromkeys(JUDGE_USAGE_COLUMNS[3:], 0)
+        )
         tokens = record.tokens
         row["judgements"] += 1
         row["errors"] += record.failed
@@ -94,12 +78,48 @@ def judge_table(judgements: Iterable[tuple[str, str, str, Record]]) -> pd.DataFr
         row["output_tokens"] += tokens.output_tokens
         row["reasoning_tokens"] += tokens.reasoning_tokens
         row["cost_usd"] += record.spent_usd
-    frame = pd.DataFrame(
-        [{"model": m, "benchmark": b, "judge": j, **v} for (m, b, j), v in rows.items()],
-        columns=JUDGE_USAGE_COLUMNS,
-    )
-    frame["cost_usd"] = frame["cost_usd"].astype(float).round(6)
-    return frame
+
+    def merge(self, other: UsageSums) -> None:
+        for key, sums in other.rows.items():
+            _sum_into(self._row(*key), sums)
+        for key, sums in other.judge_rows.items():
+            mine = self.judge_rows.setdefault(key, dict.fromkeys(JUDGE_USAGE_COLUMNS[3:], 0))
+            _sum_into(mine, sums)
+
+    def usage_table(self, keys: Iterable[tuple[str, str]]) -> pd.DataFrame:
+        """One row per (model, benchmark) of `keys` (in their order, a row of zeros where
+        nothing is stored yet), then any other pair that has records."""
+        rows = {key: dict.fromkeys(USAGE_COLUMNS[2:], 0) for key in keys}
+        for key, sums in self.rows.items():
+            _sum_into(rows.setdefault(key, dict.fromkeys(USAGE_COLUMNS[2:], 0)), sums)
+        frame = pd.DataFrame(
+            [{"model": m, "benchmark": b, **spent} for (m, b), spent in rows.items()],
+            columns=USAGE_COLUMNS,
+        )
+        frame["total_cost_usd"] = frame["cost_usd"] + frame["judge_cost_usd"]
+        for column in COST_COLUMNS:
+            frame[column] = frame[column].astype(float).round(6)
+        return frame
+
+    def judge_table(self) -> pd.DataFrame:
+        """One row per (model, benchmark, judge): each judge's judgements priced apart."""
+        frame = pd.DataFrame(
+            [
+                {"model": m, "benchmark": b, "judge": j, **v}
+                for (m, b, j), v in self.judge_rows.items()
+            ],
+            columns=JUDGE_USAGE_COLUMNS,
+        )
+        frame["cost_usd"] = frame["cost_usd"].astype(float).round(6)
+        return frame
+
+    def _row(self, model: str, benchmark: str) -> dict[str, float]:
+        return self.rows.setdefault((model, benchmark), dict.fromkeys(USAGE_COLUMNS[2:], 0))
+
+
+def _sum_into(total: dict[str, float], part: dict[str, float]) -> None:
+    for column, value in part.items():
+        total[column] += value
 
 
 def _add(spent: dict[str, float], prefix: str, record: Record) -> None:

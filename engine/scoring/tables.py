@@ -104,7 +104,7 @@ def write_results(
 
     version = version_of(scored)
     files: dict[str, bytes] = {
-        "samples.parquet": _parquet(scored.samples),
+        "samples.parquet": scored.samples_parquet,
         "metrics.parquet": _parquet(scored.long),
         "units.parquet": _parquet(scored.units),
         "metrics.csv": scored.long.to_csv(index=False).encode(),

@@ -3,7 +3,7 @@ the state and records of every item (what `aggregate`, `status` and the batch po
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks import registry
@@ -11,7 +11,7 @@ from benchmarks.interface import Exclusion
 from core.types import Decoding
 from engine.run.items import BenchmarkData, answer_items, planned_judgements
 from engine.run.request import EvalRequest
-from engine.run.state import Reconciled, list_records, reconcile
+from engine.run.state import Listing, Reconciled, list_records, reconcile
 from engine.store.manifest import read_plan, require_manifest
 from storage import layout
 from storage.base import Store
@@ -31,6 +31,7 @@ class StoredRun:
     answer_state: Reconciled
     judgements: list[WorkItem]
     judge_state: Reconciled
+    judge_listing: Listing = field(default_factory=Listing)  # when read without records
 
     @property
     def run_id(self) -> str:
@@ -45,17 +46,29 @@ class StoredRun:
         return self.request.judges()
 
 
-def load_run(store: Store, run_id: str) -> StoredRun:
-    """Rebuild a stored run's plan (for aggregate and status) and read its records."""
+def stored_run_shape(store: Store, run_id: str) -> StoredRun:
+    """A stored run's manifest and plans (what it asked), nothing of its records yet."""
     manifest = require_manifest(store, run_id)
     request = EvalRequest(**manifest["request"])
     data = plan_data(store, manifest, request)
     api_models = {m: info["api_model"] for m, info in manifest["models"].items()}
-    run = StoredRun(manifest, request, store, data, api_models, [], Reconciled(), [], Reconciled())
-    run.answers = answer_items(run)
-    stages = (layout.ANSWER, layout.JUDGE) if request.judges() else (layout.ANSWER,)
+    return StoredRun(manifest, request, store, data, api_models, [], Reconciled(), [], Reconciled())
+
+
+def load_run(store: Store, run_id: str, *, read: bool = True) -> StoredRun:
+    """Rebuild a stored run's plan and the state of its items. With `read` (status, the
+    report) every record is read and decoded, and the judgements its answers call for are
+    planned; without (aggregation, which reads them shard by shard), the answers' state is
+    the listing's and the judge records are only listed (`judge_listing`)."""
+    run = stored_run_shape(store, run_id)
+    answers = answer_items(run)
+    stages = (layout.ANSWER, layout.JUDGE) if run.judges else (layout.ANSWER,)
     listing = list_records(store, run_id, stages)
-    run.answer_state = reconcile(store, listing, run.answers, read=True)
+    run.answer_state = reconcile(store, listing, answers, read=read)
+    if not read:
+        run.judge_listing = listing
+        return run
+    run.answers = answers
     run.judgements = [j for j, _ in planned_judgements(run, run.answer_state)]
     run.judge_state = reconcile(store, listing, run.judgements, read=True)
     return run

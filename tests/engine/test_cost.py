@@ -256,7 +256,7 @@ def test_record_stores_the_breakdown_beside_cost_usd():
 
 def test_usage_table_has_cost_apart_by_kind_and_stage():
     from core.record import Record
-    from engine.scoring.spend import usage_table
+    from engine.scoring.spend import UsageSums
     from engine.scoring.tables import USAGE_IN_SUMMARY
 
     def record(fields: dict) -> Record:
@@ -279,11 +279,24 @@ def test_usage_table_has_cost_apart_by_kind_and_stage():
         "cost": {"input": 0.1, "cached_input": 0.0, "output": 0.1, "reasoning": 0.05},
     }
     old = {"usage": {"input_tokens": 1, "output_tokens": 1}, "cost_usd": 0.125}  # no `cost`
-    table = usage_table(
-        [("m", "b")],
-        [("m", "b", record(answer)), ("m", "b", record(old))],
-        [("m", "b", record(judgement))],
-    )
+    first, second = UsageSums(), UsageSums()  # two shards' sums, merged
+    first.add_answer("m", "b", record(answer))
+    second.add_answer("m", "b", record(old))
+    second.add_judgement("m", "b", "j", record(judgement))
+    first.merge(second)
+    table = first.usage_table([("m", "b")])
+    (judge,) = first.judge_table().to_dict("records")
+    assert judge == {
+        "model": "m",
+        "benchmark": "b",
+        "judge": "j",
+        "judgements": 1,
+        "errors": 0,
+        "input_tokens": 10,
+        "output_tokens": 5,
+        "reasoning_tokens": 2,
+        "cost_usd": 0.25,
+    }
     (spent,) = table.to_dict("records")
     assert {k: v for k, v in spent.items() if v} == {
         "model": "m",

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from engine.scoring import score
 from engine.scoring.aggregate import aggregate_run
 from storage import open_store
 
@@ -41,8 +42,18 @@ def test_the_fixture_is_what_the_old_code_wrote():
     assert "summary_zerobench_subquestions.csv" in tables["stored-zerobench"]
 
 
+@pytest.fixture(params=["here", "workers"])
+def scoring(request, monkeypatch):
+    """Score in this process, or in two worker processes at a few answers a shard (as a
+    run of a million answers is scored)."""
+    if request.param == "workers":
+        monkeypatch.setattr(score, "PARALLEL_FROM", 0)
+        monkeypatch.setattr(score, "SHARD_ANSWERS", 7)
+    return request.param
+
+
 @pytest.mark.parametrize("run_id", RUNS)
-def test_old_records_aggregate_to_the_same_tables(store, run_id):
+def test_old_records_aggregate_to_the_same_tables(store, run_id, scoring):
     result = aggregate_run(open_store(str(store)), run_id)
     written = store / run_id / "results" / result["version"]
     assert (result["unreadable"], result["missing"], result["stale"]) == (0, 0, 0)
@@ -52,9 +63,14 @@ def test_old_records_aggregate_to_the_same_tables(store, run_id):
         added = set(new.columns) - set(old.columns)
         assert added == ADDED.get(old_path.name, set()), old_path.name
         assert len(new) == len(old) and len(old) > 0, old_path.name
+        # samples.parquet has a fixed schema now (written shard by shard): a text column with
+        # no value in it reads as missing text, where the old file had a column of type null
+        empty = [c for c in old.columns if old[c].isna().all()]
+        assert all(new[c].isna().all() for c in empty), old_path.name
+        columns = [c for c in old.columns if c not in empty]
         pd.testing.assert_frame_equal(
-            new[list(old.columns)].reset_index(drop=True),
-            old.reset_index(drop=True),
+            new[columns].reset_index(drop=True),
+            old[columns].reset_index(drop=True),
             check_exact=False,
             rtol=1e-12,
             atol=1e-12,
