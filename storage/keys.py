@@ -41,6 +41,8 @@ def unsafe_segment(seg: str) -> str:
 
 def check_key(key: str) -> str:
     """Return ``key`` unchanged if it is a valid key, else raise StoreError."""
+    if _plain(key):
+        return key
     if not isinstance(key, str) or not key:
         raise StoreError(f"invalid store key {key!r}: keys are non-empty '/'-separated paths")
     for seg in key.split("/"):
@@ -84,6 +86,22 @@ def join_key(*parts: str | int) -> str:
     if any(not t.strip("/") for t in texts):
         raise ValueError(f"join_key got an empty part in {texts!r}")
     return check_key("/".join(t.strip("/") for t in texts))
+
+
+def _plain(key: object) -> bool:
+    """A key with no segment `_check_segment` could refuse: none empty or starting with '.',
+    no backslash or NUL. A few substring searches, not a loop over its segments (a resume
+    reads back every stored record); a key that fails it is checked segment by segment."""
+    return (
+        isinstance(key, str)
+        and bool(key)
+        and not key.startswith(("/", "."))
+        and not key.endswith("/")
+        and "//" not in key
+        and "/." not in key
+        and "\\" not in key
+        and "\x00" not in key
+    )
 
 
 def _check_segment(seg: str, key: str) -> None:
