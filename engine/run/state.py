@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from core import collector
 from core.record import Record
 from storage import layout
 from storage.base import Store
@@ -45,6 +46,7 @@ class Listing:
     empty: set[str] = field(default_factory=set)  # zero-byte records (known from S3 sizes)
 
 
+@collector.held_back()
 def list_records(store: Store, run_id: str, stages: tuple[str, ...]) -> Listing:
     listing = Listing()
     ok, failed = listing.ok, listing.failed
@@ -79,6 +81,7 @@ def stored_spend(store: Store, listing: Listing) -> float:
     return total
 
 
+@collector.held_back()
 def reconcile(store: Store, listing: Listing, items: list[WorkItem], *, read: bool) -> Reconciled:
     """Classify items from a listing. With `read`, every record counted as done or failed is
     read and decoded (kept in `records`), and an undecodable one counts as missing; without,
