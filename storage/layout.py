@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from storage.keys import safe_segment, unsafe_segment
@@ -129,16 +129,19 @@ class StoredName(NamedTuple):
 
 def parse_record_key(run_id: str, key: str) -> StoredName | None:
     """Inverse of record_key / failure_key; None for anything else (e.g. temp files)."""
-    return next(parse_record_keys(run_id, (key,)), None)
+    names = parse_record_keys(run_id, (key,))
+    return names[0] if names else None
 
 
-def parse_record_keys(run_id: str, keys: Iterable[str]) -> Iterator[StoredName]:
+def parse_record_keys(run_id: str, keys: Iterable[str]) -> list[StoredName]:
     """`parse_record_key` of each key, those that are not record keys left out. A directory
     holds the records of one sample (every epoch, answers and failures): its part of the key is
     taken apart once for all its keys, if they come together, as listings give them."""
     completions, judgements = f"{run_id}/completions/", f"{run_id}/judgements/"
     last_directory: str | None = None
     base: tuple[str, str, str, str, str] | None = None
+    names: list[StoredName] = []
+    append, file_name = names.append, _FILE_NAME.fullmatch  # once, not per key
     for key in keys:
         slash = key.rfind("/")
         directory = key[:slash]
@@ -146,11 +149,11 @@ def parse_record_keys(run_id: str, keys: Iterable[str]) -> Iterator[StoredName]:
             last_directory, base = directory, _item_directory(directory, completions, judgements)
         if base is None:
             continue
-        match = _FILE_NAME.fullmatch(key, slash + 1)
-        if match is None:
-            continue
-        epoch, hash_prefix, ms = match.groups()
-        yield _stored_name((_item_key((*base, int(epoch))), hash_prefix, ms is not None, key))
+        match = file_name(key, slash + 1)
+        if match is not None:
+            epoch, hash_prefix, ms = match.groups()
+            append(_stored_name((_item_key((*base, int(epoch))), hash_prefix, ms is not None, key)))
+    return names
 
 
 # The named tuples made straight from a tuple: their generated __new__ is a Python call, a

@@ -211,27 +211,20 @@ class LocalStore(Store):
         a directory's name counted with its '/', so the keys come out in the order a sort of
         all of them gives, without that sort (500,000 keys: about a second)."""
         stack: list[str | list[str]] = [base]
+        root = os.path.join(self.root, "")
         while stack:
             top = stack.pop()
             if isinstance(top, list):
                 yield top
                 continue
             try:
-                entries = os.scandir(os.path.join(self.root, top))
+                with os.scandir(root + top) as entries:
+                    listed = [e for e in entries if not e.name.startswith(TMP_PREFIX)]
             except (FileNotFoundError, NotADirectoryError):
                 continue
-            files: list[str] = []
-            directories: list[str] = []
-            with entries:
-                for entry in entries:
-                    name = entry.name
-                    if name.startswith(TMP_PREFIX):
-                        continue
-                    if entry.is_dir(follow_symlinks=False):
-                        directories.append(f"{top}{name}/")
-                    else:
-                        files.append(top + name)
-            if directories:
+            files = [top + e.name for e in listed if not e.is_dir(follow_symlinks=False)]
+            if len(files) < len(listed):
+                directories = [f"{top}{e.name}/" for e in listed if e.is_dir(follow_symlinks=False)]
                 stack.extend(reversed(_in_order(files, directories)))
             elif files:
                 files.sort()

@@ -29,7 +29,7 @@ def test_parse_record_keys_takes_apart_records_and_leaves_out_the_rest():
     ]
     answer = ItemKey.answer("openai/gpt-4o", "zerobench", "7", 0)
     judged = ItemKey.answer("m", "zerobench", "7", 4).judged_by("openai/judge")
-    assert list(layout.parse_record_keys(RUN, keys)) == [
+    assert layout.parse_record_keys(RUN, keys) == [
         StoredName(answer, HASH, False, keys[0]),
         StoredName(answer._replace(epoch=1), HASH, True, keys[1]),
         StoredName(ItemKey.answer("openai/gpt-4o", "zerobench", "a/b", 12), "abc", False, keys[6]),
@@ -60,7 +60,7 @@ def test_a_record_key_round_trips():
     item = ItemKey.answer("vllm/Qwen 2.5?", "zerobench", "../s", 3).judged_by("a/j")
     ok = layout.record_key(RUN, item, HASH + "ffff")
     failed = layout.failure_key(RUN, item, HASH, 42)
-    assert list(layout.parse_record_keys(RUN, [ok, failed])) == [
+    assert layout.parse_record_keys(RUN, [ok, failed]) == [
         StoredName(item, HASH, False, ok),
         StoredName(item, HASH, True, failed),
     ]
