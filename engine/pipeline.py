@@ -1,5 +1,6 @@
-"""A run's steps, written once: plan, ask what the store lacks (online, then the batch
-rounds), score and write the tables and the report, refresh the leaderboard.
+"""A run's steps, written once: plan, ask what the store lacks (online, then again for the
+stored records the plan did not read and that turn out undecodable, then the batch rounds),
+score and write the tables and the report, refresh the leaderboard.
 
 `Steps` says how each step runs. The command line without Prefect runs the plain functions
 (`plain_steps`); the Prefect flows run the same functions as tasks (`flows.steps`). The run
@@ -17,7 +18,7 @@ from typing import Any
 from engine.generation.batches import run_batches
 from engine.generation.online import generate
 from engine.judges import NothingGraded, check_graded, left_as_it_was_unless_graded
-from engine.prepare.plan import RunPlan, plan, report_plan
+from engine.prepare.plan import RunPlan, plan, recheck, report_plan
 from engine.prepare.resolve import ResolvedRun
 from engine.run.interrupts import STOP
 from engine.run.outcome import RunOutcome, check_done
@@ -33,6 +34,7 @@ class Steps:
 
     plan: Callable[[ResolvedRun, bool], RunPlan]
     generate: Callable[[RunPlan], RunOutcome]
+    recheck: Callable[[RunPlan], RunPlan | None]  # the records the plan did not read
     batches: Callable[[RunPlan, bool], RunOutcome]
     aggregate: Callable[[Store, str], Tables]  # scores, writes the tables and the report
     leaderboard: Callable[[Store], None]
@@ -77,20 +79,33 @@ def plain_steps(
         tables["report"] = report(store, run_id, tables["version"]) if report else None
         return tables
 
-    return Steps(plan_step, generate, batch_step, aggregate, leaderboard or (lambda _: None))
+    return Steps(
+        plan_step, generate, recheck, batch_step, aggregate, leaderboard or (lambda _: None)
+    )
 
 
 def evaluate(run: ResolvedRun, steps: Steps, retry_errors: bool = True) -> RunOutcome:
-    """Plan, ask online, then the batch rounds; RunFailed when the run did not do its job."""
+    """Plan, ask online, read back the stored records the plan counted without reading them
+    (asking again those that are undecodable: the first requests need not wait for 500,000
+    reads), then the batch rounds; RunFailed when the run did not do its job."""
     with STOP.handling():
         run_plan = steps.plan(run, retry_errors)
         if STOP.requested():
             return RunOutcome(run.run_id, stopped=True)
         outcome = steps.generate(run_plan)
+        if run_plan.unverified and not ended(outcome):
+            again = steps.recheck(run_plan)
+            if again is not None:
+                outcome.add(steps.generate(again))
         if needs_batches(run, outcome):
             outcome.add(steps.batches(run_plan, retry_errors))
         check_done(outcome)  # a run that did not do its job fails here, before any table
         return outcome
+
+
+def ended(outcome: RunOutcome) -> bool:
+    """Whether the online step ended the run short (a stop, a failure, the cost cap)."""
+    return bool(outcome.stopped or outcome.failed or outcome.budget_reached or STOP.requested())
 
 
 def needs_batches(run: ResolvedRun, outcome: RunOutcome) -> bool:

@@ -1,7 +1,7 @@
 """The engine's steps (`engine.pipeline`) as coarse Prefect tasks: plan the run, ask what the
-store lacks, the batch rounds, the tables; the leaderboard refresh. The plan goes to the next
-tasks quoted: Prefect would otherwise walk every work item in it looking for futures (8 s and
-20 MB for 50,000 items)."""
+store lacks, read back the records the plan did not read, the batch rounds, the tables; the
+leaderboard refresh. The plan goes to the next tasks quoted: Prefect would otherwise walk every
+work item in it looking for futures (8 s and 20 MB for 50,000 items)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from prefect.utilities.annotations import quote
 
 from engine.generation.online import generate
 from engine.pipeline import Steps, batch_step, plan_step
-from engine.prepare.plan import RunPlan
+from engine.prepare.plan import RunPlan, recheck
 from engine.prepare.resolve import ResolvedRun
 from engine.run.outcome import RunOutcome
 from flows.aggregate import aggregate_task
@@ -51,6 +51,11 @@ def generate_task(run_plan: RunPlan) -> RunOutcome:
     return generate(run_plan)
 
 
+@task(name="recheck-records", cache_policy=NO_CACHE, persist_result=False)
+def recheck_task(run_plan: RunPlan) -> RunPlan | None:
+    return recheck(run_plan)
+
+
 @task(name="batch-rounds", cache_policy=NO_CACHE, persist_result=False)
 def batch_task(run_plan: RunPlan, retry_errors: bool = True) -> RunOutcome:
     return batch_step(run_plan, retry_errors)
@@ -61,6 +66,7 @@ def prefect_steps() -> Steps:
     return Steps(
         plan=lambda run, retry_errors: plan_task(quote(run), retry_errors),
         generate=lambda run_plan: generate_task(quote(run_plan)),
+        recheck=lambda run_plan: recheck_task(quote(run_plan)),
         batches=lambda run_plan, retry_errors: batch_task(quote(run_plan), retry_errors),
         aggregate=aggregate_task,
         leaderboard=refresh,

@@ -1,9 +1,10 @@
-"""How long planning a resume takes when a run already holds 100,000 completions.
+"""How long planning a resume takes when a run already holds 100,000 completions (or, with
+--stored and --planned, any share of a larger run: a million planned against 500,000 stored).
 
 Builds the work items of a synthetic run with the real planner (`engine.run.items.answer_items`:
 real keys and request hashes; default 2 models x 1 benchmark x 10,000 samples x 5 epochs =
-100,000 items), stores one small record per item in a local store and on a moto S3 server on
-127.0.0.1, then times:
+100,000 items), stores one small record for each of the first --stored items in a local store
+and (unless --no-s3) on a moto S3 server on 127.0.0.1, then times:
 
   plan_s_local    engine.run.state.reconcile(local store, all items) + todo (what remains)
   plan_s_s3       the same against the S3 store, over HTTP with boto3
@@ -15,12 +16,15 @@ back to back, so both see the same server state. Setup is not timed: the local r
 written with put_many_if_absent; the S3 objects are created straight in the backend of the moto
 server, which runs in a child process (100,000 PUTs over HTTP would take many minutes and
 measure moto, not the planner). moto answers each listing page by sorting every key under the
-prefix, so one listing of 100,000 keys takes about a minute: the whole script ~5 minutes.
+prefix, so one listing of 100,000 keys takes about a minute: the whole script ~5 minutes (a
+listing of 500,000 would take most of an hour: --no-s3 leaves S3 out).
 Progress goes to stdout; the last line is
-`plan_s_local=<x> plan_s_s3=<y> list_floor_s3=<z> objects=<n>`.
+`plan_s_local=<x> plan_s_s3=<y> list_floor_s3=<z> objects=<n> planned=<m>` (without the S3
+figures under --no-s3).
 
-Usage: python perf/resume.py [--samples 10000] [--models 2] [--epochs 5] [--repeat 2]
-                             [--profile]
+Usage: python perf/resume.py [--planned 100000] [--stored PLANNED] [--models 2] [--epochs 5]
+                             [--repeat 2] [--no-s3] [--profile]
+       python perf/resume.py --planned 1000000 --stored 500000 --no-s3   (the issue's scale)
 """
 
 from __future__ import annotations
@@ -31,17 +35,17 @@ import io
 import os
 import pickle
 import pstats
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from perf.work import work_folder  # noqa: E402
 from storage.base import Store  # noqa: E402
 
 RUN_ID = "perf-resume"
@@ -101,9 +105,13 @@ def bare_listing(client, prefix: str) -> tuple[float, int]:
     return time.perf_counter() - started, len(keys)
 
 
-def check(label: str, states: Counter, todo: int, n: int) -> None:
-    if dict(states) != {"done": n} or todo:
-        raise SystemExit(f"{label}: expected {n} done and nothing to do, got {dict(states)}")
+def check(label: str, states: Counter, todo: int, stored: int, planned: int) -> None:
+    expected = {"done": stored, "missing": planned - stored}
+    if dict(+states) != +Counter(expected) or todo != planned - stored:
+        raise SystemExit(
+            f"{label}: expected {expected} and {planned - stored} to do, got "
+            f"{dict(states)} and {todo}"
+        )
 
 
 def serve_s3(objects_file: str) -> None:
@@ -168,15 +176,133 @@ class ListedKeys(Store):
         raise NotImplementedError
 
 
-def main() -> None:
+@dataclass
+class Figures:
+    """The best of each timed round, in seconds."""
+
+    local: list[float] = field(default_factory=list)
+    s3: list[float] = field(default_factory=list)
+    floor: list[float] = field(default_factory=list)
+
+    def line(self, stored: int, planned: int) -> str:
+        out = f"plan_s_local={min(self.local):.3f}"
+        if self.s3:
+            out += f" plan_s_s3={min(self.s3):.3f} list_floor_s3={min(self.floor):.3f}"
+        return f"{out} objects={stored} planned={planned}"
+
+
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--samples", type=int, default=10_000)
+    parser.add_argument("--planned", type=int, default=100_000, help="items the run plans")
+    parser.add_argument("--stored", type=int, help="items already stored (default: all)")
     parser.add_argument("--models", type=int, default=2)
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--profile", action="store_true", help="profile one S3 plan")
+    parser.add_argument("--no-s3", action="store_true", help="time the local store only")
+    parser.add_argument("--profile", action="store_true", help="profile one plan of each store")
     parser.add_argument("--serve-s3", metavar="FILE", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    per_sample = args.models * args.epochs
+    if args.planned % per_sample:
+        parser.error(f"--planned must be a multiple of models x epochs ({per_sample})")
+    args.samples = args.planned // per_sample
+    args.stored = args.planned if args.stored is None else args.stored
+    if not 0 <= args.stored <= args.planned:
+        parser.error("--stored must be between 0 and --planned")
+    return args
+
+
+def profiled(store, items) -> None:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    plan(store, items)
+    profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(15)
+    say(out.getvalue())
+
+
+def write_local(local, bodies: dict[str, bytes]) -> None:
+    t0 = time.perf_counter()
+    written = local.put_many_if_absent(bodies)
+    assert all(written.values())
+    os.sync()  # a resume reads records written long ago, not ones still being written back
+    say(
+        f"local: wrote {len(bodies)} records under {local.root} in {time.perf_counter() - t0:.1f} s"
+    )
+
+
+def start_s3(work: Path, bodies: dict[str, bytes]) -> tuple[subprocess.Popen[str], str]:
+    """The moto server process holding `bodies`, and its endpoint."""
+    t0 = time.perf_counter()
+    objects_file = work / "objects.pickle"
+    with objects_file.open("wb") as f:
+        pickle.dump({f"{PREFIX}/{k}": v for k, v in bodies.items()}, f)
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--serve-s3", str(objects_file)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    ready = child.stdout.readline().split()
+    if ready[:1] != ["READY"]:
+        raise SystemExit("the S3 server process did not start")
+    elapsed = time.perf_counter() - t0
+    say(f"s3: moto server at {ready[1]} holds {len(bodies)} objects ({elapsed:.1f} s)")
+    return child, ready[1]
+
+
+def time_local(local, items, stored: int, figures: Figures, repeat: int) -> None:
+    for round_ in range(1, repeat + 1):
+        elapsed, states, todo = plan(local, items)
+        check("local", states, todo, stored, len(items))
+        figures.local.append(elapsed)
+        say(f"round {round_}: plan local {elapsed:.2f} s")
+
+
+def time_s3(endpoint: str, items, stored: int, figures: Figures, args) -> None:
+    import boto3
+    from botocore.config import Config
+
+    from storage import layout, open_store
+
+    s3 = open_store(f"s3://{BUCKET}/{PREFIX}", s3_endpoint_url=endpoint)
+    client = boto3.client(
+        "s3", endpoint_url=endpoint, config=Config(s3={"addressing_style": "path"})
+    )
+    prefix = f"{PREFIX}/{layout.stage_prefix(RUN_ID, layout.ANSWER)}"
+    for round_ in range(1, args.repeat + 1):
+        floor, listed = bare_listing(client, prefix)
+        if listed != stored:
+            raise SystemExit(f"the bare listing found {listed} objects, not {stored}")
+        figures.floor.append(floor)
+        elapsed, states, todo = plan(s3, items)
+        check("s3", states, todo, stored, len(items))
+        figures.s3.append(elapsed)
+        say(f"round {round_}: plan s3 {elapsed:.2f} s, bare s3 listing {floor:.2f} s")
+    if args.profile:
+        profiled(s3, items)
+
+
+def planner_cpu(local, items, stored: int) -> None:
+    """What the plan adds to the listing: the planner's own work on the same keys, no I/O."""
+    from storage import layout
+
+    keys = local.list(layout.stage_prefix(RUN_ID, layout.ANSWER))
+    cpu, states, todo = plan(ListedKeys(keys), items)
+    check("memory", states, todo, stored, len(items))
+    t0 = time.perf_counter()
+    for key in keys:
+        layout.parse_record_key(RUN_ID, key)
+    parse = time.perf_counter() - t0
+    say(
+        f"planner without I/O (reconcile + todo over {len(keys)} listed keys): {cpu:.2f} s, "
+        f"of which parse_record_key {parse:.2f} s"
+    )
+
+
+def main() -> None:
+    args = parse_args()
 
     from tests.support.s3_server import FAKE_AWS_ENV
 
@@ -187,102 +313,37 @@ def main() -> None:
         serve_s3(args.serve_s3)
         return
 
-    import boto3
-    from botocore.config import Config
+    from storage import LocalStore
 
-    from storage import LocalStore, layout, open_store
-
-    work = Path(tempfile.mkdtemp(prefix="evalfleet-perf-resume-"))  # removed below
+    work = work_folder("resume")
     t0 = time.perf_counter()
     items = synthetic_items(args.samples, args.models, args.epochs, work)
-    n = len(items)
-    say(f"built {n} work items in {time.perf_counter() - t0:.2f} s")
-    bodies = {item.store_key: record_bytes(item) for item in items}
+    say(f"built {len(items)} work items in {time.perf_counter() - t0:.2f} s")
+    bodies = {item.store_key: record_bytes(item) for item in items[: args.stored]}
 
+    figures = Figures()
     child: subprocess.Popen[str] | None = None
     try:
         local = LocalStore(work / "runs")
-        t0 = time.perf_counter()
-        written = local.put_many_if_absent(bodies)
-        assert all(written.values())
-        os.sync()  # a resume reads records written long ago, not ones still being written back
-        say(f"local: wrote {n} records under {local.root} in {time.perf_counter() - t0:.1f} s")
-
-        t0 = time.perf_counter()
-        objects_file = work / "objects.pickle"
-        with objects_file.open("wb") as f:
-            pickle.dump({f"{PREFIX}/{k}": v for k, v in bodies.items()}, f)
-        child = subprocess.Popen(
-            [sys.executable, __file__, "--serve-s3", str(objects_file)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        ready = child.stdout.readline().split()
-        if ready[:1] != ["READY"]:
-            raise SystemExit("the S3 server process did not start")
-        endpoint = ready[1]
-        say(f"s3: moto server at {endpoint} holds {n} objects ({time.perf_counter() - t0:.1f} s)")
-        s3 = open_store(f"s3://{BUCKET}/{PREFIX}", s3_endpoint_url=endpoint)
-        some = items[n // 2]
-        # over HTTP, as the planner will read
-        assert s3.get(some.store_key) == bodies[some.store_key]
+        write_local(local, bodies)
+        endpoint = None
+        if not args.no_s3:
+            child, endpoint = start_s3(work, bodies)
         del bodies
-        client = boto3.client(
-            "s3", endpoint_url=endpoint, config=Config(s3={"addressing_style": "path"})
-        )
-        prefix = f"{PREFIX}/{layout.stage_prefix(RUN_ID, layout.ANSWER)}"
-
         # The local rounds first: right after a minute of S3 listing the local plan was seen
         # to run up to 2x slower once (on a 2-core machine the server process and the kernel's
         # writeback compete with it).
-        local_times, s3_times, floor_times = [], [], []
-        for round_ in range(1, args.repeat + 1):
-            elapsed, states, todo = plan(local, items)
-            check("local", states, todo, n)
-            local_times.append(elapsed)
-            say(f"round {round_}: plan local {elapsed:.2f} s")
-        for round_ in range(1, args.repeat + 1):
-            floor, listed = bare_listing(client, prefix)
-            if listed != n:
-                raise SystemExit(f"the bare listing found {listed} objects, not {n}")
-            floor_times.append(floor)
-            elapsed, states, todo = plan(s3, items)
-            check("s3", states, todo, n)
-            s3_times.append(elapsed)
-            say(f"round {round_}: plan s3 {elapsed:.2f} s, bare s3 listing {floor:.2f} s")
-
-        # What the plan adds to the listing: the planner's own work on the same keys, no I/O.
-        keys = local.list(layout.stage_prefix(RUN_ID, layout.ANSWER))
-        cpu, states, todo = plan(ListedKeys(keys), items)
-        check("memory", states, todo, n)
-        t0 = time.perf_counter()
-        for key in keys:
-            layout.parse_record_key(RUN_ID, key)
-        parse = time.perf_counter() - t0
-        say(
-            f"planner without I/O (reconcile + todo over {len(keys)} listed keys): {cpu:.2f} s, "
-            f"of which parse_record_key {parse:.2f} s"
-        )
+        time_local(local, items, args.stored, figures, args.repeat)
         if args.profile:
-            profiler = cProfile.Profile()
-            profiler.enable()
-            plan(s3, items)
-            profiler.disable()
-            out = io.StringIO()
-            pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(15)
-            say(out.getvalue())
+            profiled(local, items)
+        if endpoint is not None:
+            time_s3(endpoint, items, args.stored, figures, args)
+        planner_cpu(local, items, args.stored)
     finally:
         if child is not None:
             child.stdin.close()
             child.wait(timeout=60)
-        shutil.rmtree(work, ignore_errors=True)
-
-    print(
-        f"plan_s_local={min(local_times):.3f} plan_s_s3={min(s3_times):.3f} "
-        f"list_floor_s3={min(floor_times):.3f} objects={n}",
-        flush=True,
-    )
+    print(figures.line(args.stored, len(items)), flush=True)
 
 
 if __name__ == "__main__":

@@ -58,8 +58,8 @@ class Store(ABC):
         """All keys under ``prefix`` (recursive), relative to the root, sorted."""
 
     def iter_pages(self, prefix: str) -> Iterator[list[tuple[str, int | None]]]:
-        """``(key, size)`` of ``list(prefix)`` in pages, so a caller can work while the rest
-        arrive. The size is None where the listing does not give it for free."""
+        """``(key, size)`` of ``list(prefix)`` in pages, in its order, so a caller can work
+        while the rest arrive. The size is None where the listing does not give it for free."""
         yield [(key, None) for key in self.list(prefix)]
 
     @abstractmethod

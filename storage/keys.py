@@ -41,10 +41,10 @@ def unsafe_segment(seg: str) -> str:
 
 def check_key(key: str) -> str:
     """Return ``key`` unchanged if it is a valid key, else raise StoreError."""
+    if _plain(key):
+        return key
     if not isinstance(key, str) or not key:
         raise StoreError(f"invalid store key {key!r}: keys are non-empty '/'-separated paths")
-    if _plainly_valid(key):  # every key a run reads back: one scan instead of per segment
-        return key
     for seg in key.split("/"):
         _check_segment(seg, key)
     return key
@@ -88,16 +88,19 @@ def join_key(*parts: str | int) -> str:
     return check_key("/".join(t.strip("/") for t in texts))
 
 
-def _plainly_valid(key: str) -> bool:
-    """No segment of `key` can be refused: none empty, none starting with "." (".", ".."
-    and the temp prefix all do), no backslash or NUL."""
-    return not (
-        key[0] in "/."
-        or key[-1] == "/"
-        or "//" in key
-        or "/." in key
-        or "\\" in key
-        or "\x00" in key
+def _plain(key: object) -> bool:
+    """A key with no segment `_check_segment` could refuse: none empty or starting with '.',
+    no backslash or NUL. A few substring searches, not a loop over its segments (a resume
+    reads back every stored record); a key that fails it is checked segment by segment."""
+    return (
+        isinstance(key, str)
+        and bool(key)
+        and not key.startswith(("/", "."))
+        and not key.endswith("/")
+        and "//" not in key
+        and "/." not in key
+        and "\\" not in key
+        and "\x00" not in key
     )
 
 

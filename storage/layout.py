@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from storage.keys import safe_segment, unsafe_segment
@@ -28,7 +28,8 @@ from storage.keys import safe_segment, unsafe_segment
 HASH_CHARS = 16
 ANSWER = "answer"
 JUDGE = "judge"
-_NAME = re.compile(r"^(?P<epoch>\d+)\.(?P<hash>[0-9a-f]+)(?:\.failed-(?P<ms>\d+))?\.json$")
+# A record's file name: {epoch}.{hash}.json or {epoch}.{hash}.failed-{ms}.json
+_FILE_NAME = re.compile(r"(\d+)\.([0-9a-f]+)(?:\.failed-(\d+))?\.json")
 
 _VERSION = re.compile(r"v-[0-9a-f]{12}")
 segment = safe_segment
@@ -117,8 +118,7 @@ def failure_key(run_id: str, key: ItemKey, request_hash: str, unix_ms: int) -> s
     return f"{item_dir(run_id, key)}/{key.epoch}.{request_hash[:HASH_CHARS]}.failed-{unix_ms}.json"
 
 
-@dataclass(frozen=True)
-class StoredName:
+class StoredName(NamedTuple):
     """A record key taken apart."""
 
     item: ItemKey
@@ -129,23 +129,53 @@ class StoredName:
 
 def parse_record_key(run_id: str, key: str) -> StoredName | None:
     """Inverse of record_key / failure_key; None for anything else (e.g. temp files)."""
-    if key.startswith(f"{run_id}/completions/"):
-        parts = key[len(run_id) + len("/completions/") :].split("/")
+    names = parse_record_keys(run_id, (key,))
+    return names[0] if names else None
+
+
+def parse_record_keys(run_id: str, keys: Iterable[str]) -> list[StoredName]:
+    """`parse_record_key` of each key, those that are not record keys left out. A directory
+    holds the records of one sample (every epoch, answers and failures): its part of the key is
+    taken apart once for all its keys, if they come together, as listings give them."""
+    completions, judgements = f"{run_id}/completions/", f"{run_id}/judgements/"
+    last_directory: str | None = None
+    base: tuple[str, str, str, str, str] | None = None
+    names: list[StoredName] = []
+    append, file_name = names.append, _FILE_NAME.fullmatch  # once, not per key
+    for key in keys:
+        slash = key.rfind("/")
+        directory = key[:slash]
+        if directory != last_directory:
+            last_directory, base = directory, _item_directory(directory, completions, judgements)
+        if base is None:
+            continue
+        match = file_name(key, slash + 1)
+        if match is not None:
+            epoch, hash_prefix, ms = match.groups()
+            append(_stored_name((_item_key((*base, int(epoch))), hash_prefix, ms is not None, key)))
+    return names
+
+
+# The named tuples made straight from a tuple: their generated __new__ is a Python call, a
+# third of the cost of parsing a key.
+_item_key = functools.partial(tuple.__new__, ItemKey)
+_stored_name = functools.partial(tuple.__new__, StoredName)
+
+
+def _item_directory(
+    directory: str, completions: str, judgements: str
+) -> tuple[str, str, str, str, str] | None:
+    """(stage, judge, model, benchmark, sample) of a record's directory, or None."""
+    if directory.startswith(completions):
+        parts = directory[len(completions) :].split("/")
+        if len(parts) != 3:
+            return None
+        model, benchmark, sample = parts
+        return ANSWER, "", unsegment(model), benchmark, unsegment(sample)
+    if directory.startswith(judgements):
+        parts = directory[len(judgements) :].split("/")
         if len(parts) != 4:
             return None
-        stage, judge = ANSWER, ""
-    elif key.startswith(f"{run_id}/judgements/"):
-        parts = key[len(run_id) + len("/judgements/") :].split("/")
-        if len(parts) != 5:
-            return None
-        stage, judge = JUDGE, unsegment(parts[0])
-        parts = parts[1:]
-    else:
-        return None
-    model, benchmark, sample, name = parts
-    match = _NAME.match(name)
-    if match is None:
-        return None
-    epoch = int(match["epoch"])
-    item = ItemKey(stage, judge, unsegment(model), benchmark, unsegment(sample), epoch)
-    return StoredName(item, match["hash"], match["ms"] is not None, key)
+        judge, model, benchmark, sample = parts
+        return JUDGE, unsegment(judge), unsegment(model), benchmark, unsegment(sample)
+    return None

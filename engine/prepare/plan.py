@@ -7,11 +7,18 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from core.record import Record
 from core.types import Part
 from engine.prepare.resolve import ResolvedRun
 from engine.run.items import answer_items, judged_benchmarks, planned_judgements
-from engine.run.state import list_records, quarantine, reconcile, stored_spend
+from engine.run.state import (
+    Reconciled,
+    list_records,
+    quarantine,
+    read_records,
+    reconcile,
+    stored_spend,
+    undecodable,
+)
 from engine.store import heartbeat
 from engine.store.manifest import open_run
 from storage import layout
@@ -33,6 +40,9 @@ class RunPlan:
     quarantined: int = 0
     spent_usd: float = 0.0  # what the stored records cost (read only when a cap is set)
     jobs: list[batch_jobs.Job] = field(default_factory=list)  # the run's batch jobs
+    # Records counted done (or failed, not asked again) without being read: a local store's,
+    # read back once the first requests are out (`recheck`).
+    unverified: list[str] = field(default_factory=list)
 
     def online_part(self) -> RunPlan:
         """The items to ask online: all of them, but those of models in batch mode (a failed
@@ -63,10 +73,12 @@ class RunPlan:
 def plan(run: ResolvedRun, *, retry_errors: bool = True, answers: bool = True) -> RunPlan:
     """Open (or resume) the run and find what is left to ask.
 
-    On a local store every record counted as done is read back; undecodable ones are moved
-    to quarantine/ and asked again. On S3 the listing's sizes catch empty records
-    (`evalfleet status` reads them all). `answers` False asks nothing of the evaluated
-    models: only the judgements of the answers stored (a judge added to a finished run).
+    The plan reads no record but the answers its judgements are made from: on a local store
+    the others counted done are read back after the first requests (`recheck`), and an
+    undecodable one is moved to quarantine/ and asked again then. On S3 the listing's sizes
+    catch empty records (`evalfleet status` reads them all). `answers` False asks nothing of
+    the evaluated models: only the judgements of the answers stored (a judge added to a
+    finished run).
     """
     event = open_run(run.store, run.manifest, run.data, run.request.extend)
     heartbeat.start(run.store, run.run_id)
@@ -83,20 +95,20 @@ def plan_items(
     judged = judged_benchmarks(run.judges, run.data)
     stages = (layout.ANSWER, layout.JUDGE) if judged else (layout.ANSWER,)
     listing = list_records(store, run_id, stages)
-    read = store.writes_are_local
-    state = reconcile(store, listing, answers, read=read)
-    if judged and not read:  # the judgements to plan need the stored answers' texts
-        keys = [k for a, k in state.record_key.items() if a.benchmark in judged]
-        blobs = store.get_many(keys)
-        state.records.update({k: r for k, b in blobs.items() if (r := Record.read(b)) is not None})
+    state = reconcile(store, listing, answers, read=False)
+    if judged:  # the judgements to plan need the stored answers' texts
+        read_records(
+            store, state, [k for a, k in state.record_key.items() if a.benchmark in judged]
+        )
     judge_items = planned_judgements(run, state)
-    judge_state = reconcile(store, listing, [j for j, _ in judge_items], read=read)
+    judge_state = reconcile(store, listing, [j for j, _ in judge_items], read=False)
     bad = [*state.undecodable, *judge_state.undecodable]
     quarantine(store, run_id, bad)
     wanted = {"missing", "stale", "failed"} if retry_errors else {"missing", "stale"}
     spent = stored_spend(store, listing) if request.max_cost_usd is not None else 0.0
     jobs = batch_jobs.read_jobs(store, run_id) if request.uses_batches() else []
     busy = batch_jobs.in_open_jobs(jobs)
+    checked = [judge_state, state] if asked else [judge_state]
     return RunPlan(
         run=run,
         event=event,
@@ -114,6 +126,40 @@ def plan_items(
         quarantined=len(bad),
         spent_usd=spent,
         jobs=jobs,
+        unverified=unread(checked, wanted) if store.writes_are_local else [],
+    )
+
+
+def unread(states: list[Reconciled], wanted: set[str]) -> list[str]:
+    """The records of items kept as stored (their state not in `wanted`) that were not read."""
+    return [
+        record_key
+        for state in states
+        for key, record_key in state.record_key.items()
+        if record_key not in state.records and state.state[key] not in wanted
+    ]
+
+
+def recheck(run_plan: RunPlan) -> RunPlan | None:
+    """Read back the records the plan counted without reading them; the undecodable ones
+    are moved to quarantine/ and their items planned again (None when every one decodes).
+    What else is left (a terminal error of the first pass) is not asked twice."""
+    run = run_plan.run
+    bad = undecodable(run.store, run_plan.unverified)
+    if not bad:
+        return None
+    log.warning(
+        "%d stored records were undecodable: moved to quarantine/ and asked again", len(bad)
+    )
+    quarantine(run.store, run.run_id, bad)
+    items = {name.item for name in layout.parse_record_keys(run.run_id, bad)}
+    again = plan_items(run, "resumed", retry_errors=False)
+    return replace(
+        again,
+        todo=[i for i in again.todo if i.key in items],
+        judge_todo=[(j, p) for j, p in again.judge_todo if j.key in items],
+        quarantined=len(bad),
+        unverified=[],
     )
 
 

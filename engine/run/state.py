@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from core import collector
 from core.record import Record
 from storage import layout
 from storage.base import Store
@@ -21,7 +22,6 @@ class Reconciled:
 
     state: dict[ItemKey, str] = field(default_factory=dict)
     record_key: dict[ItemKey, str] = field(default_factory=dict)
-    stale_keys: list[str] = field(default_factory=list)
     undecodable: list[str] = field(default_factory=list)
     records: dict[str, Record] = field(default_factory=dict)  # decoded, when read
 
@@ -41,26 +41,30 @@ class Reconciled:
 class Listing:
     """One listing of a run's records: per item, hash prefix -> key, done and failed apart."""
 
-    ok: dict[ItemKey, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
-    failed: dict[ItemKey, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
+    ok: dict[ItemKey, dict[str, str]] = field(default_factory=dict)
+    failed: dict[ItemKey, dict[str, str]] = field(default_factory=dict)
     empty: set[str] = field(default_factory=set)  # zero-byte records (known from S3 sizes)
 
 
+@collector.held_back()
 def list_records(store: Store, run_id: str, stages: tuple[str, ...]) -> Listing:
     listing = Listing()
+    ok, failed = listing.ok, listing.failed
     for stage in stages:
         # Pages are parsed while the store fetches the next ones (S3 listings are slow).
         for page in store.iter_pages(layout.stage_prefix(run_id, stage)):
-            for key, size in page:
-                name = layout.parse_record_key(run_id, key)
-                if name is None:
+            listing.empty.update(key for key, size in page if size == 0)
+            for item, hash_prefix, is_failed, key in layout.parse_record_keys(
+                run_id, [key for key, _ in page]
+            ):
+                side = failed if is_failed else ok
+                per_item = side.get(item)
+                if per_item is None:
+                    side[item] = {hash_prefix: key}
                     continue
-                if size == 0:
-                    listing.empty.add(key)
-                target = listing.failed if name.failed else listing.ok
-                previous = target[name.item].get(name.hash_prefix)
+                previous = per_item.get(hash_prefix)
                 if previous is None or key > previous:  # the latest failure wins (ms in key)
-                    target[name.item][name.hash_prefix] = key
+                    per_item[hash_prefix] = key
     return listing
 
 
@@ -77,37 +81,68 @@ def stored_spend(store: Store, listing: Listing) -> float:
     return total
 
 
+@collector.held_back()
 def reconcile(store: Store, listing: Listing, items: list[WorkItem], *, read: bool) -> Reconciled:
     """Classify items from a listing. With `read`, every record counted as done or failed is
     read and decoded (kept in `records`), and an undecodable one counts as missing; without,
-    only what the listing shows (a zero-byte record) is caught."""
+    only what the listing shows (a zero-byte record) is caught (`read_records` reads some)."""
     out = Reconciled()
+    state, record_key = out.state, out.record_key
+    ok_side, failed_side = listing.ok, listing.failed
     for item in items:
-        key, prefix = item.key, item.hash_prefix
-        ok, failed = listing.ok.get(key, {}), listing.failed.get(key, {})
-        if prefix in ok:
-            out.state[key], out.record_key[key] = "done", ok[prefix]
-        elif prefix in failed:
-            out.state[key], out.record_key[key] = "failed", failed[prefix]
+        key, prefix = item.key, item.request_hash[: layout.HASH_CHARS]
+        ok = ok_side.get(key)
+        found = None if ok is None else ok.get(prefix)
+        if found is not None:
+            state[key], record_key[key] = "done", found
+            continue
+        failed = failed_side.get(key)
+        found = None if failed is None else failed.get(prefix)
+        if found is not None:
+            state[key], record_key[key] = "failed", found
         else:
-            out.state[key] = "stale" if ok else "missing"
-        out.stale_keys.extend(k for h, k in ok.items() if h != prefix)
+            state[key] = "stale" if ok else "missing"
     if read:
-        blobs = store.get_many(list(out.record_key.values()))
-        for record_key in out.record_key.values():
-            record = Record.read(blobs.get(record_key))
-            if record is None:
-                out.undecodable.append(record_key)
-            else:
-                out.records[record_key] = record
-    else:
-        out.undecodable = [k for k in out.record_key.values() if k in listing.empty]
-    bad = set(out.undecodable)
-    for item_key, record_key in list(out.record_key.items()):
-        if record_key in bad:
-            out.state[item_key] = "missing"
-            del out.record_key[item_key]
+        read_records(store, out, list(record_key.values()))
+    elif listing.empty:
+        _set_missing(out, [k for k in record_key.values() if k in listing.empty])
     return out
+
+
+def read_records(store: Store, state: Reconciled, keys: list[str]) -> None:
+    """Read and decode the records `keys` (of `state`'s items): each kept in `records`, or,
+    undecodable, added to `undecodable` and its item counted missing."""
+    blobs = store.get_many(keys)
+    bad = []
+    for key in keys:
+        record = Record.read(blobs.get(key))
+        if record is None:
+            bad.append(key)
+        else:
+            state.records[key] = record
+    _set_missing(state, bad)
+
+
+def undecodable(store: Store, keys: list[str], chunk: int = 1000) -> list[str]:
+    """The records of `keys` that cannot be decoded (read a chunk at a time, none kept)."""
+    bad = []
+    for start in range(0, len(keys), chunk):
+        part = keys[start : start + chunk]
+        blobs = store.get_many(part)
+        bad.extend(key for key in part if Record.read(blobs.get(key)) is None)
+    return bad
+
+
+def _set_missing(state: Reconciled, bad: list[str]) -> None:
+    """The items of the undecodable records `bad`: missing, their records set aside."""
+    if not bad:
+        return
+    state.undecodable.extend(bad)
+    gone = set(bad)
+    for item_key, record_key in list(state.record_key.items()):
+        if record_key in gone:
+            state.state[item_key] = "missing"
+            del state.record_key[item_key]
 
 
 def quarantine(store: Store, run_id: str, keys: list[str]) -> None:

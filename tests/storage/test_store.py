@@ -593,3 +593,21 @@ def test_evalfleet_fsync_turns_on_flushed_writes(tmp_path: Path, monkeypatch) ->
     assert flushed.get("a/b.json") == b"{}"
     monkeypatch.delenv("EVALFLEET_FSYNC")
     assert open_store(f"file://{tmp_path / 'plain'}").fsync is False
+
+
+def test_a_local_walk_gives_sorted_keys_in_pages(tmp_path) -> None:
+    """Keys come out of the directory walk in the order a sort gives, a directory's name
+    counted with its '/' ('a.x' < 'a/b' < 'a0'), temp files left out, in pages."""
+    store = LocalStore(tmp_path / "store")
+    keys = ["r/a.x", "r/a/b", "r/a/c/d", "r/a0", "r/b", "r/Z", "r/été/1", "r/a-b"]
+    store.put_many_if_absent({k: b"x" for k in keys})
+    (tmp_path / "store" / "r" / "a" / ".tmp-123-4").write_bytes(b"partial")
+    assert store.list("r") == sorted(keys)
+    assert store.list("r/a/") == ["r/a/b", "r/a/c/d"]
+    pages = list(store.iter_pages("r", page_size=3))
+    assert pages == [
+        [("r/Z", None), ("r/a-b", None), ("r/a.x", None)],
+        [("r/a/b", None), ("r/a/c/d", None), ("r/a0", None)],
+        [("r/b", None), ("r/été/1", None)],
+    ]
+    assert list(store.iter_pages("nothing/")) == []
