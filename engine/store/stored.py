@@ -47,11 +47,8 @@ class StoredRun:
 
 def load_run(store: Store, run_id: str) -> StoredRun:
     """Rebuild a stored run's plan (for aggregate and status) and read its records."""
-    manifest = require_manifest(store, run_id)
-    request = EvalRequest(**manifest["request"])
-    data = plan_data(store, manifest, request)
-    api_models = {m: info["api_model"] for m, info in manifest["models"].items()}
-    run = StoredRun(manifest, request, store, data, api_models, [], Reconciled(), [], Reconciled())
+    run = plan_run(store, run_id)
+    request = run.request
     run.answers = answer_items(run)
     stages = (layout.ANSWER, layout.JUDGE) if request.judges() else (layout.ANSWER,)
     listing = list_records(store, run_id, stages)
@@ -59,6 +56,16 @@ def load_run(store: Store, run_id: str) -> StoredRun:
     run.judgements = [j for j, _ in planned_judgements(run, run.answer_state)]
     run.judge_state = reconcile(store, listing, run.judgements, read=True)
     return run
+
+
+def plan_run(store: Store, run_id: str) -> StoredRun:
+    """A stored run's manifest and plans alone: no work item listed, no record read (the
+    report of a large run reads its records a chunk at a time)."""
+    manifest = require_manifest(store, run_id)
+    request = EvalRequest(**manifest["request"])
+    data = plan_data(store, manifest, request)
+    api_models = {m: info["api_model"] for m, info in manifest["models"].items()}
+    return StoredRun(manifest, request, store, data, api_models, [], Reconciled(), [], Reconciled())
 
 
 def plan_data(
