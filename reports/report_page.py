@@ -18,7 +18,16 @@ from reports.report_data import ReportData
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 # One script, in this order: each file uses what the ones before it define.
-SCRIPTS = ("format.js", "data.js", "state.js", "headline.js", "list.js", "item.js", "sample.js")
+SCRIPTS = (
+    "format.js",
+    "data.js",
+    "state.js",
+    "headline.js",
+    "list.js",
+    "search.js",
+    "item.js",
+    "sample.js",
+)
 BOOT = "main.js"
 
 
