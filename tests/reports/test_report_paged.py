@@ -392,3 +392,20 @@ def test_filters_cover_every_file_and_later_pages_read_later_files(runs, page):
         assert models == [m for _ in range(EPOCHS) for m in MODELS]
     finally:
         close(driver)
+
+
+@pytest.mark.slow
+def test_the_page_without_its_folder_says_so(page, tmp_path):
+    from tests.support.browser import close, headless_chromium
+
+    alone = tmp_path / "report.html"
+    shutil.copy(page, alone)
+    driver = headless_chromium(1400, 1000)
+    try:
+        driver.get(alone.as_uri())
+        until(driver, "return document.getElementById('count').textContent", "nothing said")
+        assert driver.find_element("id", "count").text == (
+            "report_items/index.js was not found beside this page: keep the folder with it"
+        )
+    finally:
+        close(driver)
