@@ -70,6 +70,12 @@ function fromColumns(buffer) {
   const start = Math.ceil((4 + length) / 8) * 8;
   const TYPES = { u1: Uint8Array, u2: Uint16Array, u4: Uint32Array, f8: Float64Array };
   for (const [name, [type, offset, count]] of Object.entries(head.columns)) C[name] = new TYPES[type](buffer, start + offset, count);
+  for (const name of ["latency", "cost", "judge_cost"]) {
+    const [values, codes] = [C[name + ".values"], C[name]]; // a code per item into the values
+    const column = new Float64Array(codes.length);
+    for (let i = 0; i < codes.length; i++) column[i] = values[codes[i]];
+    [C[name], C[name + ".codes"]] = [column, codes]; // the values sorted: a code sorts as its value
+  }
   [N, W, answers] = [head.items, head.width, head.answers];
   idx = head;
 }
@@ -89,32 +95,41 @@ async function inflate(base64) {
   return new Response(stream).arrayBuffer();
 }
 
-// A paged report's file, `name.js` in its folder: the base64 it passes to `reportChunk`.
+// A paged report's file, `name.js` in its folder: the base64 it passes to `reportChunk`. One
+// script element per file at a time: a second reader of it waits on the first.
 const waiting = {};
+const loadingFiles = {};
 function reportChunk(name, text) {
   if (waiting[name]) waiting[name](text);
 }
 
 function fileText(name) {
-  return new Promise((resolve, reject) => {
+  loadingFiles[name] ||= new Promise((resolve, reject) => {
     const tag = document.createElement("script");
-    waiting[name] = (text) => { delete waiting[name]; resolve(text); };
+    const end = () => { tag.remove(); delete waiting[name]; delete loadingFiles[name]; };
+    waiting[name] = (text) => { end(); resolve(text); };
     tag.src = `${idx.folder}/${name}.js`;
-    tag.onload = () => { tag.remove(); if (waiting[name]) { delete waiting[name]; reject(new Error(`${tag.src} did not load`)); } };
-    tag.onerror = () => { tag.remove(); delete waiting[name]; reject(new Error(`${idx.folder}/${name}.js was not found beside this page`)); };
+    tag.onload = () => { if (waiting[name]) { end(); reject(new Error(`${idx.folder}/${name}.js did not load`)); } };
+    tag.onerror = () => { end(); reject(new Error(`${idx.folder}/${name}.js was not found beside this page`)); };
     document.head.appendChild(tag);
   });
+  return loadingFiles[name];
 }
 
 // A chunk of texts, decoded: a block of the page, or a file of the folder beside it.
+async function readChunk(name) {
+  const text = PAGED ? await fileText(name) : $(name).textContent.trim();
+  return JSON.parse(new TextDecoder().decode(await inflate(text)));
+}
+
+// The same, kept: all of a single page's, the last few of a paged report's.
 async function chunk(kind, number) {
   const name = PAGED ? `${kind}-${String(number).padStart(6, "0")}` : `${kind}-${number}`;
   let found = chunkCache.get(name);
   if (found) {
     chunkCache.delete(name); // the most recently used last
   } else {
-    const text = PAGED ? fileText(name) : Promise.resolve($(name).textContent.trim());
-    found = text.then(async (t) => JSON.parse(new TextDecoder().decode(await inflate(t))));
+    found = readChunk(name);
     found.catch(() => chunkCache.delete(name));
   }
   chunkCache.set(name, found);

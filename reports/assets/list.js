@@ -2,7 +2,8 @@
 "use strict";
 
 const PAGE = 100;
-let matches = [];
+let matches = new Uint32Array(0); // the items shown, in the list's order
+let matchBuffer = new Uint32Array(0); // what `matches` views
 
 function scoringIndex(it) {
   if (!state.scoring) return 0;
@@ -37,8 +38,8 @@ function letterCode(i, at) {
 }
 
 const LETTER_ORDER = { W: 0, w: 0, S: 1, s: 1, E: 2, R: 3, r: 3, "-": 4 };
-// Each sort as a number per item (texts by their rank in the collator's order), ties kept in
-// the list's first order: computed once per column and scoring shown.
+// Each sort as a number per item (texts by their rank in the collator's order), computed once
+// per column and scoring shown.
 const sortCache = new Map();
 function sortKeys(name) {
   const cached = sortCache.get(name + "\u0000" + state.scoring);
@@ -74,12 +75,78 @@ function sortKeys(name) {
       keys[i] = code < 0 ? 4 : LETTER_ORDER[String.fromCharCode(code)] ?? 4;
     }
   } else {
-    const column = { epoch: C.epoch, tokens: C.tout, latency: C.latency, cost: C.cost }[name];
+    // a paged report's floats come as codes into their distinct values in order (NaN first)
+    const codes = { latency: C["latency.codes"], cost: C["cost.codes"] }[name];
+    const column = codes || { epoch: C.epoch, tokens: C.tout, latency: C.latency, cost: C.cost }[name];
     for (let i = 0; i < N; i++) keys[i] = Number.isNaN(column[i]) ? -1 : column[i];
   }
   sortCache.set(name + "\u0000" + state.scoring, keys);
   return keys;
 }
+// The items in a sort's order, ties in the list's first order, computed once per column,
+// scoring shown and direction: a filter then walks it, and never sorts.
+const orderCache = new Map();
+function sortedOrder(name, desc) {
+  const key = (down) => [name, state.scoring, down].join("\u0000");
+  if (!orderCache.has(key(false))) orderCache.set(key(false), ascending(sortKeys(name)));
+  if (desc && !orderCache.has(key(true))) orderCache.set(key(true), descending(orderCache.get(key(false)), sortKeys(name)));
+  return orderCache.get(key(desc));
+}
+
+// The items by key, ties in the list's first order: a counting sort, over the keys themselves
+// where they are whole numbers in a span of a few times the items (ranks, codes, tokens), else
+// over the distinct keys (a comparator over a million items takes seconds).
+function ascending(keys) {
+  let [low, high, whole] = [0, 0, true];
+  for (let i = 0; i < N; i++) {
+    const key = keys[i];
+    if (i === 0 || key < low) low = key;
+    if (i === 0 || key > high) high = key;
+    whole &&= Number.isInteger(key);
+  }
+  let distinct = null;
+  if (!whole || high - low > 4 * N) {
+    const sorted = new Float64Array(keys).sort();
+    let count = 0;
+    for (let n = 0; n < N; n++) if (n === 0 || sorted[n] !== sorted[n - 1]) sorted[count++] = sorted[n];
+    distinct = sorted.subarray(0, count);
+  }
+  const ranks = new Uint32Array(N);
+  const starts = new Uint32Array((distinct ? distinct.length : high - low + 1) + 1);
+  for (let i = 0; i < N; i++) {
+    let rank = keys[i] - low;
+    if (distinct) {
+      let first = 0;
+      let last = distinct.length - 1;
+      while (first < last) {
+        const middle = (first + last) >> 1;
+        if (distinct[middle] < keys[i]) first = middle + 1;
+        else last = middle;
+      }
+      rank = first;
+    }
+    ranks[i] = rank;
+    starts[rank + 1] += 1;
+  }
+  for (let r = 1; r < starts.length; r++) starts[r] += starts[r - 1];
+  const order = new Uint32Array(N);
+  for (let i = 0; i < N; i++) order[starts[ranks[i]]++] = i;
+  return order;
+}
+
+// The descending order: the groups of equal keys from the last, each in the list's first order.
+function descending(asc, keys) {
+  const out = new Uint32Array(N);
+  let [n, end] = [0, N];
+  while (end > 0) {
+    let start = end - 1;
+    while (start > 0 && keys[asc[start - 1]] === keys[asc[end - 1]]) start--;
+    for (let k = start; k < end; k++) out[n++] = asc[k];
+    end = start;
+  }
+  return out;
+}
+
 const SORTS = { model: 1, benchmark: 1, sample: 1, epoch: 1, answer: 1, verdict: 1, target: 1, tokens: 1, latency: 1, cost: 1 };
 const COLUMNS = [
   ["model", "model"], ["benchmark", "benchmark"], ["sample", "sample"], ["epoch", "ep"],
@@ -127,8 +194,11 @@ function applyFilters() {
   const text = q ? textMatch(q) : null;
   const at = scoringAt();
   const status = STATUS[state.status] || null;
-  matches = [];
-  for (let i = 0; i < N; i++) {
+  const order = state.sort ? sortedOrder(state.sort, state.desc) : null;
+  if (matchBuffer.length !== N) matchBuffer = new Uint32Array(N);
+  let count = 0;
+  for (let n = 0; n < N; n++) {
+    const i = order ? order[n] : n;
     if (model >= 0 && C.model[i] !== model) continue;
     if (bench >= 0 && C.bench[i] !== bench) continue;
     if (epoch >= 0 && C.epoch[i] !== epoch) continue;
@@ -138,13 +208,9 @@ function applyFilters() {
     if (state.status === "judged" && !isJudged(i, code)) continue;
     if (split && !split(i)) continue;
     if (text && !text(i)) continue;
-    matches.push(i);
+    matchBuffer[count++] = i;
   }
-  if (state.sort) {
-    const keys = sortKeys(state.sort);
-    const sign = state.desc ? -1 : 1;
-    matches.sort((a, b) => sign * (keys[a] - keys[b]) || a - b);
-  }
+  matches = matchBuffer.subarray(0, count);
   renderList();
   renderHeadline();
   window.__lastFilterMs = performance.now() - started; // the filter and the list drawn
@@ -190,7 +256,7 @@ function rowHtml(i) {
 }
 
 function legendHtml() {
-  const shown = state.benchmark ? [state.benchmark] : [...new Set(matches.slice(0, 2000).map((i) => idx.benchmarks[C.bench[i]]))];
+  const shown = state.benchmark ? [state.benchmark] : [...new Set(Array.from(matches.subarray(0, 2000), (i) => idx.benchmarks[C.bench[i]]))];
   return shown.map((b) => {
     const names = meta.benchmarks[b].scorings.map((s) => {
       const judge = judgeOf(b, s);
@@ -208,7 +274,7 @@ function renderList() {
     const mark = state.sort === key ? (state.desc ? " ▼" : " ▲") : "";
     return `<th class="c-${key}${state.sort === key ? " sorted" : ""}" data-sort="${key}" title="sort by ${label}">${label}${mark}</th>`;
   });
-  const shown = matches.slice(first, first + PAGE);
+  const shown = Array.from(matches.subarray(first, first + PAGE));
   $("items").tBodies[0].innerHTML = shown.map(rowHtml).join("");
   $("items").tHead.innerHTML = `<tr>${head.join("")}</tr>`;
   fitColumns(shown);

@@ -16,7 +16,9 @@ function fillFilters() {
   $("f-benchmark").innerHTML = option("", "all benchmarks") + idx.benchmarks.map((b) => option(b)).join("");
   const scorings = [...new Set(Object.values(idx.scorings).flat())];
   $("f-scoring").innerHTML = option("", "each benchmark's first") + scorings.map((s) => option(s)).join("");
-  const epochs = [...new Set(C.epoch)].sort((a, b) => a - b);
+  const seen = new Uint8Array(65536);
+  for (let i = 0; i < N; i++) seen[C.epoch[i]] = 1;
+  const epochs = [...seen.keys()].filter((e) => seen[e]);
   $("f-epoch").innerHTML = option("", "all epochs") + epochs.map((e) => option(String(e))).join("");
   for (const key of ["model", "benchmark", "scoring", "epoch", "status"]) $("f-" + key).value = state[key];
   $("f-disagree").checked = state.disagree;

@@ -39,7 +39,12 @@ function oneItems() {
 
 // The next or previous sample among the list's matches (j / k in this view).
 function moveSample(step) {
-  const samples = [...new Set(matches.map((i) => C.sample[i]))];
+  const seen = new Uint8Array(idx.samples.length);
+  const samples = [];
+  for (const i of matches) {
+    if (!seen[C.sample[i]]) samples.push(C.sample[i]);
+    seen[C.sample[i]] = 1;
+  }
   if (!samples.length) return;
   const at = samples.indexOf(state.one);
   const next = at < 0 ? 0 : Math.min(samples.length - 1, Math.max(0, at + step));

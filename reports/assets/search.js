@@ -22,12 +22,8 @@ function buildSearch() {
 // Whether item i matches the search `q` (lowercase), as far as the texts are read.
 function textMatch(q) {
   if (!PAGED) return (i) => haystacks[i].indexOf(q) >= 0;
-  const has = (text) => String(text ?? "").toLowerCase().indexOf(q) >= 0;
-  const models = idx.models.map(has);
-  const samples = Uint8Array.from(idx.samples, (s) => has(s[1] + " " + (s[2] || "")));
-  const shown = answers.map((a) => has(Array.isArray(a) ? a.join(" ") : a));
   if (deep.q !== q) readTexts(q);
-  return (i) => models[C.model[i]] || samples[C.sample[i]] === 1 || shown[C.answer[i]] || deep.items[i] === 1 || deep.samples[C.sample[i]] === 1;
+  return (i) => deep.items[i] === 1 || deep.samples[C.sample[i]] === 1;
 }
 
 function searchNote() {
@@ -40,47 +36,57 @@ function longTexts(d) {
   return [d.response, ...(d.answers || []), ...d.judges.map((j) => j.reply)].join(" ").toLowerCase();
 }
 
-// A paged report's texts searched for `q`, file by file; a newer search stops this one.
-async function readTexts(q) {
+// A paged report's search for `q`: the model, sample ids, targets and answers of every item at
+// once, then each file's texts, three files in flight; a newer search stops this one.
+function readTexts(q) {
   const token = ++deep.token;
-  const details = Math.ceil(N / idx.chunk);
-  const prompts = Math.ceil(idx.samples.length / idx.sample_chunk);
-  Object.assign(deep, { q, items: new Uint8Array(N), samples: new Uint8Array(idx.samples.length), read: 0, files: details + prompts, done: false });
+  const has = (text) => String(text ?? "").toLowerCase().indexOf(q) >= 0;
+  const models = idx.models.map(has);
+  const shown = answers.map((a) => has(Array.isArray(a) ? a.join(" ") : a));
+  const samples = Uint8Array.from(idx.samples, (s) => has(s[1] + " " + (s[2] || "")));
+  const items = new Uint8Array(N);
+  for (let i = 0; i < N; i++) if (models[C.model[i]] || shown[C.answer[i]]) items[i] = 1;
+  const files = [];
+  for (let f = 0; f * idx.chunk < N; f++) files.push(["details", f]);
+  for (let f = 0; f * idx.sample_chunk < idx.samples.length; f++) files.push(["prompts", f]);
+  Object.assign(deep, { q, items, samples, read: 0, files: files.length, done: false });
   const place = new Uint32Array(N); // an item's place in the list from where its texts sit
   for (let i = 0; i < N; i++) place[C.at[i]] = i;
-  let shown = performance.now();
   const stale = () => {
     if (token !== deep.token) return true;
     if (state.q.trim().toLowerCase() === q) return false;
     deep.q = null; // the search changed: this one is dropped
     return true;
   };
-  const progress = () => {
+  let [found, shownFound, shownAt] = [0, 0, performance.now()];
+  const scan = (kind, f, rows) => {
+    rows.forEach((row, k) => {
+      if (kind === "details" && longTexts(row).indexOf(q) >= 0) { items[place[f * idx.chunk + k]] = 1; found++; }
+      if (kind === "prompts" && (row.prompt || "").toLowerCase().indexOf(q) >= 0) { samples[f * idx.sample_chunk + k] = 1; found++; }
+    });
     deep.read += 1;
-    if (performance.now() - shown < 300) return;
-    shown = performance.now();
-    applyFilters();
+    if (found === shownFound || performance.now() - shownAt < 1500) return;
+    [shownFound, shownAt] = [found, performance.now()];
+    applyFilters(); // the list grows (its page kept)
   };
-  try {
-    for (let f = 0; f < details; f++) {
-      const rows = await chunk("details", f);
-      if (stale()) return;
-      rows.forEach((d, k) => { if (longTexts(d).indexOf(q) >= 0) deep.items[place[f * idx.chunk + k]] = 1; });
-      progress();
+  let next = 0;
+  const reader = async () => {
+    while (next < files.length && !stale()) {
+      const [kind, f] = files[next++];
+      try {
+        scan(kind, f, await readChunk(`${kind}-${String(f).padStart(6, "0")}`));
+      } catch (error) { // a file missing: the search covers what could be read
+        deep.read += 1;
+        $("count").title = error.message;
+      }
     }
-    for (let f = 0; f < prompts; f++) {
-      const rows = await chunk("prompts", f);
-      if (stale()) return;
-      rows.forEach((p, k) => { if ((p.prompt || "").toLowerCase().indexOf(q) >= 0) deep.samples[f * idx.sample_chunk + k] = 1; });
-      progress();
-    }
-  } catch (error) { // a file missing: the search covers what could be read
-    $("count").title = error.message;
-  }
-  if (stale()) return;
-  deep.done = true;
-  window.__searchDone = performance.now();
-  applyFilters();
+  };
+  Promise.all([reader(), reader(), reader()]).then(() => {
+    if (stale()) return;
+    deep.done = true;
+    window.__searchDone = performance.now();
+    applyFilters();
+  });
 }
 
 // A single page's long texts join its search once decoded, a chunk at a time.

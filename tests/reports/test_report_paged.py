@@ -175,6 +175,10 @@ def paged_index(folder: Path) -> tuple[dict, dict]:
         name: np.frombuffer(blob, "<" + kind, count, start + offset).tolist()
         for name, (kind, offset, count) in head["columns"].items()
     }
+    for name in FLOATS:  # a code per item into the distinct values in order, NaN first
+        values = columns[f"{name}.values"]
+        assert values[0] != values[0] and values[1:] == sorted(set(values[1:]))
+        columns[name] = [values[code] for code in columns[name]]
     return head, columns
 
 
