@@ -27,7 +27,6 @@ import argparse
 import hashlib
 import json
 import math
-import resource
 import subprocess
 import sys
 import time
@@ -155,7 +154,7 @@ def record(run, n: int, item) -> dict:
         "usage": {"input_tokens": 320, "output_tokens": tokens_out(n), "reasoning_tokens": 0},
         "cost_usd": cost,
         "cost": None,
-        "latency_s": 0.3 + n * 40503 % 8700 / 1000,
+        "latency_s": 0.3 + n * 0.6180339887498949 % 1 * 8.7,  # each its own, as measured
         "attempts": 1,
         "attempt_errors": [],
         "error": None,
@@ -255,9 +254,11 @@ def write_tables(store, questions: int, epochs: int) -> None:
 
 def build_report(work: Path) -> tuple[Path, float, float]:
     """`write_report` in a child process: the page's path, seconds, peak RSS in MB."""
+    # its own peak (VmHWM): ru_maxrss of a child counts what it had when forked from here
     code = (
-        "import sys; from reports.report import write_report; from storage import open_store;"
-        f"print(write_report(open_store({str(work / 'runs')!r}), 'big'))"
+        "from reports.report import write_report; from storage import open_store;"
+        f"print(write_report(open_store({str(work / 'runs')!r}), 'big'));"
+        "print(open('/proc/self/status').read().split('VmHWM:')[1].split()[0])"
     )
     started = time.perf_counter()
     done = subprocess.run(
@@ -269,8 +270,8 @@ def build_report(work: Path) -> tuple[Path, float, float]:
     build_s = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"the report failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return Path(done.stdout.strip().splitlines()[-1]), build_s, peak_mb
+    *_, page, peak_kb = done.stdout.split()
+    return Path(page), build_s, int(peak_kb) / 1024
 
 
 def size_mb(path: Path) -> float:

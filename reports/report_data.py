@@ -1,6 +1,7 @@
 """What a run report shows, gathered from the store: the run's identity, coverage and headline
 table, and every answered item with its prompt, target, response, verdicts, judges' words and
-costs. The page (`reports.report_page`) embeds it in compact pieces it decodes as needed.
+costs. The page (`reports.report_page`) embeds it in compact pieces it decodes as needed (a
+run of more than 20,000 items is written by `reports.report_paged` instead, a file at a time).
 
 - `index`: one short row per item, enough to filter, sort and list 20,000 items in
   milliseconds: model, benchmark, sample, epoch, a verdict letter per scoring mode, the
