@@ -40,7 +40,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         description="Write {run}/results/{version}/report.html: the run's identity, coverage "
         "and headline, then every answered item, filterable by model, benchmark, scoring "
         "mode, epoch, verdict, disagreement and text, sortable, and each sample across "
-        "models. One self-contained file.",
+        "models. One self-contained file up to 20,000 items; above, the page reads its "
+        "items from the folder report_items/ beside it.",
     )
     report.add_argument("run_id")
     report.add_argument("--version", help="a results version (default: the latest)")
@@ -163,14 +164,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def open_page(where: str, store) -> None:
     """Open a page of the store in a browser: a local file as it is, an S3 object through a
-    copy in the current directory."""
+    copy in the current directory (with the folder a paged report reads its items from)."""
     import webbrowser
+
+    from reports.report_paged import FOLDER
 
     page = Path(where)
     if "://" in where:
         key = where[len(store.url.rstrip("/")) + 1 :]
         page = Path(Path(key).name).resolve()
         page.write_bytes(store.get(key) or b"")
+        folder = f"{key.rsplit('/', 1)[0]}/{FOLDER}/"
+        for name in store.list(folder):
+            copy = page.parent / FOLDER / name[len(folder) :]
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy.write_bytes(store.get(name) or b"")
         print(f"copied to {page}")
     with contextlib.suppress(Exception):
         webbrowser.open(page.as_uri())

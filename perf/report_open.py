@@ -1,22 +1,33 @@
 """How fast the run report opens and filters: a run of 20,000 answered items in headless
-Chromium.
+Chromium, or with `--items 1000000` a paged report of a million.
 
-A synthetic ZeroBench-format dataset (2,000 questions with a noisy 384 x 384 JPEG each,
-about 60 kB: photographs, not flat colours, so the thumbnails and the embedded full images
-weigh what real ones do) and a run of two models x 5 epochs are planned by the real engine;
-their 20,000 records are written straight into a local store (no requests), aggregated by
-`aggregate_run`, and the report written by `reports.report.write_report`. Then Debian's
-chromium opens the page and applies filters, the free-text search over every response
-last.
+A synthetic ZeroBench-format dataset (by default 2,000 questions with a noisy 384 x 384 JPEG
+each, about 60 kB: photographs, not flat colours, so the thumbnails and the embedded full
+images weigh what real ones do) and a run of two models x 5 epochs are planned by the real
+engine; their records are written straight into a local store (no requests), each with its
+own tokens, latency and cost, so the index weighs what a real one does. Up to 20,000 items the
+run is aggregated by `aggregate_run`; above, its results tables are written here in the
+aggregation's schema (the samples table in row groups, a headline per model and scoring),
+because aggregating a million answers does not fit yet (docs/performance.md). `--items N`
+makes ceil(N / 12) questions of two models x 6 epochs (1,000,008 for a million) with 64-pixel
+images (`--image-side`). The report is written by `reports.report.write_report` in a child
+process (its time and peak memory measured); then Debian's chromium opens the page three
+times, applies filters and a sort over every item, and searches the responses for a text.
 
-Prints (last line): items=<n> open_s=<the first open: load to first render>
-warm_open_s=<the median of three opens> filter_s=<the slowest filter> page_mb=<size>
-build_s=<writing the report>. Needs chromium and chromedriver.
+Prints (last line): items=<n> report_open_s=<the first open: load to first render>
+warm_open_s=<the median of three opens> filter_s=<the slowest filter> sort_s=<sorting by cost>
+search_s=<the text search over every response> heap_mb=<the page's JavaScript heap>
+page_mb=<report.html> files_mb=<the folder beside it> index_mb=<its index.js>
+build_s=<writing the report> build_peak_mb=<its peak RSS>. Needs chromium and chromedriver.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
+import math
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,6 +44,8 @@ FILTERS = [
     ("f-status", "correct"),
     ("f-model", ""),
 ]
+SEARCH = "answer is {7"
+PAGED_ABOVE = 20_000
 
 
 def write_dataset(path: Path, questions: int, side: int) -> str:
@@ -77,9 +90,8 @@ def write_dataset(path: Path, questions: int, side: int) -> str:
 
 
 def build_run(work: Path, questions: int, epochs: int, side: int) -> tuple[object, int]:
-    import json
-
     from engine.prepare.resolve import resolve
+    from engine.run.items import answer_items
     from engine.run.request import EvalRequest
     from engine.store.manifest import open_run
     from storage import open_store
@@ -97,71 +109,214 @@ def build_run(work: Path, questions: int, epochs: int, side: int) -> tuple[objec
     )
     run = resolve(request)
     open_run(run.store, run.manifest, run.data, False)
-    from engine.run.items import answer_items
-
-    bodies = {}
+    bodies: dict[str, bytes] = {}
+    written = 0
     for n, item in enumerate(answer_items(run)):
-        sample = run.data["zerobench"].by_id[item.key.sample_id]
-        right = (n * 7919) % 10 < (3 if item.key.model == MODELS[0] else 7)
-        value = sample.target if right else str(int(sample.target) + 1)
-        record = {
-            "record_version": 2,
-            "run_id": "big",
-            "stage": "answer",
-            "judge_model": None,
-            "model": item.key.model,
-            "benchmark": "zerobench",
-            "sample_id": item.key.sample_id,
-            "epoch": item.key.epoch,
-            "request_hash": item.request_hash,
-            "provider": "openai",
-            "api_model": item.key.model.split("/")[1],
-            "model_reported": item.key.model.split("/")[1],
-            "request": item.decoding.to_dict(),
-            "response": "Let me look at the image and count carefully, step by step. "
-            f"The colours suggest a code. So the final answer is {{{value}}}",
-            "reasoning": None,
-            "finish_reason": "stop",
-            "usage": {"input_tokens": 320, "output_tokens": 40, "reasoning_tokens": 0},
-            "cost_usd": 0.0005,
-            "cost": {
-                "input": 0.0004,
-                "cached_input": 0.0,
-                "output": 0.0001,
-                "reasoning": 0.0,
-                "total": 0.0005,
-            },  # fmt: skip
-            "latency_s": 1.2,
-            "attempts": 1,
-            "attempt_errors": [],
-            "error": None,
-            "batch": None,
-        }
-        bodies[item.store_key] = json.dumps(record).encode()
+        bodies[item.store_key] = json.dumps(record(run, n, item)).encode()
+        if len(bodies) == 20_000:
+            run.store.put_many_if_absent(bodies)
+            written += len(bodies)
+            bodies = {}
     run.store.put_many_if_absent(bodies)
-    return open_store(str(work / "runs")), len(bodies)
+    return open_store(str(work / "runs")), written + len(bodies)
+
+
+def right(n: int, model: str) -> bool:
+    return (n * 7919) % 10 < (3 if model == MODELS[0] else 7)
+
+
+def tokens_out(n: int) -> int:
+    return 20 + n * 2654435761 % 381  # 20 to 400, scattered
+
+
+def record(run, n: int, item) -> dict:
+    sample = run.data["zerobench"].by_id[item.key.sample_id]
+    value = sample.target if right(n, item.key.model) else str(int(sample.target) + 1)
+    cost = round(320 * 1.25e-6 + tokens_out(n) * 1e-5, 7)
+    return {
+        "record_version": 2,
+        "run_id": "big",
+        "stage": "answer",
+        "judge_model": None,
+        "model": item.key.model,
+        "benchmark": "zerobench",
+        "sample_id": item.key.sample_id,
+        "epoch": item.key.epoch,
+        "request_hash": item.request_hash,
+        "provider": "openai",
+        "api_model": item.key.model.split("/")[1],
+        "model_reported": item.key.model.split("/")[1],
+        "request": item.decoding.to_dict(),
+        "response": "Let me look at the image and count carefully, step by step. "
+        f"The colours suggest a code. So the final answer is {{{value}}}",
+        "reasoning": None,
+        "finish_reason": "stop",
+        "usage": {"input_tokens": 320, "output_tokens": tokens_out(n), "reasoning_tokens": 0},
+        "cost_usd": cost,
+        "cost": None,
+        "latency_s": 0.3 + n * 0.6180339887498949 % 1 * 8.7,  # each its own, as measured
+        "attempts": 1,
+        "attempt_errors": [],
+        "error": None,
+        "batch": None,
+    }
+
+
+def write_tables(store, questions: int, epochs: int) -> None:
+    """The results tables a million answers would get, in the aggregation's schema, written
+    without aggregating: the samples table model by model in row groups (a row per item and
+    scoring mode, both of ZeroBench's rules reading the answer in braces), and each model's
+    headline."""
+    import io
+
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from benchmarks import registry
+    from engine.scoring.score import LONG_COLUMNS, SAMPLE_COLUMNS
+    from engine.store.stored import plan_run
+    from storage import layout
+
+    run = plan_run(store, "big")
+    bench = registry.get("zerobench")
+    samples = run.data["zerobench"].samples
+    parts = {model: io.BytesIO() for model in MODELS}
+    writers: dict[str, pq.ParquetWriter] = {}
+    pending: dict[str, list[list]] = {model: [] for model in MODELS}
+    right_count = {(m, s): 0 for m in MODELS for s in bench.scorings}
+
+    def flush(model: str) -> None:
+        frame = pd.DataFrame(pending.pop(model), columns=SAMPLE_COLUMNS)
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        if model not in writers:
+            writers[model] = pq.ParquetWriter(parts[model], table.schema)
+        writers[model].write_table(table)
+        pending[model] = []
+
+    n = 0
+    for sample in samples:  # in `answer_items`' order, as the records were numbered
+        for epoch in range(epochs):
+            for model in MODELS:
+                ok = right(n, model)
+                value = sample.target if ok else str(int(sample.target) + 1)
+                for scoring in bench.scorings:
+                    right_count[(model, scoring)] += ok
+                    pending[model].append(
+                        [model, "zerobench", sample.id, sample.id, sample.id, epoch, scoring]
+                        + [sample.target, value, float(ok), ok, False, None, None, "stop"]
+                        + [320, tokens_out(n), 0]
+                    )
+                if len(pending[model]) >= 65_536:
+                    flush(model)
+                n += 1
+    for model in MODELS:
+        if pending[model]:
+            flush(model)
+        writers[model].close()
+    out = io.BytesIO()
+    with pq.ParquetWriter(out, writers[MODELS[0]].schema) as joined:
+        for model in MODELS:
+            part = pq.ParquetFile(io.BytesIO(parts[model].getvalue()))
+            for group in range(part.num_row_groups):
+                joined.write_table(part.read_row_group(group))
+    version = "v-" + hashlib.sha256(b"report-open").hexdigest()[:12]
+    store.put(layout.results_key("big", version, "samples.parquet"), out.getvalue())
+    items = len(samples) * epochs
+    long = pd.DataFrame(
+        [
+            {
+                "model": model,
+                "benchmark": "zerobench",
+                "scoring": scoring,
+                "metric": bench.headline,
+                "group": "",
+                "value": (p := right_count[(model, scoring)] / items),
+                "se": (se := math.sqrt(p * (1 - p) / items)),
+                "ci95_low": p - 1.96 * se,
+                "ci95_high": p + 1.96 * se,
+                "n": items,
+            }
+            for model in MODELS
+            for scoring in bench.scorings
+        ],
+        columns=LONG_COLUMNS,
+    )
+    metrics = io.BytesIO()
+    long.to_parquet(metrics, index=False)
+    store.put(layout.results_key("big", version, "metrics.parquet"), metrics.getvalue())
+    about = {"version": version, "written_at": "2026-11-27T00:00:00+00:00"}
+    about["files"] = ["metrics.parquet", "samples.parquet", "version.json"]
+    blob = json.dumps(about).encode()
+    store.put(layout.results_key("big", version, "version.json"), blob)
+    store.put(layout.latest_results_key("big"), blob)
+
+
+def build_report(work: Path) -> tuple[Path, float, float]:
+    """`write_report` in a child process: the page's path, seconds, peak RSS in MB."""
+    # its own peak (VmHWM): ru_maxrss of a child counts what it had when forked from here
+    code = (
+        "from reports.report import write_report; from storage import open_store;"
+        f"print(write_report(open_store({str(work / 'runs')!r}), 'big'));"
+        "print(open('/proc/self/status').read().split('VmHWM:')[1].split()[0])"
+    )
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+    )
+    build_s = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"the report failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    *_, page, peak_kb = done.stdout.split()
+    return Path(page), build_s, int(peak_kb) / 1024
+
+
+def size_mb(path: Path) -> float:
+    if path.is_file():
+        return path.stat().st_size / 2**20
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=None, help="about this many items")
     parser.add_argument("--questions", type=int, default=2000)
-    parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--image-side", type=int, default=384)
+    parser.add_argument("--epochs", type=int, default=None, help="5; 6 with --items")
+    parser.add_argument("--image-side", type=int, default=None, help="384; 64 above 20,000")
+    parser.add_argument("--work", help="a folder kept from a run of this script: its run again")
     options = parser.parse_args()
+    epochs = options.epochs or (6 if options.items else 5)
+    questions = options.questions
+    if options.items:
+        questions = -(-options.items // (len(MODELS) * epochs))
+    large = questions * epochs * len(MODELS) > PAGED_ABOVE
+    side = options.image_side or (64 if large else 384)
 
     from engine.scoring.aggregate import aggregate_run
-    from reports.report import write_report
     from tests.support.browser import close, headless_chromium
 
-    work = work_folder("report-open")
-    store, items = build_run(work, options.questions, options.epochs, options.image_side)
-    print(f"wrote {items} records", flush=True)
-    aggregate_run(store, "big")
-    started = time.perf_counter()
-    page = Path(write_report(store, "big"))
-    build_s = time.perf_counter() - started
-    size_mb = page.stat().st_size / 2**20
-    print(f"report written in {build_s:.1f} s: {page} ({size_mb:.1f} MB)", flush=True)
+    if options.work:  # the records and tables of a kept work folder, the report written again
+        from storage import open_store
+
+        work, items = Path(options.work), questions * epochs * len(MODELS)
+        store = open_store(str(work / "runs"))
+    else:
+        work = work_folder("report-open")
+        started = time.perf_counter()
+        store, items = build_run(work, questions, epochs, side)
+        print(f"wrote {items} records in {time.perf_counter() - started:.0f} s", flush=True)
+        if large:
+            write_tables(store, questions, epochs)
+        else:
+            aggregate_run(store, "big")
+    page, build_s, peak_mb = build_report(work)
+    folder = page.parent / "report_items"
+    page_mb, files_mb = size_mb(page), size_mb(folder) if folder.exists() else 0.0
+    index_mb = size_mb(folder / "index.js") if folder.exists() else 0.0
+    print(f"report written in {build_s:.1f} s, peak {peak_mb:.0f} MB: {page}", flush=True)
 
     driver = headless_chromium(1400, 1000)
     try:
@@ -184,22 +339,48 @@ def main() -> None:
                 value,
             )
             filters.append(driver.execute_script("return window.__lastFilterMs") / 1000)
-        while not driver.execute_script("return window.__textsLoaded || false"):
-            time.sleep(0.05)  # the free-text search over every response, once they are decoded
-        driver.execute_script(
-            "const e = document.getElementById('f-q'); e.value = 'answer is {7';"
-            "e.dispatchEvent(new Event('input'));"
+        sort_s = (
+            driver.execute_script(
+                "state.sort = 'cost'; state.desc = true; applyFilters();"
+                "return window.__lastFilterMs"
+            )
+            / 1000
         )
-        time.sleep(0.5)  # the search box waits for typing to pause (150 ms)
-        filters.append(driver.execute_script("return window.__lastFilterMs") / 1000)
+        driver.execute_script("state.sort = ''; applyFilters()")
+        search_s = search(driver, large)
+        if not large:
+            filters.append(search_s)
         shown = driver.find_element("id", "count").text
+        heap_mb = driver.execute_script("return performance.memory.usedJSHeapSize") / 2**20
         print(f"filters: {', '.join(f'{f * 1000:.1f} ms' for f in filters)}; last: {shown}")
     finally:
         close(driver)
     print(
-        f"items={items} open_s={opens[0]:.2f} warm_open_s={sorted(opens)[1]:.2f} "
-        f"filter_s={max(filters):.3f} page_mb={size_mb:.1f} build_s={build_s:.1f}"
+        f"items={items} report_open_s={opens[0]:.2f} warm_open_s={sorted(opens)[1]:.2f} "
+        f"filter_s={max(filters):.3f} sort_s={sort_s:.3f} search_s={search_s:.2f} "
+        f"heap_mb={heap_mb:.0f} page_mb={page_mb:.1f} files_mb={files_mb:.1f} "
+        f"index_mb={index_mb:.1f} build_s={build_s:.1f} build_peak_mb={peak_mb:.0f}"
     )
+
+
+def search(driver, paged: bool) -> float:
+    """The text search over every response: a single page's once its texts are decoded (the
+    filter's time), a paged report's until every file is read (from the typing)."""
+    if not paged:
+        while not driver.execute_script("return window.__textsLoaded || false"):
+            time.sleep(0.05)
+    begun = time.perf_counter()
+    driver.execute_script(
+        "window.__searchDone = 0; const e = document.getElementById('f-q');"
+        "e.value = arguments[0]; e.dispatchEvent(new Event('input'));",
+        SEARCH,
+    )
+    if not paged:
+        time.sleep(0.5)  # the search box waits for typing to pause (150 ms)
+        return driver.execute_script("return window.__lastFilterMs") / 1000
+    while not driver.execute_script("return window.__searchDone || false"):
+        time.sleep(0.05)
+    return time.perf_counter() - begun - 0.15  # less the pause the box waits for
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """What a run report shows, gathered from the store: the run's identity, coverage and headline
 table, and every answered item with its prompt, target, response, verdicts, judges' words and
-costs. The page (`reports.report_page`) embeds it in compact pieces it decodes as needed.
+costs. The page (`reports.report_page`) embeds it in compact pieces it decodes as needed (a
+run of more than 20,000 items is written by `reports.report_paged` instead, a file at a time).
 
 - `index`: one short row per item, enough to filter, sort and list 20,000 items in
   milliseconds: model, benchmark, sample, epoch, a verdict letter per scoring mode, the
@@ -24,6 +25,7 @@ import gzip
 import json
 import logging
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +45,7 @@ if TYPE_CHECKING:  # loaded where a table is read: the command line starts witho
 log = logging.getLogger("evalfleet")
 CHUNK = 500
 ANSWER_CHARS = 80
+NOT_SCORED = ("-", None, None)  # (letter, answer, score error) of a scoring an item lacks
 
 
 @dataclass
@@ -78,7 +81,7 @@ def gather(
             sample_rows.append([benchmarks.index(name), sample.id, sample.target])
 
     verdicts = _verdicts(samples)
-    kinds = {name: _scoring_kinds(run, name, scorings[name]) for name in benchmarks}
+    kinds = {name: scoring_kinds(run, name, scorings[name]) for name in benchmarks}
     rows, details = [], []
     for key, record_key in sorted(
         run.answer_state.record_key.items(),
@@ -94,8 +97,8 @@ def gather(
             continue
         found = verdicts.get((key.model, key.benchmark, key.sample_id, key.epoch), {})
         names = scorings[key.benchmark]
-        letters = "".join(found.get(s, ("-", None, None))[0] for s in names)
-        detail = _detail(run, key, record, found, names)
+        letters = "".join(found.get(s, NOT_SCORED)[0] for s in names)
+        detail = detail_of(record, found, names, judged_records(run, key))
         tokens = record.tokens
         rows.append(
             [
@@ -104,18 +107,19 @@ def gather(
                 sample_keys[(key.benchmark, key.sample_id)],
                 key.epoch,
                 letters,
-                _shown_answers(detail["answers"], kinds[key.benchmark]),
+                shown_answers(detail["answers"], kinds[key.benchmark]),
                 tokens.input_tokens,
                 tokens.output_tokens,
                 tokens.reasoning_tokens,
-                _number(record.latency_s),
-                _number(record.cost_usd),
-                _judges_cost(detail["judges"]),
+                number(record.latency_s),
+                number(record.cost_usd),
+                judges_cost(detail["judges"]),
             ]
         )
         details.append(detail)
 
-    meta = _meta(run, about, metrics, agreement, samples, scorings)
+    items = int(len(samples[["model", "benchmark", "sample_id", "epoch"]].drop_duplicates()))
+    meta = report_meta(run, about, metrics, agreement, scorings, _coverage(run), items)
     for name in benchmarks:
         meta["benchmarks"][name]["kinds"] = kinds[name]
     data = ReportData(
@@ -130,13 +134,13 @@ def gather(
         },  # fmt: skip
         details=[_gzip(details[i : i + CHUNK]) for i in range(0, len(details), CHUNK)],
     )
-    prompts = [_prompt(run.data[benchmarks[b]], sid) for b, sid, _ in sample_rows]
+    prompts = [prompt_of(run.data[benchmarks[b]], sid) for b, sid, _ in sample_rows]
     data.prompts = [_gzip(prompts[i : i + CHUNK]) for i in range(0, len(prompts), CHUNK)]
     data.media, meta["media_note"] = embedded_media(run, sample_keys, media_mb)
     return data
 
 
-def _scoring_kinds(run: StoredRun, benchmark: str, scorings: list[str]) -> list[str]:
+def scoring_kinds(run: StoredRun, benchmark: str, scorings: list[str]) -> list[str]:
     """Per scoring mode: `rule`, `judge` (a judge's verdict) or `judge-extract`."""
     judge = run.data[benchmark].benchmark.judge
     if judge is None:
@@ -152,7 +156,7 @@ def _scoring_kinds(run: StoredRun, benchmark: str, scorings: list[str]) -> list[
     return [kind if s in judged else "rule" for s in scorings]
 
 
-def _shown_answers(answers: list[str | None], kinds: list[str]) -> str | list[str | None] | None:
+def shown_answers(answers: list[str | None], kinds: list[str]) -> str | list[str | None] | None:
     """The list's answer column: one text when every answer-bearing scoring read the same
     answer (most runs), else one per scoring (None for a judge's verdict); cut short."""
     shown = [
@@ -170,7 +174,7 @@ def _cut(text: str) -> str:
     return text if len(text) <= ANSWER_CHARS else text[: ANSWER_CHARS - 1] + "…"
 
 
-def _judges_cost(judges: list[dict[str, Any]]) -> float | None:
+def judges_cost(judges: list[dict[str, Any]]) -> float | None:
     costs = [j["cost_usd"] for j in judges if j.get("cost_usd") is not None]
     return float(sum(costs)) if costs else None
 
@@ -179,48 +183,62 @@ def _verdicts(samples: pd.DataFrame) -> dict[tuple, dict[str, tuple[str, str | N
     """(model, benchmark, sample, epoch) -> scoring -> (letter, extracted answer, score error)."""
     out: dict[tuple, dict[str, tuple[str, str | None, str | None]]] = {}
     for row in samples.itertuples(index=False):
-        if row.error is not None:
-            letter = "E"
-        elif row.score_error is not None:
-            letter = "S"
-        else:
-            letter = "R" if row.correct else "W"
-        if row.judged and letter != "E":
-            letter = letter.lower()
+        # a text column holding any text reads its missing values as NaN (pandas 3)
+        error, score_error, answer = _plain(row.error), _plain(row.score_error), _plain(row.answer)
+        letter = verdict_letter(error, score_error, row.correct, row.judged)
         key = (row.model, row.benchmark, row.sample_id, int(row.epoch))
-        out.setdefault(key, {})[row.scoring] = (letter, row.answer, row.score_error)
+        out.setdefault(key, {})[row.scoring] = (letter, answer, score_error)
     return out
 
 
-def _detail(
-    run: StoredRun,
-    key: ItemKey,
-    record: Record,
-    found: dict[str, tuple[str, str | None, str | None]],
-    scorings: list[str],
-) -> dict[str, Any]:
-    error = record.error
-    judges = []
+def verdict_letter(error: Any, score_error: Any, correct: Any, judged: Any) -> str:
+    """One row of the samples table as the list's letter (see the module's docstring)."""
+    if error is not None:
+        letter = "E"
+    elif score_error is not None:
+        letter = "S"
+    else:
+        letter = "R" if correct else "W"
+    return letter.lower() if judged and letter != "E" else letter
+
+
+def judged_records(run: StoredRun, key: ItemKey) -> list[tuple[str, Record]]:
+    """The judgements of one answer there are, by judge, in the run's judge order."""
+    found = []
     for judge in run.judges:
         record_key = run.judge_state.record_key.get(key.judged_by(judge))
         judged = run.judge_state.records.get(record_key) if record_key else None
         if judged is not None:
-            used = judged.tokens
-            judges.append(
-                {
-                    "judge": judge,
-                    "reply": judged.response,
-                    "error": judged.error.type if judged.error else None,
-                    "tokens": [used.input_tokens, used.output_tokens, used.reasoning_tokens],
-                    "latency_s": _number(judged.latency_s),
-                    "cost_usd": _number(judged.cost_usd),
-                }
-            )
+            found.append((judge, judged))
+    return found
+
+
+def detail_of(
+    record: Record,
+    found: dict[str, tuple[str, str | None, str | None]],
+    scorings: list[str],
+    judged: list[tuple[str, Record]],
+) -> dict[str, Any]:
+    """The long texts of one item: what its detail chunk holds."""
+    error = record.error
+    judges = []
+    for judge, by in judged:
+        used = by.tokens
+        judges.append(
+            {
+                "judge": judge,
+                "reply": by.response,
+                "error": by.error.type if by.error else None,
+                "tokens": [used.input_tokens, used.output_tokens, used.reasoning_tokens],
+                "latency_s": number(by.latency_s),
+                "cost_usd": number(by.cost_usd),
+            }
+        )
     return {
         "response": record.response,
         "reasoning": record.reasoning,
-        "answers": [found.get(s, ("-", None, None))[1] for s in scorings],
-        "score_errors": [found.get(s, ("-", None, None))[2] for s in scorings],
+        "answers": [found.get(s, NOT_SCORED)[1] for s in scorings],
+        "score_errors": [found.get(s, NOT_SCORED)[2] for s in scorings],
         "judges": judges,
         "attempts": record.attempts,
         "finish_reason": record.finish_reason,
@@ -234,19 +252,42 @@ def _detail(
     }
 
 
-def _prompt(data: BenchmarkData, sample_id: str) -> dict[str, Any]:
+def prompt_of(data: BenchmarkData, sample_id: str) -> dict[str, Any]:
     sample = data.by_id[sample_id]
     return {"prompt": data.prompts.get(sample_id, ""), "choices": sample.choices}
 
 
-def _meta(
+def _coverage(run: StoredRun) -> list[dict[str, Any]]:
+    """Per model and benchmark: answers done, failed and expected, as the store holds them."""
+    counts = run.answer_state.counts()
+    return [
+        coverage_row(run, model, name, counts.get(("answer", "", model, name), {}))
+        for name in run.data
+        for model in run.request.models
+    ]
+
+
+def coverage_row(run: StoredRun, model: str, name: str, states: Mapping[str, int]) -> dict:
+    data = run.data[name]
+    return {
+        "model": model,
+        "benchmark": name,
+        "done": states.get("done", 0),
+        "failed": states.get("failed", 0),
+        "expected": len(data.samples) * len(data.decodings),
+    }
+
+
+def report_meta(
     run: StoredRun,
     about: dict[str, Any],
     metrics: pd.DataFrame,
     agreement: pd.DataFrame | None,
-    samples: pd.DataFrame,
     scorings: dict[str, list[str]],
+    coverage: list[dict[str, Any]],
+    items: int,
 ) -> dict[str, Any]:
+    """The run's identity, coverage, headline and agreement: the page's `meta` block."""
     manifest = run.manifest
     from engine.scoring.shards import judge_scoring
 
@@ -270,30 +311,15 @@ def _meta(
             # what the headline was measured on: figures of other item sets do not compare
             "item_set": item_set_of(manifest, name).label,
         }
-    coverage = []
-    counts = run.answer_state.counts()
-    for name, data in run.data.items():
-        expected = len(data.samples) * len(data.decodings)
-        for model in run.request.models:
-            states = counts.get(("answer", "", model, name), {})
-            coverage.append(
-                {
-                    "model": model,
-                    "benchmark": name,
-                    "done": states.get("done", 0),
-                    "failed": states.get("failed", 0),
-                    "expected": expected,
-                }  # fmt: skip
-            )
     headline = []
     whole = metrics[metrics.group.fillna("") == ""]
     for row in whole.itertuples(index=False):
         if row.metric != run.data[row.benchmark].benchmark.headline:
             continue
-        value = _number(row.value)
+        value = number(row.value)
         # the interval aggregation computed with the one function for its kind
-        low = _number(getattr(row, "ci95_low", None))
-        high = _number(getattr(row, "ci95_high", None))
+        low = number(getattr(row, "ci95_low", None))
+        high = number(getattr(row, "ci95_high", None))
         headline.append(
             {
                 "model": row.model,
@@ -321,7 +347,7 @@ def _meta(
         "coverage": coverage,
         "headline": headline,
         "agreement": [] if agreement is None else _records(agreement),
-        "items": int(len(samples[["model", "benchmark", "sample_id", "epoch"]].drop_duplicates())),
+        "items": items,
     }
 
 
@@ -341,6 +367,6 @@ def _plain(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
-def _number(value: Any) -> float | None:
+def number(value: Any) -> float | None:
     value = _plain(value)
     return None if value is None else float(value)

@@ -6,12 +6,15 @@ The page shows an image as a tile of `THUMB_SIDE` pixels that opens full size. W
 media budget every image gets a tile; then, in dataset order, an image's tile is replaced by the
 full image while the budget allows (the full image is then the tile too: no image is embedded
 twice), and audio is embedded while it fits. What the budget leaves out is said on the page.
+A paged report (`paged_media`) keeps its media in files beside the page, read as a sample is
+shown: there the budget counts the full images and audio only.
 """
 
 from __future__ import annotations
 
 import base64
 import io
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -74,13 +77,62 @@ def embedded_media(
     return media, "; ".join(notes)
 
 
+def paged_media(
+    run: StoredRun,
+    sample_keys: dict[tuple[str, str], int],
+    budget_mb: float,
+    write: Callable[[int, dict[int, list[dict[str, str]]]], None],
+    per_file: int,
+) -> str:
+    """The media of a paged report, written a file of `per_file` samples at a time
+    (`write(file number, sample -> parts)`): every image as a tile, then in dataset order the
+    full image in its place, and audio, while the budget allows. The tiles are not counted:
+    they are read from their file only as a sample is shown. Returns the line saying what
+    was left out ("" when nothing was)."""
+    notes: list[str] = []
+    budget = budget_mb * 2**20
+    left_out = 0
+    files: dict[int, dict[int, list[dict[str, str]]]] = {}
+    for sample, parts in _sample_parts(run, sample_keys, notes):
+        entries = []
+        for part in parts:
+            size = 4 * ((len(part.data) + 2) // 3) + len(f"data:{part.media_type};base64,")
+            if size <= budget:
+                entries.append({"kind": part.kind, "full": _data_uri(part.media_type, part.data)})
+                budget -= size
+                continue
+            left_out += 1
+            tile = _thumbnail(part.data) if part.kind == "image" else ""
+            entries.append({"kind": part.kind, **({"thumb": tile} if tile else {})})
+        number = sample // per_file
+        files.setdefault(number, {})[sample] = entries
+        for done in [n for n in files if n < number]:  # the dataset's order is the plan's
+            write(done, files.pop(done))
+    for number in sorted(files):
+        write(number, files.pop(number))
+    if left_out:
+        notes.append(
+            f"{left_out} media beyond the {budget_mb:g} MB budget are shown as "
+            f"{THUMB_SIDE}-pixel tiles only, audio not at all (--media-mb)"
+        )
+    return "; ".join(notes)
+
+
 def _readable_parts(
     run: StoredRun, sample_keys: dict[tuple[str, str], int]
 ) -> tuple[list[_Part], list[str]]:
+    notes: list[str] = []
+    parts = [part for _, found in _sample_parts(run, sample_keys, notes) for part in found]
+    return parts, notes
+
+
+def _sample_parts(
+    run: StoredRun, sample_keys: dict[tuple[str, str], int], notes: list[str]
+) -> Iterator[tuple[int, list[_Part]]]:
+    """Each sample's images and audio, sample by sample (a dataset that cannot be read, or
+    changed since the run, is said in `notes`)."""
     from engine.prepare.reading import downscaled
 
-    parts: list[_Part] = []
-    notes = []
     for name, data in run.data.items():
         path = run.request.dataset_path_for(name)
         try:
@@ -99,10 +151,13 @@ def _readable_parts(
                 continue
             if run.request.max_image_side is not None:
                 sample = downscaled(sample, run.request.max_image_side)
-            for part in sample.parts:
-                if part.data is not None and part.kind in ("image", "audio"):
-                    parts.append(_Part(where, part.kind, part.media_type, part.data))
-    return parts, notes
+            found = [
+                _Part(where, part.kind, part.media_type, part.data)
+                for part in sample.parts
+                if part.data is not None and part.kind in ("image", "audio")
+            ]
+            if found:
+                yield where, found
 
 
 def _thumbnail(data: bytes) -> str:

@@ -4,7 +4,8 @@ open; the run's identity, coverage, all headline figures, judge agreement and co
 folded under "About this run" (`reports.report_about`). The list, the item and the one-sample
 view are drawn by the scripts of `assets/` from data embedded in the page. It needs no server
 and nothing from the network, so it works from a local store, from a copy downloaded from S3,
-or mailed."""
+or mailed. A paged report (`render_paged`, above 20,000 items) embeds only `meta`: its items
+are read from the folder beside it, by scripts, which a page opened from disk may load."""
 
 from __future__ import annotations
 
@@ -18,7 +19,16 @@ from reports.report_data import ReportData
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 # One script, in this order: each file uses what the ones before it define.
-SCRIPTS = ("format.js", "data.js", "state.js", "headline.js", "list.js", "item.js", "sample.js")
+SCRIPTS = (
+    "format.js",
+    "data.js",
+    "state.js",
+    "headline.js",
+    "list.js",
+    "search.js",
+    "item.js",
+    "sample.js",
+)
 BOOT = "main.js"
 
 
@@ -31,6 +41,21 @@ def render(data: ReportData) -> str:
         *(_text_block(f"prompts-{i}", chunk) for i, chunk in enumerate(data.prompts)),
         *(_json_block(f"media-{sample}", parts) for sample, parts in data.media.items()),
     ]
+    return _page(meta, blocks)
+
+
+def render_paged(meta: dict[str, Any]) -> str:
+    """The page of a paged report (`reports.report_paged`): its meta, and its index read
+    from the folder beside it before the scripts run."""
+    folder = meta["paged"]["folder"]
+    blocks = [
+        _json_block("meta", {k: v for k, v in meta.items() if k != "comparisons"}),
+        f"<script src='{html_text(folder)}/index.js'></script>",
+    ]
+    return _page(meta, blocks)
+
+
+def _page(meta: dict[str, Any], blocks: list[str]) -> str:
     script = "\n".join((ASSETS / name).read_text() for name in (*SCRIPTS, BOOT))
     return "\n".join(
         [
@@ -87,6 +112,13 @@ def _top(meta: dict[str, Any]) -> str:
         if meta.get("media_note")
         else ""
     )
+    if meta.get("paged"):
+        folder = html_text(meta["paged"]["folder"])
+        note += (
+            f"<p class='note paged-note'>{meta['items']} items: this page reads them from the "
+            f"folder {folder}/ beside it, a file at a time as they are shown (keep the two "
+            "together)</p>"
+        )
     return (
         "<header id='top'><div class='bar'><h1>evalfleet report</h1>"
         + "".join(f"<span class='fact'>{f}</span>" for f in facts)

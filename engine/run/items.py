@@ -4,6 +4,7 @@ answer, each with the hash of exactly what it sends."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
@@ -113,6 +114,28 @@ def answer_items(run: RunShape) -> list[WorkItem]:
                         )
                     )
     return items
+
+
+def answer_hashes(run: RunShape) -> Callable[[ItemKey], str]:
+    """The request hash of any answer of the run, as `answer_items` makes it, without making
+    every item (the report of a large run reads its records a chunk at a time)."""
+    hashers: dict[tuple[str, str, int], Callable[[str], str]] = {}
+
+    def hashed(key: ItemKey) -> str:
+        data = run.data[key.benchmark]
+        hasher = hashers.get((key.model, key.benchmark, key.epoch))
+        if hasher is None:
+            hasher = answer_hasher(
+                model=key.model,
+                api_model=run.api_models[key.model],
+                benchmark=key.benchmark,
+                dataset_revision=data.revision,
+                decoding=data.decodings[key.epoch],
+            )
+            hashers[(key.model, key.benchmark, key.epoch)] = hasher
+        return hasher(data.digests[key.sample_id])
+
+    return hashed
 
 
 def judge_item(

@@ -113,7 +113,7 @@ def _result(proc: subprocess.Popen[bytes]) -> Any:
 def _serve() -> None:
     from engine.scoring.score import GroupTask, group_rows
     from engine.scoring.shards import score_shard
-    from engine.store.stored import stored_run_shape
+    from engine.store.stored import plan_run
 
     # Ctrl-C reaches the whole process group: the parent stops sending and closes the pipe,
     # and this worker leaves at its end, without a traceback of its own.
@@ -121,7 +121,7 @@ def _serve() -> None:
     source, sink = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but answers goes down the pipe
     store, run_id = receive(source)
-    run = stored_run_shape(store, run_id)
+    run = plan_run(store, run_id)
     while True:
         try:
             task = receive(source)

@@ -46,21 +46,12 @@ class StoredRun:
         return self.request.judges()
 
 
-def stored_run_shape(store: Store, run_id: str) -> StoredRun:
-    """A stored run's manifest and plans (what it asked), nothing of its records yet."""
-    manifest = require_manifest(store, run_id)
-    request = EvalRequest(**manifest["request"])
-    data = plan_data(store, manifest, request)
-    api_models = {m: info["api_model"] for m, info in manifest["models"].items()}
-    return StoredRun(manifest, request, store, data, api_models, [], Reconciled(), [], Reconciled())
-
-
 def load_run(store: Store, run_id: str, *, read: bool = True) -> StoredRun:
     """Rebuild a stored run's plan and the state of its items. With `read` (status, the
     report) every record is read and decoded, and the judgements its answers call for are
     planned; without (aggregation, which reads them shard by shard), the answers' state is
     the listing's and the judge records are only listed (`judge_listing`)."""
-    run = stored_run_shape(store, run_id)
+    run = plan_run(store, run_id)
     answers = answer_items(run)
     stages = (layout.ANSWER, layout.JUDGE) if run.judges else (layout.ANSWER,)
     listing = list_records(store, run_id, stages)
@@ -72,6 +63,16 @@ def load_run(store: Store, run_id: str, *, read: bool = True) -> StoredRun:
     run.judgements = [j for j, _ in planned_judgements(run, run.answer_state)]
     run.judge_state = reconcile(store, listing, run.judgements, read=True)
     return run
+
+
+def plan_run(store: Store, run_id: str) -> StoredRun:
+    """A stored run's manifest and plans alone: no work item listed, no record read (the
+    report of a large run reads its records a chunk at a time)."""
+    manifest = require_manifest(store, run_id)
+    request = EvalRequest(**manifest["request"])
+    data = plan_data(store, manifest, request)
+    api_models = {m: info["api_model"] for m, info in manifest["models"].items()}
+    return StoredRun(manifest, request, store, data, api_models, [], Reconciled(), [], Reconciled())
 
 
 def plan_data(

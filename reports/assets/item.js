@@ -3,8 +3,8 @@
 // with their tokens and cost, and the call.
 "use strict";
 
-function mediaHtml(sample) {
-  return mediaOf(sample).map((m) => {
+function mediaHtml(media) {
+  return media.map((m) => {
     if (m.kind === "image") {
       const src = m.full || m.thumb;
       if (!src) return "";
@@ -15,12 +15,12 @@ function mediaHtml(sample) {
   }).join("");
 }
 
-function promptHtml(prompt, s) {
+function promptHtml(prompt, s, media) {
   return (
     `<div class="texts"><div class="target-line"><b>target</b> <pre class="target">${esc(s[2])}</pre></div>` +
     (prompt.choices ? `<div class="choices"><b>choices</b> ${esc(prompt.choices.join(" | "))}</div>` : "") +
     `<pre class="prompt">${esc(prompt.prompt) || '<span class="note">(no text kept)</span>'}</pre></div>` +
-    `<div class="media">${mediaHtml(s.index)}</div>`
+    `<div class="media">${mediaHtml(media)}</div>`
   );
 }
 
@@ -63,16 +63,22 @@ function kv(pairs) {
   return '<table class="kv">' + shown.map((p) => `<tr><td>${esc(p[0])}</td><td>${esc(p[1])}</td></tr>`).join("") + "</table>";
 }
 
+// Another model answered this item's sample.
+function answeredByOthers(i) {
+  for (let j = 0; j < N; j++) if (C.sample[j] === C.sample[i] && C.model[j] !== C.model[i]) return true;
+  return false;
+}
+
 async function itemHtml(i) {
-  const it = items[i];
+  const it = row(i);
   const s = Object.assign([...idx.samples[it[F.sample]]], { index: it[F.sample] });
-  const [detail, prompt] = await Promise.all([detailOf(i), promptOf(it[F.sample])]);
-  const others = items.some((o) => o[F.sample] === it[F.sample] && o[F.model] !== it[F.model]);
+  const [detail, prompt, media] = await Promise.all([detailOf(i), promptOf(it[F.sample]), mediaOf(it[F.sample])]);
+  const others = answeredByOthers(i);
   const across = others ? '<button id="open-one" title="o">all models on this sample</button>' : "";
   return (
     `<div class="item-head"><h3><span class="clip" title="${esc(idx.models[it[F.model]])}">${esc(idx.models[it[F.model]])}</span> · ${esc(benchName(it))} · sample ${esc(s[1])} · epoch ${it[F.epoch]}</h3>${across}</div>` +
     verdictsHtml(it, detail) +
-    promptHtml(prompt, s) +
+    promptHtml(prompt, s, media) +
     `<h4>response</h4>${responseHtml(detail, it)}` +
     (detail.judges.length ? `<h4>judges</h4>${judgesHtml(detail)}` : "") +
     `<h4>call</h4>` +
@@ -91,17 +97,22 @@ async function itemHtml(i) {
 
 async function renderDetail() {
   const box = $("detail");
-  if (state.item === null || state.item >= items.length) {
+  if (state.item === null || state.item >= N) {
     box.innerHTML = '<p class="note">Choose an item to see its verdicts, prompt, response and judges (j / k or ↓ / ↑ move through the list).</p>';
     return;
   }
   const shown = state.item;
-  const html = await itemHtml(shown);
+  let html;
+  try {
+    html = await itemHtml(shown);
+  } catch (error) { // a paged report's file missing beside it
+    html = `<p class="error">${esc(error.message)}</p>`;
+  }
   if (state.item !== shown) return; // another item was chosen meanwhile
   box.innerHTML = html;
   box.scrollTop = 0;
   const across = $("open-one");
-  if (across) across.onclick = () => openOne(items[shown][F.sample], []);
+  if (across) across.onclick = () => openOne(C.sample[shown], []);
   bindImages(box);
 }
 

@@ -1,14 +1,9 @@
-// The item list: the filters over the index, the sort, one page of rows at a time.
+// The item list: the filters over the index's columns, the sort, one page of rows at a time.
 "use strict";
 
 const PAGE = 100;
-let matches = [];
-const haystacks = items.map((it) => {
-  const s = idx.samples[it[F.sample]];
-  const answer = Array.isArray(it[F.answer]) ? it[F.answer].join(" ") : it[F.answer] || "";
-  return (idx.models[it[F.model]] + " " + s[1] + " " + (s[2] || "") + " " + answer).toLowerCase();
-});
-let fullText = false;
+let matches = new Uint32Array(0); // the items shown, in the list's order
+let matchBuffer = new Uint32Array(0); // what `matches` views
 
 function scoringIndex(it) {
   if (!state.scoring) return 0;
@@ -22,42 +17,172 @@ function letterOf(it) {
 
 // The answer the list shows: the chosen scoring's when it read one, else the item's.
 function answerOf(it) {
-  const answer = it[F.answer];
+  return shownAnswer(it[F.answer], scoringIndex(it));
+}
+
+function shownAnswer(answer, at) {
   if (!Array.isArray(answer)) return answer;
-  const at = scoringIndex(it);
   return (at >= 0 ? answer[at] : null) ?? answer.find((a) => a !== null) ?? null;
 }
 
+// Per benchmark, where the scoring shown sits among its letters (-1: it has no such scoring).
+function scoringAt() {
+  return idx.benchmarks.map((b) => (state.scoring ? (idx.scorings[b] || []).indexOf(state.scoring) : 0));
+}
+
+const CODE = { R: 82, r: 114, W: 87, w: 119, E: 69, S: 83, s: 115 };
+// The letter code of item i under the scoring shown (`at` from scoringAt), -1 for none.
+function letterCode(i, at) {
+  const k = at[C.bench[i]];
+  return k < 0 ? -1 : C.letters[i * W + k];
+}
+
 const LETTER_ORDER = { W: 0, w: 0, S: 1, s: 1, E: 2, R: 3, r: 3, "-": 4 };
-const SORTS = {
-  model: (a, b) => collator.compare(idx.models[a[F.model]], idx.models[b[F.model]]),
-  benchmark: (a, b) => collator.compare(benchName(a), benchName(b)),
-  sample: (a, b) => collator.compare(idx.samples[a[F.sample]][1], idx.samples[b[F.sample]][1]),
-  epoch: (a, b) => a[F.epoch] - b[F.epoch],
-  answer: (a, b) => collator.compare(answerOf(a) ?? "", answerOf(b) ?? ""),
-  verdict: (a, b) => (LETTER_ORDER[letterOf(a) ?? "-"] ?? 4) - (LETTER_ORDER[letterOf(b) ?? "-"] ?? 4),
-  target: (a, b) => collator.compare(idx.samples[a[F.sample]][2] ?? "", idx.samples[b[F.sample]][2] ?? ""),
-  tokens: (a, b) => a[F.tout] - b[F.tout],
-  latency: (a, b) => (a[F.latency] ?? -1) - (b[F.latency] ?? -1),
-  cost: (a, b) => (a[F.cost] ?? -1) - (b[F.cost] ?? -1),
-};
+// Each sort as a number per item (texts by their rank in the collator's order), computed once
+// per column and scoring shown.
+const sortCache = new Map();
+function sortKeys(name) {
+  const cached = sortCache.get(name + "\u0000" + state.scoring);
+  if (cached) return cached;
+  const keys = new Float64Array(N);
+  const ranked = (texts) => {
+    const sorted = [...new Set(texts)].sort(collator.compare);
+    const rank = new Map();
+    sorted.forEach((t, k) => rank.set(t, k && collator.compare(sorted[k - 1], t) === 0 ? rank.get(sorted[k - 1]) : k));
+    return texts.map((t) => rank.get(t));
+  };
+  const at = scoringAt();
+  if (name === "model" || name === "benchmark") {
+    const [column, names] = name === "model" ? [C.model, idx.models] : [C.bench, idx.benchmarks];
+    const rank = ranked(names);
+    for (let i = 0; i < N; i++) keys[i] = rank[column[i]];
+  } else if (name === "sample" || name === "target") {
+    const rank = ranked(idx.samples.map((s) => (name === "sample" ? s[1] : s[2] ?? "")));
+    for (let i = 0; i < N; i++) keys[i] = rank[C.sample[i]];
+  } else if (name === "answer") {
+    const texts = new Map(); // answer and benchmark -> the text shown
+    const B = idx.benchmarks.length;
+    for (let i = 0; i < N; i++) {
+      const k = C.answer[i] * B + C.bench[i];
+      if (!texts.has(k)) texts.set(k, shownAnswer(answers[C.answer[i]], at[C.bench[i]]) ?? "");
+    }
+    const shown = [...texts.keys()];
+    const rank = new Map(ranked(shown.map((k) => texts.get(k))).map((r, n) => [shown[n], r]));
+    for (let i = 0; i < N; i++) keys[i] = rank.get(C.answer[i] * B + C.bench[i]);
+  } else if (name === "verdict") {
+    for (let i = 0; i < N; i++) {
+      const code = letterCode(i, at);
+      keys[i] = code < 0 ? 4 : LETTER_ORDER[String.fromCharCode(code)] ?? 4;
+    }
+  } else {
+    // a paged report's floats come as codes into their distinct values in order (NaN first)
+    const codes = { latency: C["latency.codes"], cost: C["cost.codes"] }[name];
+    const column = codes || { epoch: C.epoch, tokens: C.tout, latency: C.latency, cost: C.cost }[name];
+    for (let i = 0; i < N; i++) keys[i] = Number.isNaN(column[i]) ? -1 : column[i];
+  }
+  sortCache.set(name + "\u0000" + state.scoring, keys);
+  return keys;
+}
+// The items in a sort's order, ties in the list's first order, computed once per column,
+// scoring shown and direction: a filter then walks it, and never sorts.
+const orderCache = new Map();
+function sortedOrder(name, desc) {
+  const key = (down) => [name, state.scoring, down].join("\u0000");
+  if (!orderCache.has(key(false))) orderCache.set(key(false), ascending(sortKeys(name)));
+  if (desc && !orderCache.has(key(true))) orderCache.set(key(true), descending(orderCache.get(key(false)), sortKeys(name)));
+  return orderCache.get(key(desc));
+}
+
+// The items by key, ties in the list's first order: a counting sort, over the keys themselves
+// where they are whole numbers in a span of a few times the items (ranks, codes, tokens), else
+// over the distinct keys (a comparator over a million items takes seconds).
+function ascending(keys) {
+  let [low, high, whole] = [0, 0, true];
+  for (let i = 0; i < N; i++) {
+    const key = keys[i];
+    if (i === 0 || key < low) low = key;
+    if (i === 0 || key > high) high = key;
+    whole &&= Number.isInteger(key);
+  }
+  let distinct = null;
+  if (!whole || high - low > 4 * N) {
+    const sorted = new Float64Array(keys).sort();
+    let count = 0;
+    for (let n = 0; n < N; n++) if (n === 0 || sorted[n] !== sorted[n - 1]) sorted[count++] = sorted[n];
+    distinct = sorted.subarray(0, count);
+  }
+  const ranks = new Uint32Array(N);
+  const starts = new Uint32Array((distinct ? distinct.length : high - low + 1) + 1);
+  for (let i = 0; i < N; i++) {
+    let rank = keys[i] - low;
+    if (distinct) {
+      let first = 0;
+      let last = distinct.length - 1;
+      while (first < last) {
+        const middle = (first + last) >> 1;
+        if (distinct[middle] < keys[i]) first = middle + 1;
+        else last = middle;
+      }
+      rank = first;
+    }
+    ranks[i] = rank;
+    starts[rank + 1] += 1;
+  }
+  for (let r = 1; r < starts.length; r++) starts[r] += starts[r - 1];
+  const order = new Uint32Array(N);
+  for (let i = 0; i < N; i++) order[starts[ranks[i]]++] = i;
+  return order;
+}
+
+// The descending order: the groups of equal keys from the last, each in the list's first order.
+function descending(asc, keys) {
+  const out = new Uint32Array(N);
+  let [n, end] = [0, N];
+  while (end > 0) {
+    let start = end - 1;
+    while (start > 0 && keys[asc[start - 1]] === keys[asc[end - 1]]) start--;
+    for (let k = start; k < end; k++) out[n++] = asc[k];
+    end = start;
+  }
+  return out;
+}
+
+const SORTS = { model: 1, benchmark: 1, sample: 1, epoch: 1, answer: 1, verdict: 1, target: 1, tokens: 1, latency: 1, cost: 1 };
 const COLUMNS = [
   ["model", "model"], ["benchmark", "benchmark"], ["sample", "sample"], ["epoch", "ep"],
   ["answer", "answer"], ["verdict", "verdicts"], ["target", "target"], ["tokens", "tokens"],
   ["latency", "latency"], ["cost", "cost"],
 ];
 
+// Per (sample, epoch): 1 if a model is right under the scoring shown, 2 if one is wrong, 3 both.
 function disagreeing() {
-  // (benchmark, sample, epoch) where, under the scoring shown, one model is right and another wrong
-  const seen = {};
-  for (const it of items) {
-    const letter = letterOf(it);
-    if (!letter || "RrWw".indexOf(letter) < 0) continue;
-    const key = it[F.bench] + "|" + it[F.sample] + "|" + it[F.epoch];
-    seen[key] = (seen[key] || 0) | (letter === "R" || letter === "r" ? 1 : 2);
+  const epochs = 1 + C.epoch.reduce((a, b) => Math.max(a, b), 0);
+  const seen = new Uint8Array(idx.samples.length * epochs);
+  const at = scoringAt();
+  for (let i = 0; i < N; i++) {
+    const code = letterCode(i, at);
+    const bit = code === CODE.R || code === CODE.r ? 1 : code === CODE.W || code === CODE.w ? 2 : 0;
+    if (bit) seen[C.sample[i] * epochs + C.epoch[i]] |= bit;
   }
-  return seen;
+  return (i) => seen[C.sample[i] * epochs + C.epoch[i]] === 3;
 }
+
+function isJudged(i, code) {
+  // under a scoring chosen: its verdict came from a judge; else any judge's verdict
+  if (state.scoring) return code >= 97 && code <= 122;
+  for (let k = 0; k < scoringCount[C.bench[i]]; k++) {
+    const c = C.letters[i * W + k];
+    if (c >= 97 && c <= 122) return true;
+  }
+  return false;
+}
+
+const STATUS = {
+  correct: (code) => code === CODE.R || code === CODE.r,
+  incorrect: (code) => code === CODE.W || code === CODE.w,
+  error: (code) => code === CODE.E,
+  "score-error": (code) => code === CODE.S || code === CODE.s,
+};
 
 function applyFilters() {
   const started = performance.now();
@@ -66,34 +191,26 @@ function applyFilters() {
   const epoch = state.epoch === "" ? -1 : Number(state.epoch);
   const q = state.q.trim().toLowerCase();
   const split = state.disagree ? disagreeing() : null;
-  matches = [];
-  for (let i = 0; i < items.length; i++) {
-    const it = items[i];
-    if (model >= 0 && it[F.model] !== model) continue;
-    if (bench >= 0 && it[F.bench] !== bench) continue;
-    if (epoch >= 0 && it[F.epoch] !== epoch) continue;
-    const letter = letterOf(it);
-    if (state.scoring && letter === null) continue;
-    if (state.status) {
-      if (state.status === "correct" && letter !== "R" && letter !== "r") continue;
-      if (state.status === "incorrect" && letter !== "W" && letter !== "w") continue;
-      if (state.status === "error" && letter !== "E") continue;
-      if (state.status === "judged") {
-        // under a scoring chosen: its verdict came from a judge; else any judge's verdict
-        const judged = state.scoring ? letter && letter !== letter.toUpperCase() : /[a-z]/.test(it[F.letters]);
-        if (!judged) continue;
-      }
-      if (state.status === "score-error" && letter !== "S" && letter !== "s") continue;
-    }
-    if (split && split[it[F.bench] + "|" + it[F.sample] + "|" + it[F.epoch]] !== 3) continue;
-    if (q && haystacks[i].indexOf(q) < 0) continue;
-    matches.push(i);
+  const text = q ? textMatch(q) : null;
+  const at = scoringAt();
+  const status = STATUS[state.status] || null;
+  const order = state.sort ? sortedOrder(state.sort, state.desc) : null;
+  if (matchBuffer.length !== N) matchBuffer = new Uint32Array(N);
+  let count = 0;
+  for (let n = 0; n < N; n++) {
+    const i = order ? order[n] : n;
+    if (model >= 0 && C.model[i] !== model) continue;
+    if (bench >= 0 && C.bench[i] !== bench) continue;
+    if (epoch >= 0 && C.epoch[i] !== epoch) continue;
+    const code = letterCode(i, at);
+    if (state.scoring && code < 0) continue;
+    if (status && !status(code)) continue;
+    if (state.status === "judged" && !isJudged(i, code)) continue;
+    if (split && !split(i)) continue;
+    if (text && !text(i)) continue;
+    matchBuffer[count++] = i;
   }
-  if (state.sort) {
-    const compare = SORTS[state.sort];
-    const sign = state.desc ? -1 : 1;
-    matches.sort((a, b) => sign * compare(items[a], items[b]) || a - b);
-  }
+  matches = matchBuffer.subarray(0, count);
   renderList();
   renderHeadline();
   window.__lastFilterMs = performance.now() - started; // the filter and the list drawn
@@ -121,7 +238,7 @@ function cell(text, css = "", title = text) {
 }
 
 function rowHtml(i) {
-  const it = items[i];
+  const it = row(i);
   const s = idx.samples[it[F.sample]];
   const answer = answerOf(it);
   const tokensTitle = `in ${fmt.tokens(it[F.tin])} / out ${fmt.tokens(it[F.tout])} / reasoning ${fmt.tokens(it[F.treason])}`;
@@ -139,7 +256,7 @@ function rowHtml(i) {
 }
 
 function legendHtml() {
-  const shown = state.benchmark ? [state.benchmark] : [...new Set(matches.slice(0, 2000).map((i) => benchName(items[i])))];
+  const shown = state.benchmark ? [state.benchmark] : [...new Set(Array.from(matches.subarray(0, 2000), (i) => idx.benchmarks[C.bench[i]]))];
   return shown.map((b) => {
     const names = meta.benchmarks[b].scorings.map((s) => {
       const judge = judgeOf(b, s);
@@ -157,11 +274,11 @@ function renderList() {
     const mark = state.sort === key ? (state.desc ? " ▼" : " ▲") : "";
     return `<th class="c-${key}${state.sort === key ? " sorted" : ""}" data-sort="${key}" title="sort by ${label}">${label}${mark}</th>`;
   });
-  const shown = matches.slice(first, first + PAGE);
+  const shown = Array.from(matches.subarray(first, first + PAGE));
   $("items").tBodies[0].innerHTML = shown.map(rowHtml).join("");
   $("items").tHead.innerHTML = `<tr>${head.join("")}</tr>`;
   fitColumns(shown);
-  $("count").textContent = `${matches.length} of ${items.length} items` + (fullText || !state.q ? "" : " (searching ids, targets and answers; texts are still loading)");
+  $("count").textContent = `${matches.length} of ${N} items` + searchNote();
   $("page").textContent = `page ${state.page + 1} of ${pages}`;
   $("legend").innerHTML = legendHtml();
   writeHash();
@@ -171,7 +288,7 @@ function renderList() {
 // of the list's width: ids and answers get the room that short benchmark names leave.
 function fitColumns(shown) {
   const longest = (texts, least, most) => Math.min(most, Math.max(least, ...texts.map((t) => String(t ?? "").length)));
-  const its = shown.map((i) => items[i]);
+  const its = shown.map(row);
   const badgesWide = Math.max(1, ...its.map((it) => it[F.letters].length));
   const chars = {
     model: longest(its.map((it) => modelShort[it[F.model]]), 6, 24),

@@ -1,5 +1,5 @@
-// The page's wiring: the filters, the column headers, the keys, the address, and the search
-// over the long texts once they are decoded.
+// The page's wiring: the filters, the column headers, the keys, the address; and its start,
+// once the index is read.
 "use strict";
 
 async function renderView() {
@@ -16,7 +16,9 @@ function fillFilters() {
   $("f-benchmark").innerHTML = option("", "all benchmarks") + idx.benchmarks.map((b) => option(b)).join("");
   const scorings = [...new Set(Object.values(idx.scorings).flat())];
   $("f-scoring").innerHTML = option("", "each benchmark's first") + scorings.map((s) => option(s)).join("");
-  const epochs = [...new Set(items.map((it) => it[F.epoch]))].sort((a, b) => a - b);
+  const seen = new Uint8Array(65536);
+  for (let i = 0; i < N; i++) seen[C.epoch[i]] = 1;
+  const epochs = [...seen.keys()].filter((e) => seen[e]);
   $("f-epoch").innerHTML = option("", "all epochs") + epochs.map((e) => option(String(e))).join("");
   for (const key of ["model", "benchmark", "scoring", "epoch", "status"]) $("f-" + key).value = state[key];
   $("f-disagree").checked = state.disagree;
@@ -50,7 +52,7 @@ function onKey(event) {
     else moveSelection(step);
   } else if ((event.key === "o" || event.key === "Enter") && state.one === null && state.item !== null) {
     event.preventDefault();
-    openOne(items[state.item][F.sample], []);
+    openOne(C.sample[state.item], []);
   } else if (event.key === "/") {
     event.preventDefault();
     $("f-q").focus();
@@ -81,9 +83,9 @@ function bindPage() {
     if (state.disagree) {
       // the models that disagree, side by side on this sample at this epoch
       state.item = i;
-      state.epoch = String(items[i][F.epoch]);
+      state.epoch = String(C.epoch[i]);
       fillFilters();
-      openOne(items[i][F.sample], []);
+      openOne(C.sample[i], []);
       return;
     }
     selectItem(i);
@@ -93,29 +95,21 @@ function bindPage() {
   window.onhashchange = () => { readHash(); fillFilters(); applyFilters(); renderView(); };
 }
 
-async function loadTexts() {
-  // the long texts join the free-text search once decoded, a chunk at a time
-  const chunks = Math.ceil(items.length / idx.chunk);
-  for (let c = 0; c < chunks; c++) {
-    const rows = await gunzip("details-" + c);
-    for (let k = 0; k < rows.length; k++) {
-      const d = rows[k];
-      haystacks[c * idx.chunk + k] += " " + [d.response, ...(d.answers || []), ...d.judges.map((j) => j.reply)].join(" ").toLowerCase();
-    }
-    await new Promise((resolve) => setTimeout(resolve, 0));
+async function boot() {
+  try {
+    await loadIndex();
+  } catch (error) { // a paged report without its folder
+    $("count").textContent = error.message;
+    return;
   }
-  const samples = Math.ceil(idx.samples.length / idx.chunk);
-  const prompts = [];
-  for (let c = 0; c < samples; c++) prompts.push(...(await gunzip("prompts-" + c)));
-  for (let i = 0; i < items.length; i++) haystacks[i] += " " + (prompts[items[i][F.sample]].prompt || "").toLowerCase();
-  fullText = true;
-  window.__textsLoaded = performance.now();
-  if (state.q) applyFilters();
+  buildSearch();
+  readHash();
+  fillFilters();
+  bindPage();
+  applyFilters();
+  if (!PAGED) setTimeout(loadTexts, 50);
+  await renderView();
+  window.__reportReady = performance.now();
 }
 
-readHash();
-fillFilters();
-bindPage();
-applyFilters();
-renderView().then(() => { window.__reportReady = performance.now(); });
-setTimeout(loadTexts, 50);
+boot();

@@ -26,21 +26,25 @@ function oneItems() {
   const chosen = state.models.length ? state.models.map((m) => idx.models.indexOf(m)) : null;
   const epoch = state.epoch === "" ? -1 : Number(state.epoch);
   const found = [];
-  for (let i = 0; i < items.length; i++) {
-    const it = items[i];
-    if (it[F.sample] !== state.one) continue;
-    if (chosen && !chosen.includes(it[F.model])) continue;
-    if (epoch >= 0 && it[F.epoch] !== epoch) continue;
+  for (let i = 0; i < N; i++) {
+    if (C.sample[i] !== state.one) continue;
+    if (chosen && !chosen.includes(C.model[i])) continue;
+    if (epoch >= 0 && C.epoch[i] !== epoch) continue;
     found.push(i);
   }
   // epoch by epoch, the models side by side within each
-  const model = (i) => (chosen ? chosen.indexOf(items[i][F.model]) : items[i][F.model]);
-  return found.sort((a, b) => items[a][F.epoch] - items[b][F.epoch] || model(a) - model(b));
+  const model = (i) => (chosen ? chosen.indexOf(C.model[i]) : C.model[i]);
+  return found.sort((a, b) => C.epoch[a] - C.epoch[b] || model(a) - model(b));
 }
 
 // The next or previous sample among the list's matches (j / k in this view).
 function moveSample(step) {
-  const samples = [...new Set(matches.map((i) => items[i][F.sample]))];
+  const seen = new Uint8Array(idx.samples.length);
+  const samples = [];
+  for (const i of matches) {
+    if (!seen[C.sample[i]]) samples.push(C.sample[i]);
+    seen[C.sample[i]] = 1;
+  }
   if (!samples.length) return;
   const at = samples.indexOf(state.one);
   const next = at < 0 ? 0 : Math.min(samples.length - 1, Math.max(0, at + step));
@@ -48,7 +52,7 @@ function moveSample(step) {
 }
 
 function oneRowHtml(i, detail) {
-  const it = items[i];
+  const it = row(i);
   const answer = answerOf(it);
   const judged = it[F.judgeCost] === null ? "" : `<div class="note">judges ${fmt.money(it[F.judgeCost])}</div>`;
   return (
@@ -68,10 +72,18 @@ async function renderOne() {
   const shown = state.one;
   const s = Object.assign([...idx.samples[shown]], { index: shown });
   const found = oneItems();
-  const [prompt, details] = await Promise.all([promptOf(shown), Promise.all(found.map(detailOf))]);
+  let prompt, details, media;
+  try {
+    [prompt, details, media] = await Promise.all([promptOf(shown), Promise.all(found.map(detailOf)), mediaOf(shown)]);
+  } catch (error) { // a paged report's file missing beside it
+    box.innerHTML = `<p class="error">${esc(error.message)}</p>`;
+    return;
+  }
   if (state.one !== shown) return;
   const bench = idx.benchmarks[s[0]];
-  const choose = idx.models.filter((m) => items.some((it) => it[F.sample] === shown && idx.models[it[F.model]] === m)).map((m) => {
+  const answered = new Set();
+  for (let i = 0; i < N; i++) if (C.sample[i] === shown) answered.add(C.model[i]);
+  const choose = idx.models.filter((m, k) => answered.has(k)).map((m) => {
     const on = !state.models.length || state.models.includes(m);
     return `<label class="pick"><input type="checkbox" data-model="${esc(m)}"${on ? " checked" : ""}> ${esc(m)}</label>`;
   });
@@ -80,7 +92,7 @@ async function renderOne() {
     `<div class="one-head"><button id="one-back" title="Esc">← the list</button>` +
     `<h2>${esc(bench)} · sample ${esc(s[1])}</h2><span class="note">${epochs}; k / j: the previous or next sample of the list</span></div>` +
     `<div class="pickers">${choose.join("")}</div>` +
-    `<div class="one-sample">${promptHtml(prompt, s)}</div>` +
+    `<div class="one-sample">${promptHtml(prompt, s, media)}</div>` +
     `<div class="legend-line note">${esc(bench)} verdicts: ${meta.benchmarks[bench].scorings.map((n) => { const j = judgeOf(bench, n); return esc(n) + (j ? ` (judge ${esc(j)})` : ""); }).join(" · ")}</div>` +
     `<table class="one-rows"><thead><tr><th>model</th><th>ep</th><th>answer</th><th>verdicts</th><th>tokens</th><th>latency</th><th>cost</th><th>response and judges' words</th></tr></thead>` +
     `<tbody>${found.map((i, k) => oneRowHtml(i, details[k])).join("")}</tbody></table>` +

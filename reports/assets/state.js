@@ -9,7 +9,7 @@ const state = {
 };
 
 function itemPath(i) {
-  const it = items[i];
+  const it = row(i);
   return [benchName(it), idx.samples[it[F.sample]][1], it[F.epoch], idx.models[it[F.model]]].join("/");
 }
 
@@ -44,8 +44,7 @@ function readHash() {
     // benchmark/sample/epoch/model, where the model holds a "/" of its own
     const p = wanted.split("/");
     const [bench, sample, epoch, model] = [p[0], p[1], p[2], p.slice(3).join("/")];
-    const found = items.findIndex((it) => benchName(it) === bench && idx.samples[it[F.sample]][1] === sample && String(it[F.epoch]) === epoch && (!model || idx.models[it[F.model]] === model));
-    state.item = found < 0 ? null : found;
+    state.item = findItem(bench, sample, epoch, model);
   }
   state.one = null;
   state.models = (params.get("models") || "").split(",").filter((m) => idx.models.includes(m));
@@ -57,7 +56,18 @@ function readHash() {
   }
   const side = params.get("side"); // an older link's "side by side": the same sample across models
   if (side && state.item !== null && state.one === null) {
-    state.one = items[state.item][F.sample];
-    state.models = [idx.models[items[state.item][F.model]], side].filter((m) => idx.models.includes(m));
+    state.one = C.sample[state.item];
+    state.models = [idx.models[C.model[state.item]], side].filter((m) => idx.models.includes(m));
   }
+}
+
+// The first item of this benchmark, sample and epoch (and model, if named), or null.
+function findItem(bench, sample, epoch, model) {
+  const s = sampleIndex(bench, sample);
+  const m = model ? idx.models.indexOf(model) : -1;
+  if (s < 0 || (model && m < 0)) return null;
+  for (let i = 0; i < N; i++) {
+    if (C.sample[i] === s && String(C.epoch[i]) === epoch && (m < 0 || C.model[i] === m)) return i;
+  }
+  return null;
 }
