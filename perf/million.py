@@ -66,8 +66,9 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -364,7 +365,9 @@ class World:
         self.cluster.mkdir()
         self._stack.callback(ray_cluster.remove_sessions, self.cluster)
         started = time.monotonic()
-        self.head = ray_cluster.start_head(self.cluster, self.token, hosts_work=False)
+        self.head = self._started(
+            "ray", lambda: ray_cluster.start_head(self.cluster, self.token, hosts_work=False)
+        )
         for _ in range(2):
             self.add_node()
         say(f"Ray head and two worker nodes up in {time.monotonic() - started:.0f} s")
@@ -374,9 +377,29 @@ class World:
         from stack import ray_cluster
 
         index = len(self.nodes) + 1
-        self.nodes.append(
-            ray_cluster.start_node(self.cluster, self.head.address, self.token, index)
-        )
+        start = partial(ray_cluster.start_node, self.cluster, self.head.address, self.token, index)
+        self.nodes.append(self._started(f"ray-node-{index}", start))
+
+    def _started(self, log: str, start: Callable[[], Any], tries: int = 3) -> Any:
+        """A Ray head or node, started again if it failed to: Ray gives a raylet 30 s to
+        register with the GCS, which a loaded 2-core machine can exceed. What the failed
+        `ray start` left (its group: a raylet that came up late) is killed first."""
+        from stack.pidfiles import recorded
+        from stack.services import ServiceError
+
+        for attempt in range(1, tries + 1):
+            try:
+                return start()
+            except ServiceError as exc:
+                if attempt == tries:
+                    raise
+                say(f"{log} did not start ({' '.join(str(exc).split())[-200:]}): again")
+                for daemon in recorded(self.cluster)[0]:
+                    if Path(daemon.log).stem == log:
+                        with contextlib.suppress(ProcessLookupError, PermissionError):
+                            os.killpg(daemon.pid, signal.SIGKILL)
+                time.sleep(10)  # the cluster's processes that are starting, a moment to
+        raise AssertionError("not reached")
 
     def __exit__(self, *exc: object) -> None:
         from stack.state import stop
