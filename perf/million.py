@@ -41,8 +41,8 @@ The last line:
 where items_per_s is items over the first run's generation (its first request to its last
 answer, in the request log) less the outage, ratio_vs_bare that over the bare client's
 items per second (no outage in its pass), driver_peak_mb the run command's peak RSS
-(VmHWM, read every second) until its last answer (its own aggregation after that is
-printed apart, aggregate_peak_mb being that figure) and worker_peak_mb the largest of its
+(VmHWM, read every second) until its last answer (the whole command's, its own scoring and
+report after the work included, is on a line above) and worker_peak_mb the largest of its
 worker actors'.
 
 Usage: python perf/million.py [--scale 1.0] [--outage-s 60] [--latency-ms 200]
@@ -253,7 +253,8 @@ def tally(
 ) -> Tally:
     """The request log against the store. A usable answer counts as cut off by a kill
     (killed at, resumed at) when its request was in flight then: sent before the resume,
-    its record perhaps not yet written WRITE_S after its answer left the simulator."""
+    its record perhaps not yet written WRITE_S after its answer left the simulator. One
+    answer again per kill is `resent`; any more is `repeated`."""
     from storage import LocalStore, layout
 
     out = Tally(index.size)
@@ -272,7 +273,7 @@ def tally(
         if any(entry["t"] <= resumed and killed <= end + WRITE_S for killed, resumed in kills):
             cut[item] += 1
     for item, n in answered.items():
-        explained = min(n - 1, cut[item])
+        explained = min(n - 1, cut[item], len(kills))  # sent again once per kill, no more
         out.resent += explained
         out.repeated += n - 1 - explained
     out.answers = sum(answered.values())
@@ -447,11 +448,12 @@ class World:
         from tests.support.stack import kill_tree
 
         live = [n for n in self.nodes if n.alive()]
-        node = next((n for n in live if worker_actors([n.pid])), live[0])
-        actors = len(worker_actors([node.pid]))
+        hosting = {n.pid: [p for p in worker_actors([n.pid]) if is_completion(p)] for n in live}
+        node = next((n for n in live if hosting[n.pid]), live[0])
+        actors = len(hosting[node.pid])
         tree = kill_tree(node.pid)
         killed = time.time()
-        say(f"{node.name} SIGKILLed ({len(tree)} processes, {actors} of them Ray workers)")
+        say(f"{node.name} SIGKILLed ({len(tree)} processes, {actors} of them worker actors)")
         return actors, killed
 
     def outage(self, seconds: float) -> tuple[float, float]:
@@ -524,14 +526,15 @@ class Run:
 
     def start(self, suffix: str = "") -> subprocess.Popen:
         self.output = self.world.work / f"{self.name}{suffix}.log"
-        return subprocess.Popen(
-            [sys.executable, "-m", "cli.main", *self.args()],
-            cwd=ROOT,
-            env=self.world.env(self.tag),
-            stdout=self.output.open("w"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # a process group of its own, as a shell's job
-        )
+        with self.output.open("w") as out:
+            return subprocess.Popen(
+                [sys.executable, "-m", "cli.main", *self.args()],
+                cwd=ROOT,
+                env=self.world.env(self.tag),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # a process group of its own, as a shell's job
+            )
 
     def failed(self, code: int | None) -> SystemExit:
         keep(self.world.work)
