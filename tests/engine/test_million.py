@@ -15,8 +15,8 @@ ends the calls in flight as errors 8 to 16 s into an outage, so 25 s is already 
 the run is given the --max-attempts the script derives from the outage (9 for 25 s, 11 for
 60 s). The other 35 s would only be more waiting.
 
-About 4 minutes (243 s) on 2 cores under a load of 8 to 11 from other work; the cluster's start
-alone takes about 45 s there.
+On 2 cores: 148 s at a load of 2 to 4 from other work, 243 s at 8 to 11 (where the cluster's
+start alone took about 45 s).
 """
 
 from __future__ import annotations
