@@ -280,6 +280,19 @@ def size_mb(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
 
 
+def open_seconds(driver, page: Path) -> float:
+    """One open of a report in `driver`: from the load to its first render (the page sets
+    `window.__reportReady` to its own clock's reading then); the longer of the two clocks."""
+    begun = time.perf_counter()
+    driver.get(page.as_uri())
+    while not driver.execute_script("return window.__reportReady || false"):
+        time.sleep(0.01)
+    wall = time.perf_counter() - begun
+    in_page = driver.execute_script("return window.__reportReady") / 1000
+    print(f"opened in {max(wall, in_page):.2f} s (page's own clock {in_page:.2f} s)", flush=True)
+    return max(wall, in_page)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=None, help="about this many items")
@@ -320,16 +333,7 @@ def main() -> None:
 
     driver = headless_chromium(1400, 1000)
     try:
-        opens = []
-        for _ in range(3):
-            begun = time.perf_counter()
-            driver.get(page.as_uri())
-            while not driver.execute_script("return window.__reportReady || false"):
-                time.sleep(0.01)
-            wall = time.perf_counter() - begun
-            in_page = driver.execute_script("return window.__reportReady") / 1000
-            opens.append(max(wall, in_page))
-            print(f"opened in {opens[-1]:.2f} s (page's own clock {in_page:.2f} s)", flush=True)
+        opens = [open_seconds(driver, page) for _ in range(3)]
         filters = []
         for element, value in FILTERS:
             driver.execute_script(

@@ -87,6 +87,7 @@ def answer_key(demo_dataset, tmp_path_factory) -> Path:
 # The files that take minutes start first, so the two xdist workers (`--dist loadfile`) do not
 # end with one of them alone on a long file.
 SLOW_FILES = (
+    "test_million.py",
     "test_stack.py",
     "test_pool.py",
     "test_batch.py",
