@@ -383,7 +383,9 @@ class Benchmark(ABC):
 
 
 def scored_items(samples: pd.DataFrame) -> dict[tuple[str, str, str], list[ScoredItem]]:
-    """The samples table's rows as ScoredItems, by (model, benchmark, scoring)."""
+    """The samples table's rows as ScoredItems, by (model, benchmark, scoring), read back from
+    `samples.parquet` (a missing text reads as NaN where pandas gives the column a text dtype:
+    it is missing, not an error)."""
     grouped: dict[tuple[str, str, str], list[ScoredItem]] = defaultdict(list)
     for row in samples.itertuples(index=False):
         grouped[(row.model, row.benchmark, row.scoring)].append(
@@ -393,11 +395,15 @@ def scored_items(samples: pd.DataFrame) -> dict[tuple[str, str, str], list[Score
                 epoch=row.epoch,
                 value=row.value,
                 correct=row.correct,
-                errored=row.error is not None,
+                errored=_present(row.error),
                 judged=row.judged,
-                score_error=row.score_error,
+                score_error=row.score_error if _present(row.score_error) else None,
                 output_tokens=row.output_tokens,
                 reasoning_tokens=row.reasoning_tokens,
             )
         )
     return grouped
+
+
+def _present(value: object) -> bool:
+    return value is not None and value == value  # NaN is the one value unequal to itself
