@@ -107,6 +107,7 @@ def score_run(run: StoredRun) -> Scored:
     with scoring_pool(run) as pool, tempfile.TemporaryFile() as spool:
         with pq.ParquetWriter(spool, SAMPLES_SCHEMA) as writer:
             pending: list[pa.RecordBatch] = []
+            pending_rows = 0
             shards = list_shards(run)
             scored = pool.map(shards) if pool else (score_shard(run, s) for s in shards)
             for part in scored:
@@ -116,13 +117,13 @@ def score_run(run: StoredRun) -> Scored:
                 undecodable_states.update(part.undecodable_states)
                 judge_undecodable += part.judge_undecodable
                 judge_states.update(part.judge_states)
-                if part.answered:
-                    answered[part.rows.column(1)[0].as_py()] += part.answered
+                answered[part.benchmark] += part.answered
                 kept.append(_metric_columns(part.rows))
                 pending.append(part.rows)
-                if sum(b.num_rows for b in pending) >= ROW_GROUP_ROWS:
+                pending_rows += part.rows.num_rows
+                if pending_rows >= ROW_GROUP_ROWS:
                     writer.write_table(pa.Table.from_batches(pending, SAMPLES_SCHEMA))
-                    pending = []
+                    pending, pending_rows = [], 0
             if pending or not kept:
                 writer.write_table(pa.Table.from_batches(pending, SAMPLES_SCHEMA))
         spool.seek(0)

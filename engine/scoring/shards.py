@@ -63,6 +63,7 @@ class Shard:
 class ShardScores:
     """What one shard adds to the run's tables."""
 
+    benchmark: str
     rows: pa.RecordBatch  # of the samples table (SAMPLES_SCHEMA)
     usage: UsageSums
     scored_keys: list[str]  # the records scored, answers and judgements
@@ -139,6 +140,7 @@ def score_shard(run: StoredRun, shard: Shard) -> ShardScores:
             )
         _add_rows(rows, answer, scores, cluster_of(answer.sample))
     return ShardScores(
+        benchmark=shard.benchmark,
         rows=_batch(rows),
         usage=usage,
         scored_keys=scored_keys,

@@ -23,16 +23,13 @@ from cli.main import main
 from core.record import Record
 from core.types import ConfigError
 from engine.prepare.resolve import ResolvedRun, resolve
-from engine.run.items import answer_items
 from engine.run.request import EvalRequest
 from engine.run.state import list_records, stored_spend
-from engine.store.manifest import open_run
-from providers.types import ProviderResponse, Usage
 from storage import layout, open_store
 from storage.layout import ItemKey
 from tasks.budget import PROBE, Budget
-from tasks.records import build_record
 from tasks.work import WorkItem
+from tests.support.helpers import answered_run
 
 SIM = "http://127.0.0.1:9"  # never contacted: nothing here sends a request
 MODEL = "openai/sim-0.5"
@@ -124,25 +121,7 @@ def stored_run(dataset: str, runs: Path, run_id: str) -> tuple[ResolvedRun, list
         store=str(runs),
         simulator_url=SIM,
     )
-    run = resolve(request)
-    open_run(run.store, run.manifest, run.data, extend=False)
-    items = answer_items(run)
-    usage = Usage(input_tokens=100, output_tokens=0)
-    response = ProviderResponse(text="so {7}", finish_reason="stop", usage=usage)
-    for item in items:
-        record = build_record(
-            item,
-            run.configs[MODEL],
-            response=response,
-            error=None,
-            attempts=1,
-            attempt_errors=[],
-            started=0.0,
-            finished=1.0,
-            latency_s=1.0,
-        )
-        assert run.store.put_if_absent(item.store_key, record.to_bytes())
-    return run, items
+    return answered_run(request, 100)
 
 
 def test_a_record_whose_cost_is_negative_or_not_a_number_is_unreadable(

@@ -11,16 +11,13 @@ from types import SimpleNamespace
 
 from engine.pipeline import Steps, evaluate
 from engine.prepare.plan import plan, recheck
-from engine.prepare.resolve import ResolvedRun, resolve
-from engine.run.items import answer_items
+from engine.prepare.resolve import ResolvedRun
 from engine.run.outcome import RunOutcome
 from engine.run.request import EvalRequest
 from engine.run.state import undecodable
-from engine.store.manifest import open_run
-from providers.types import ProviderResponse, Usage
 from storage import layout
-from tasks.records import build_record
 from tasks.work import WorkItem
+from tests.support.helpers import answered_run
 
 MODEL = "openai/sim-0.5"
 
@@ -35,25 +32,7 @@ def stored_run(dataset: str, runs: Path) -> tuple[ResolvedRun, list[WorkItem]]:
         store=str(runs),
         simulator_url="http://127.0.0.1:9",  # never contacted
     )
-    run = resolve(request)
-    open_run(run.store, run.manifest, run.data, extend=False)
-    items = answer_items(run)
-    usage = Usage(input_tokens=10, output_tokens=2)
-    response = ProviderResponse(text="so {7}", finish_reason="stop", usage=usage)
-    for item in items:
-        record = build_record(
-            item,
-            run.configs[MODEL],
-            response=response,
-            error=None,
-            attempts=1,
-            attempt_errors=[],
-            started=0.0,
-            finished=1.0,
-            latency_s=1.0,
-        )
-        assert run.store.put_if_absent(item.store_key, record.to_bytes())
-    return run, items
+    return answered_run(request, 10, 2)
 
 
 def damage(runs: Path, items: list[WorkItem]) -> dict[str, bytes]:

@@ -93,3 +93,33 @@ def scratch_of(pid: int) -> list[Path]:
         for folder in Path(tempfile.gettempdir()).glob("evalfleet-*")
         if (folder / "owner.pid").is_file() and (folder / "owner.pid").read_text() == str(pid)
     ]
+
+
+def answered_run(request, input_tokens: int, output_tokens: int = 0):
+    """`request`'s run opened in its store with every answer stored as a worker writes it:
+    the reply "so {7}" with the token counts given. Returns (the resolved run, its items)."""
+    from engine.prepare.resolve import resolve
+    from engine.run.items import answer_items
+    from engine.store.manifest import open_run
+    from providers.types import ProviderResponse, Usage
+    from tasks.records import build_record
+
+    run = resolve(request)
+    open_run(run.store, run.manifest, run.data, extend=False)
+    items = answer_items(run)
+    usage = Usage(input_tokens=input_tokens, output_tokens=output_tokens)
+    response = ProviderResponse(text="so {7}", finish_reason="stop", usage=usage)
+    for item in items:
+        record = build_record(
+            item,
+            run.configs[item.key.model],
+            response=response,
+            error=None,
+            attempts=1,
+            attempt_errors=[],
+            started=0.0,
+            finished=1.0,
+            latency_s=1.0,
+        )
+        assert run.store.put_if_absent(item.store_key, record.to_bytes())
+    return run, items
