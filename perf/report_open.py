@@ -5,14 +5,14 @@ A synthetic ZeroBench-format dataset (by default 2,000 questions with a noisy 38
 each, about 60 kB: photographs, not flat colours, so the thumbnails and the embedded full
 images weigh what real ones do) and a run of two models x 5 epochs are planned by the real
 engine; their records are written straight into a local store (no requests), each with its
-own tokens, latency and cost, so the index weighs what a real one does. Up to 20,000 items the
-run is aggregated by `aggregate_run`; above, its results tables are written here in the
-aggregation's schema (the samples table in row groups, a headline per model and scoring),
-because aggregating a million answers does not fit yet (docs/performance.md). `--items N`
-makes ceil(N / 12) questions of two models x 6 epochs (1,000,008 for a million) with 64-pixel
-images (`--image-side`). The report is written by `reports.report.write_report` in a child
-process (its time and peak memory measured); then Debian's chromium opens the page three
-times, applies filters and a sort over every item, and searches the responses for a text.
+own tokens, latency and cost, so the index weighs what a real one does, and aggregated by
+`aggregate_run`. `--items N` makes ceil(N / 12) questions of two models x 6 epochs (1,000,008
+for a million: about 10 minutes to write, 15 to aggregate here) with 64-pixel images
+(`--image-side`); `--work` runs again on a folder a run kept (EVALFLEET_KEEP_WORK=1),
+aggregating only a run without results. The report is written by
+`reports.report.write_report` in a child process (its time and peak memory measured); then
+Debian's chromium opens the page three times, applies filters and a sort over every item,
+and searches the responses for a text.
 
 Prints (last line): items=<n> report_open_s=<the first open: load to first render>
 warm_open_s=<the median of three opens> filter_s=<the slowest filter> sort_s=<sorting by cost>
@@ -24,9 +24,7 @@ build_s=<writing the report> build_peak_mb=<its peak RSS>. Needs chromium and ch
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import math
 import subprocess
 import sys
 import time
@@ -162,96 +160,6 @@ def record(run, n: int, item) -> dict:
     }
 
 
-def write_tables(store, questions: int, epochs: int) -> None:
-    """The results tables a million answers would get, in the aggregation's schema, written
-    without aggregating: the samples table model by model in row groups (a row per item and
-    scoring mode, both of ZeroBench's rules reading the answer in braces), and each model's
-    headline."""
-    import io
-
-    import pandas as pd
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from benchmarks import registry
-    from engine.scoring.score import LONG_COLUMNS, SAMPLE_COLUMNS
-    from engine.store.stored import plan_run
-    from storage import layout
-
-    run = plan_run(store, "big")
-    bench = registry.get("zerobench")
-    samples = run.data["zerobench"].samples
-    parts = {model: io.BytesIO() for model in MODELS}
-    writers: dict[str, pq.ParquetWriter] = {}
-    pending: dict[str, list[list]] = {model: [] for model in MODELS}
-    right_count = {(m, s): 0 for m in MODELS for s in bench.scorings}
-
-    def flush(model: str) -> None:
-        frame = pd.DataFrame(pending.pop(model), columns=SAMPLE_COLUMNS)
-        table = pa.Table.from_pandas(frame, preserve_index=False)
-        if model not in writers:
-            writers[model] = pq.ParquetWriter(parts[model], table.schema)
-        writers[model].write_table(table)
-        pending[model] = []
-
-    n = 0
-    for sample in samples:  # in `answer_items`' order, as the records were numbered
-        for epoch in range(epochs):
-            for model in MODELS:
-                ok = right(n, model)
-                value = sample.target if ok else str(int(sample.target) + 1)
-                for scoring in bench.scorings:
-                    right_count[(model, scoring)] += ok
-                    pending[model].append(
-                        [model, "zerobench", sample.id, sample.id, sample.id, epoch, scoring]
-                        + [sample.target, value, float(ok), ok, False, None, None, "stop"]
-                        + [320, tokens_out(n), 0]
-                    )
-                if len(pending[model]) >= 65_536:
-                    flush(model)
-                n += 1
-    for model in MODELS:
-        if pending[model]:
-            flush(model)
-        writers[model].close()
-    out = io.BytesIO()
-    with pq.ParquetWriter(out, writers[MODELS[0]].schema) as joined:
-        for model in MODELS:
-            part = pq.ParquetFile(io.BytesIO(parts[model].getvalue()))
-            for group in range(part.num_row_groups):
-                joined.write_table(part.read_row_group(group))
-    version = "v-" + hashlib.sha256(b"report-open").hexdigest()[:12]
-    store.put(layout.results_key("big", version, "samples.parquet"), out.getvalue())
-    items = len(samples) * epochs
-    long = pd.DataFrame(
-        [
-            {
-                "model": model,
-                "benchmark": "zerobench",
-                "scoring": scoring,
-                "metric": bench.headline,
-                "group": "",
-                "value": (p := right_count[(model, scoring)] / items),
-                "se": (se := math.sqrt(p * (1 - p) / items)),
-                "ci95_low": p - 1.96 * se,
-                "ci95_high": p + 1.96 * se,
-                "n": items,
-            }
-            for model in MODELS
-            for scoring in bench.scorings
-        ],
-        columns=LONG_COLUMNS,
-    )
-    metrics = io.BytesIO()
-    long.to_parquet(metrics, index=False)
-    store.put(layout.results_key("big", version, "metrics.parquet"), metrics.getvalue())
-    about = {"version": version, "written_at": "2026-11-27T00:00:00+00:00"}
-    about["files"] = ["metrics.parquet", "samples.parquet", "version.json"]
-    blob = json.dumps(about).encode()
-    store.put(layout.results_key("big", version, "version.json"), blob)
-    store.put(layout.latest_results_key("big"), blob)
-
-
 def build_report(work: Path) -> tuple[Path, float, float]:
     """`write_report` in a child process: the page's path, seconds, peak RSS in MB."""
     # its own peak (VmHWM): ru_maxrss of a child counts what it had when forked from here
@@ -311,7 +219,7 @@ def main() -> None:
     from engine.scoring.aggregate import aggregate_run
     from tests.support.browser import close, headless_chromium
 
-    if options.work:  # the records and tables of a kept work folder, the report written again
+    if options.work:  # the records of a kept work folder
         from storage import open_store
 
         work, items = Path(options.work), questions * epochs * len(MODELS)
@@ -321,10 +229,10 @@ def main() -> None:
         started = time.perf_counter()
         store, items = build_run(work, questions, epochs, side)
         print(f"wrote {items} records in {time.perf_counter() - started:.0f} s", flush=True)
-        if large:
-            write_tables(store, questions, epochs)
-        else:
-            aggregate_run(store, "big")
+    if not (work / "runs" / "big" / "results" / "latest.json").exists():
+        started = time.perf_counter()
+        aggregate_run(store, "big")
+        print(f"aggregated in {time.perf_counter() - started:.0f} s", flush=True)
     page, build_s, peak_mb = build_report(work)
     folder = page.parent / "report_items"
     page_mb, files_mb = size_mb(page), size_mb(folder) if folder.exists() else 0.0
