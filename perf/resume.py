@@ -6,8 +6,11 @@ real keys and request hashes; default 2 models x 1 benchmark x 10,000 samples x 
 100,000 items), stores one small record for each of the first --stored items in a local store
 and (unless --no-s3) on a moto S3 server on 127.0.0.1, then times:
 
-  plan_s_local    engine.run.state.reconcile(local store, all items) + todo (what remains)
-  plan_s_s3       the same against the S3 store, over HTTP with boto3
+  plan_s_local    what a resume does before its first request: engine.run.state.list_records
+                  + reconcile (from the listing alone, as engine.prepare.plan does) + todo
+  read_back_s_local  every record the plan counted, read and decoded
+                  (engine.run.state.undecodable), as a resume does after its first requests
+  plan_s_s3       the plan against the S3 store, over HTTP with boto3
   list_floor_s3   one bare paginated list_objects_v2 of the run's completions prefix with a
                   plain boto3 client, same server, same process (no parsing, no sorting)
 
@@ -19,8 +22,8 @@ measure moto, not the planner). moto answers each listing page by sorting every 
 prefix, so one listing of 100,000 keys takes about a minute: the whole script ~5 minutes (a
 listing of 500,000 would take most of an hour: --no-s3 leaves S3 out).
 Progress goes to stdout; the last line is
-`plan_s_local=<x> plan_s_s3=<y> list_floor_s3=<z> objects=<n> planned=<m>` (without the S3
-figures under --no-s3).
+`plan_s_local=<x> read_back_s_local=<r> plan_s_s3=<y> list_floor_s3=<z> objects=<n>
+planned=<m>` (without the S3 figures under --no-s3).
 
 Usage: python perf/resume.py [--planned 100000] [--stored PLANNED] [--models 2] [--epochs 5]
                              [--repeat 2] [--no-s3] [--profile]
@@ -39,6 +42,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,17 +88,38 @@ def record_bytes(item) -> bytes:
 
 
 def plan(store, items) -> tuple[float, Counter, int]:
-    """What a resume does before its first request: list, classify (reading every record
-    on a local store, to catch undecodable ones), find the rest."""
+    """What a resume does before its first request: list, classify from the listing (no
+    record read: a local store's are read back after the first requests, `read_back`), find
+    the rest."""
+    elapsed, reconciled, todo = planned(store, items)
+    return elapsed, Counter(reconciled.state.values()), len(todo)
+
+
+def planned(store, items):
     from engine.run.state import list_records, reconcile
     from storage import layout
 
     started = time.perf_counter()
     listing = list_records(store, RUN_ID, (layout.ANSWER,))
-    reconciled = reconcile(store, listing, items, read=store.writes_are_local)
+    reconciled = reconcile(store, listing, items, read=False)
     todo = reconciled.todo(items)
+    return time.perf_counter() - started, reconciled, todo
+
+
+def read_back(local, items) -> float:
+    """The read-back after the first requests: every record the plan counted, read and
+    decoded (`engine.run.state.undecodable`), none found undecodable."""
+    from engine.run.state import undecodable
+
+    _, reconciled, _ = planned(local, items)
+    keys = list(reconciled.record_key.values())
+    started = time.perf_counter()
+    bad = undecodable(local, keys)
     elapsed = time.perf_counter() - started
-    return elapsed, Counter(reconciled.state.values()), len(todo)
+    if bad:
+        raise SystemExit(f"{len(bad)} records read back undecodable, e.g. {bad[0]}")
+    say(f"read back {len(keys)} records after the first requests: {elapsed:.2f} s")
+    return elapsed
 
 
 def bare_listing(client, prefix: str) -> tuple[float, int]:
@@ -115,25 +140,29 @@ def check(label: str, states: Counter, todo: int, stored: int, planned: int) -> 
 
 
 def serve_s3(objects_file: str) -> None:
-    """Child process: a moto S3 server holding the objects of `objects_file` (a pickled
-    {key: body}), created straight in its backend. Prints `READY <endpoint>`, then serves until
-    stdin closes. A process of its own, so that neither the server's CPU nor its ~100,000
-    objects (which every garbage collection would walk) weigh on the timed planner."""
+    """Child process: a moto S3 server holding the objects of `objects_file` (pickled
+    {key: body} dicts one after the other), created straight in its backend. Prints
+    `READY <endpoint>`, then serves until stdin closes. A process of its own, so that neither
+    the server's CPU nor its ~100,000 objects (which every garbage collection would walk)
+    weigh on the timed planner."""
     from moto.core import DEFAULT_ACCOUNT_ID
     from moto.s3.models import s3_backends
 
     from tests.support.s3_server import MotoS3Server
 
-    with open(objects_file, "rb") as f:
-        objects = pickle.load(f)
     server = MotoS3Server()
     server.start()
     try:
         server.create_bucket(BUCKET)
         backend = s3_backends[DEFAULT_ACCOUNT_ID]["global"]
-        for key, body in objects.items():
-            backend.put_object(BUCKET, key, body, disable_notification=True)
-        del objects
+        with open(objects_file, "rb") as f:
+            while True:  # one pickled dict per chunk
+                try:
+                    objects = pickle.load(f)
+                except EOFError:
+                    break
+                for key, body in objects.items():
+                    backend.put_object(BUCKET, key, body, disable_notification=True)
         print(f"READY {server.endpoint}", flush=True)
         sys.stdin.read()
     finally:
@@ -183,9 +212,10 @@ class Figures:
     local: list[float] = field(default_factory=list)
     s3: list[float] = field(default_factory=list)
     floor: list[float] = field(default_factory=list)
+    read_back: float = 0.0
 
     def line(self, stored: int, planned: int) -> str:
-        out = f"plan_s_local={min(self.local):.3f}"
+        out = f"plan_s_local={min(self.local):.3f} read_back_s_local={self.read_back:.3f}"
         if self.s3:
             out += f" plan_s_s3={min(self.s3):.3f} list_floor_s3={min(self.floor):.3f}"
         return f"{out} objects={stored} planned={planned}"
@@ -222,22 +252,30 @@ def profiled(store, items) -> None:
     say(out.getvalue())
 
 
-def write_local(local, bodies: dict[str, bytes]) -> None:
+def record_chunks(items, chunk: int = 10_000) -> Iterator[dict[str, bytes]]:
+    """The stored records, {key: bytes}, a chunk at a time: 500,000 bodies made at once and
+    freed left the timed process's memory scattered (planning was a third slower after)."""
+    for start in range(0, len(items), chunk):
+        yield {item.store_key: record_bytes(item) for item in items[start : start + chunk]}
+
+
+def write_local(local, items) -> None:
     t0 = time.perf_counter()
-    written = local.put_many_if_absent(bodies)
-    assert all(written.values())
+    for bodies in record_chunks(items):
+        written = local.put_many_if_absent(bodies)
+        assert all(written.values())
     os.sync()  # a resume reads records written long ago, not ones still being written back
-    say(
-        f"local: wrote {len(bodies)} records under {local.root} in {time.perf_counter() - t0:.1f} s"
-    )
+    elapsed = time.perf_counter() - t0
+    say(f"local: wrote {len(items)} records under {local.root} in {elapsed:.1f} s")
 
 
-def start_s3(work: Path, bodies: dict[str, bytes]) -> tuple[subprocess.Popen[str], str]:
-    """The moto server process holding `bodies`, and its endpoint."""
+def start_s3(work: Path, items) -> tuple[subprocess.Popen[str], str]:
+    """The moto server process holding the records of `items`, and its endpoint."""
     t0 = time.perf_counter()
     objects_file = work / "objects.pickle"
     with objects_file.open("wb") as f:
-        pickle.dump({f"{PREFIX}/{k}": v for k, v in bodies.items()}, f)
+        for bodies in record_chunks(items):
+            pickle.dump({f"{PREFIX}/{k}": v for k, v in bodies.items()}, f)
     child = subprocess.Popen(
         [sys.executable, __file__, "--serve-s3", str(objects_file)],
         stdin=subprocess.PIPE,
@@ -248,7 +286,7 @@ def start_s3(work: Path, bodies: dict[str, bytes]) -> tuple[subprocess.Popen[str
     if ready[:1] != ["READY"]:
         raise SystemExit("the S3 server process did not start")
     elapsed = time.perf_counter() - t0
-    say(f"s3: moto server at {ready[1]} holds {len(bodies)} objects ({elapsed:.1f} s)")
+    say(f"s3: moto server at {ready[1]} holds {len(items)} objects ({elapsed:.1f} s)")
     return child, ready[1]
 
 
@@ -267,6 +305,9 @@ def time_s3(endpoint: str, items, stored: int, figures: Figures, args) -> None:
     from storage import layout, open_store
 
     s3 = open_store(f"s3://{BUCKET}/{PREFIX}", s3_endpoint_url=endpoint)
+    if stored:
+        some = items[stored // 2]  # over HTTP, as the planner will read
+        assert s3.get(some.store_key) == record_bytes(some)
     client = boto3.client(
         "s3", endpoint_url=endpoint, config=Config(s3={"addressing_style": "path"})
     )
@@ -286,18 +327,19 @@ def time_s3(endpoint: str, items, stored: int, figures: Figures, args) -> None:
 
 def planner_cpu(local, items, stored: int) -> None:
     """What the plan adds to the listing: the planner's own work on the same keys, no I/O."""
+    from core import collector
     from storage import layout
 
     keys = local.list(layout.stage_prefix(RUN_ID, layout.ANSWER))
     cpu, states, todo = plan(ListedKeys(keys), items)
     check("memory", states, todo, stored, len(items))
     t0 = time.perf_counter()
-    for key in keys:
-        layout.parse_record_key(RUN_ID, key)
+    with collector.held_back():  # as in list_records
+        layout.parse_record_keys(RUN_ID, keys)
     parse = time.perf_counter() - t0
     say(
         f"planner without I/O (reconcile + todo over {len(keys)} listed keys): {cpu:.2f} s, "
-        f"of which parse_record_key {parse:.2f} s"
+        f"of which parse_record_keys {parse:.2f} s"
     )
 
 
@@ -319,21 +361,21 @@ def main() -> None:
     t0 = time.perf_counter()
     items = synthetic_items(args.samples, args.models, args.epochs, work)
     say(f"built {len(items)} work items in {time.perf_counter() - t0:.2f} s")
-    bodies = {item.store_key: record_bytes(item) for item in items[: args.stored]}
+    stored = items[: args.stored]
 
     figures = Figures()
     child: subprocess.Popen[str] | None = None
     try:
         local = LocalStore(work / "runs")
-        write_local(local, bodies)
+        write_local(local, stored)
         endpoint = None
         if not args.no_s3:
-            child, endpoint = start_s3(work, bodies)
-        del bodies
+            child, endpoint = start_s3(work, stored)
         # The local rounds first: right after a minute of S3 listing the local plan was seen
         # to run up to 2x slower once (on a 2-core machine the server process and the kernel's
         # writeback compete with it).
         time_local(local, items, args.stored, figures, args.repeat)
+        figures.read_back = read_back(local, items)
         if args.profile:
             profiled(local, items)
         if endpoint is not None:

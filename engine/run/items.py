@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import Protocol
 
 from benchmarks.interface import Benchmark, BenchmarkOptions, Exclusion
+from core import collector
 from core.types import Decoding, Part, Sample
 from engine.run.state import Reconciled
 from storage.layout import ANSWER, ItemKey
@@ -78,6 +79,7 @@ class RunShape(Protocol):
     data: dict[str, BenchmarkData]
 
 
+@collector.held_back()  # a million items that outlive it: a third of its time went to the GC
 def answer_items(run: RunShape) -> list[WorkItem]:
     """Every answer of the run, epoch-major within a sample, models interleaved."""
     judged = judged_benchmarks(run.judges, run.data)
