@@ -178,7 +178,8 @@ class Record:
             raise UnreadableRecord("not a JSON object")
         try:
             return cls._of(raw)
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            # AttributeError: a nested field that is no JSON object (`"usage": [1]`)
             raise UnreadableRecord(f"not a record ({exc})") from None
 
     @classmethod
@@ -193,42 +194,80 @@ class Record:
 
     @classmethod
     def _of(cls, raw: dict[str, Any]) -> Record:
-        usage = raw.get("usage")
-        cost = raw.get("cost")
-        graded = raw.get("graded")
-        error = raw.get("error")
+        # Checked field by field in loops rather than a call each: aggregation and the
+        # read-back decode every record of a run (a million, for the largest).
+        get = raw.get
+        for name in _TEXTS:
+            if type(raw[name]) is not str:
+                _text(raw, name)  # raises, naming the field
+        for name in _OPTIONAL_TEXTS:
+            value = get(name)
+            if value is not None and type(value) is not str:
+                _text(raw, name, optional=True)
+        epoch = raw.get("epoch")
+        if type(epoch) is not int:
+            _integer(epoch, "epoch")
+        usage = get("usage")
+        if usage:
+            for name, value in usage.items():
+                if type(value) is not int:
+                    _integer(value, name)
+        cost_usd = get("cost_usd")
+        if cost_usd is not None:
+            cost_usd = _usd(cost_usd, "cost_usd")
+        cost = get("cost")
+        if cost:
+            cost = {name: _usd(value, f"cost.{name}") or 0.0 for name, value in cost.items()}
+        graded, error, request = get("graded"), get("error"), get("request")
         return cls(
-            run_id=_text(raw, "run_id", optional=True) or "",
-            stage=_text(raw, "stage", optional=True) or "answer",
-            model=_text(raw, "model"),
-            benchmark=_text(raw, "benchmark"),
-            sample_id=_text(raw, "sample_id"),
-            epoch=_integer(raw.get("epoch"), "epoch"),
-            request_hash=_text(raw, "request_hash", optional=True) or "",
-            judge_model=_text(raw, "judge_model", optional=True),
+            run_id=get("run_id") or "",
+            stage=get("stage") or "answer",
+            model=raw["model"],
+            benchmark=raw["benchmark"],
+            sample_id=raw["sample_id"],
+            epoch=epoch,
+            request_hash=get("request_hash") or "",
+            judge_model=get("judge_model"),
             graded=Graded(**graded) if graded else None,
-            provider=_text(raw, "provider", optional=True),
-            api_model=_text(raw, "api_model", optional=True),
-            model_reported=_text(raw, "model_reported", optional=True),
-            request=Decoding(**(raw.get("request") or {})),
-            response=_text(raw, "response", optional=True),
-            reasoning=_text(raw, "reasoning", optional=True),
-            finish_reason=_text(raw, "finish_reason", optional=True),
-            usage=Usage(**{k: _integer(v, k) for k, v in usage.items()}) if usage else None,
-            cost_usd=_usd(raw.get("cost_usd"), "cost_usd"),
-            cost=Cost(**{k: _usd(v, f"cost.{k}") or 0.0 for k, v in cost.items()})
-            if cost
-            else None,
-            latency_s=raw.get("latency_s"),
-            attempts=int(raw.get("attempts") or 1),
-            attempt_errors=tuple(CallError(**e) for e in raw.get("attempt_errors") or ()),
-            request_id=_text(raw, "request_id", optional=True),
-            started_at=_text(raw, "started_at", optional=True),
-            finished_at=_text(raw, "finished_at", optional=True),
+            provider=get("provider"),
+            api_model=get("api_model"),
+            model_reported=get("model_reported"),
+            request=Decoding(**request) if request else _NO_DECODING,
+            response=get("response"),
+            reasoning=get("reasoning"),
+            finish_reason=get("finish_reason"),
+            usage=Usage(**usage) if usage else None,
+            cost_usd=cost_usd,
+            cost=Cost(**cost) if cost else None,
+            latency_s=get("latency_s"),
+            attempts=int(get("attempts") or 1),
+            attempt_errors=tuple(CallError(**e) for e in get("attempt_errors") or ()),
+            request_id=get("request_id"),
+            started_at=get("started_at"),
+            finished_at=get("finished_at"),
             error=CallError(**error) if error else None,
-            batch=raw.get("batch"),
-            record_version=int(raw.get("record_version") or RECORD_VERSION),
+            batch=get("batch"),
+            record_version=int(get("record_version") or RECORD_VERSION),
         )
+
+
+_TEXTS = ("model", "benchmark", "sample_id")
+_OPTIONAL_TEXTS = (
+    "run_id",
+    "stage",
+    "request_hash",
+    "judge_model",
+    "provider",
+    "api_model",
+    "model_reported",
+    "response",
+    "reasoning",
+    "finish_reason",
+    "request_id",
+    "started_at",
+    "finished_at",
+)
+_NO_DECODING = Decoding()
 
 
 def _error_dict(error: CallError) -> dict[str, Any]:
@@ -259,6 +298,8 @@ def _usd(value: Any, name: str) -> float | None:
     """A stored cost: None (a record from before costs were kept) or a finite number >= 0."""
     if value is None:
         return None
+    if type(value) is float and 0.0 <= value < math.inf:  # the usual case, checked first
+        return value
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} is {type(value).__name__}, not a number of USD")
     if not math.isfinite(value) or value < 0:

@@ -10,7 +10,11 @@ group). Which interval it gets depends only on what its units hold:
 - otherwise (means over epochs or over subquestions, fractional scores): a percentile bootstrap
   over the units, `DRAWS` draws from `numpy.random.default_rng(SEED)`; when every unit has the
   same value the bootstrap has nothing to resample and Wilson on (sum, units) is used, so an
-  interval from finite data is never zero-width.
+  interval from finite data is never zero-width. From `COUNTS_FROM` units holding at most
+  `MAX_LEVELS` distinct values (a mean over a few 0/1 epochs takes few), each draw is made
+  as the counts of each distinct value (one multinomial draw): the same resampling
+  distribution, without drawing an index per unit (a million answers' 10,000 draws of
+  80,000 units took 6 s a headline).
 
 Two rows are compared on the units both hold (`paired`): the difference of the means with a
 percentile bootstrap of the per-unit differences (Miller 2024: paired differences), or no
@@ -31,6 +35,8 @@ DRAWS = 10_000
 SEED = 0
 MIN_PAIRED_UNITS = 10  # fewer shared units give no paired interval
 _CELLS = 4_000_000  # draws x units resampled at once (memory bound, same stream)
+COUNTS_FROM = 5_000  # units from which a bootstrap of few distinct values draws counts
+MAX_LEVELS = 256
 
 
 @dataclass(frozen=True)
@@ -109,6 +115,13 @@ def bootstrap_means(values: np.ndarray, draws: int = DRAWS, seed: int = SEED) ->
     """The mean of each of `draws` resamples (with replacement) of `values`."""
     n = len(values)
     rng = np.random.default_rng(seed)
+    if n >= COUNTS_FROM:
+        levels, counts = np.unique(values, return_counts=True)
+        if len(levels) <= MAX_LEVELS:
+            # n units drawn with replacement hold each distinct value a multinomial number
+            # of times: the resample's mean is those counts times the values, over n
+            picks = rng.multinomial(n, counts / n, size=draws)
+            return picks @ levels / n
     per_chunk = max(1, _CELLS // max(n, 1))
     out = np.empty(draws)
     for start in range(0, draws, per_chunk):

@@ -5,8 +5,9 @@ answer written straight to a local store, then `evalfleet aggregate` in a child 
     .venv/bin/python perf/aggregate_scale.py [--models 2] [--samples 83334] [--epochs 6]
                                              [--work DIR] [--keep]
 
-Prints, last: `records=<n> aggregate_s=<s> aggregate_peak_mb=<mb>` (the child's peak RSS).
-Writing the records is not timed.
+Prints, last: `records=<n> aggregate_s=<s> aggregate_peak_mb=<mb> with_workers_peak_mb=<mb>`:
+the command's own peak RSS, and the peak of its RSS and its scoring workers' summed (read
+every half second). Writing the records is not timed.
 """
 
 from __future__ import annotations
@@ -95,17 +96,29 @@ def main() -> None:
         print(f"wrote {records} records in {time.monotonic() - started:.0f} s", flush=True)
         command = [sys.executable, "-m", "cli.main", "aggregate", RUN_ID]
         command += ["--store", str(work / "runs")]
+        from throughput import TreePeak
+
         started = time.monotonic()
-        done = subprocess.run(
-            command, cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True
+        child = subprocess.Popen(
+            command,
+            cwd=Path(__file__).resolve().parents[1],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
         )
+        tree = TreePeak(child.pid)
+        _, stderr = child.communicate()
         elapsed = time.monotonic() - started
-        if done.returncode != 0:
-            raise SystemExit(f"aggregate failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        tree_mb = tree.stop()
+        if child.returncode != 0:
+            raise SystemExit(f"aggregate failed ({child.returncode}):\n{stderr[-3000:]}")
         peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         latest = json.loads((work / "runs" / RUN_ID / "results" / "latest.json").read_text())
         print(f"version {latest['version']}", flush=True)
-        print(f"records={records} aggregate_s={elapsed:.1f} aggregate_peak_mb={peak_mb:.0f}")
+        print(
+            f"records={records} aggregate_s={elapsed:.1f} aggregate_peak_mb={peak_mb:.0f} "
+            f"with_workers_peak_mb={tree_mb:.0f}"
+        )
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -147,6 +147,28 @@ def descendants(root: int) -> set[int]:
     return found
 
 
+class TreePeak:
+    """The peak of the summed RSS of a process and its descendants (a command and the
+    scoring workers it starts), read every `every_s` seconds in a thread while it lives."""
+
+    def __init__(self, root: int, every_s: float = 0.5) -> None:
+        self.root, self.every_s, self.kb = root, every_s, 0
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def _watch(self) -> None:
+        while not self.done.wait(self.every_s):
+            pids = {self.root, *descendants(self.root)}
+            self.kb = max(self.kb, sum(proc_status_kb(p, "VmRSS") or 0 for p in pids))
+
+    def stop(self) -> float:
+        """The peak in MB."""
+        self.done.set()
+        self.thread.join()
+        return self.kb / 1024
+
+
 def max_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
 

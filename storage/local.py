@@ -24,15 +24,19 @@ def _write_all(fd: int, data: bytes) -> None:
             view = view[os.write(fd, view) :]
 
 
+_FIRST_READ = 1 << 16  # larger than any record: one read, no stat
+
+
 def _read_all(fd: int) -> bytes:
-    """An open file's bytes: read at its size, then until a read finds the end."""
-    data = os.read(fd, os.fstat(fd).st_size + 1)
-    if not data:
+    """An open file's bytes. A short first read is the whole of a regular file (a read stops
+    short of what was asked only at its end), so a record costs one read and no stat."""
+    data = os.read(fd, _FIRST_READ)
+    if len(data) < _FIRST_READ:
         return data
     parts = [data]
-    while more := os.read(fd, 1 << 16):
+    while more := os.read(fd, 1 << 20):
         parts.append(more)
-    return parts[0] if len(parts) == 1 else b"".join(parts)
+    return b"".join(parts)
 
 
 def _in_order(files: list[str], directories: list[str]) -> list[str | list[str]]:

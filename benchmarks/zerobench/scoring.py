@@ -53,6 +53,7 @@ Nothing else is equated: fractions and decimals (``1/2`` vs ``0.5``), units (``7
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from decimal import Decimal
@@ -91,7 +92,7 @@ def score_upstream(response: str, target: str) -> Score:
 def score_robust(response: str, target: str) -> Score:
     """Our forgiving scorer; the rules are in the module docstring."""
     answer = extract_robust(response)
-    correct = answer is not None and answers_match(answer, normalise(target))
+    correct = answer is not None and answers_match(answer, _normalised_target(target))
     return Score(scoring="robust", answer=answer, correct=correct, value=float(correct))
 
 
@@ -156,19 +157,26 @@ def _unwrap(content: str) -> str:
 
 def normalise(text: str) -> str:
     """Rules N1-N3."""
-    s = text.casefold().replace("\u2212", "-").replace("\\%", "%").replace("\\$", "$")
-    while True:
-        unwrapped = _TEXT_WRAPPER.sub(r"\1", s)
-        if unwrapped == s:
-            break
-        s = unwrapped
+    s = text.casefold().replace("\u2212", "-")
+    if "\\" in s:  # a LaTeX escape or wrapper (most answers hold none)
+        s = s.replace("\\%", "%").replace("\\$", "$")
+        while True:
+            unwrapped = _TEXT_WRAPPER.sub(r"\1", s)
+            if unwrapped == s:
+                break
+            s = unwrapped
     s = _WHITESPACE.sub(" ", s).strip()
-    for wrapper in _MARKDOWN_WRAPPERS:
-        if match := wrapper.match(s):
-            s = match.group(1).strip()
+    if s[:1] in ("*", "`"):
+        for wrapper in _MARKDOWN_WRAPPERS:
+            if match := wrapper.match(s):
+                s = match.group(1).strip()
     if s.endswith("."):
         s = s[:-1].rstrip()
     return s
+
+
+# A run scores each target once per model and epoch: normalised once.
+_normalised_target = functools.lru_cache(maxsize=1 << 16)(normalise)
 
 
 def answers_match(answer: str, target: str) -> bool:

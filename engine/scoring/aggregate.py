@@ -9,9 +9,9 @@ from typing import Any
 
 from core.text_tables import markdown
 from engine.scoring.agreement import judge_agreement
-from engine.scoring.score import score_run
+from engine.scoring.score import score_run, scoring_pool
 from engine.scoring.tables import notes, summaries, write_results
-from engine.store.stored import load_run
+from engine.store.stored import plan_run, read_states
 from storage.base import Store
 
 log = logging.getLogger("evalfleet")
@@ -19,9 +19,12 @@ log = logging.getLogger("evalfleet")
 
 def aggregate_run(store: Store, run_id: str) -> dict[str, Any]:
     """Score every stored record of a run and write its tables under a new results version."""
-    run = load_run(store, run_id, read=False)
-    states = Counter(run.answer_state.state.values())
-    scored = score_run(run)
+    run = plan_run(store, run_id)
+    # Worker processes (a large run) start now: each plans the run while this one lists it.
+    with scoring_pool(run) as pool:
+        read_states(run, read=False)
+        states = Counter(run.answer_state.state.values())
+        scored = score_run(run, pool)
     unreadable = len(scored.undecodable)
     states.subtract(scored.undecodable_states)  # asked again by the next run: missing
     states["missing"] += sum(scored.undecodable_states.values())

@@ -15,6 +15,7 @@ import hashlib
 import logging
 import os
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -93,9 +94,10 @@ class Scored:
     judge_states: Counter[str] = field(default_factory=Counter)
 
 
-def score_run(run: StoredRun) -> Scored:
-    """Score every stored answer of a run, shard by shard, then each benchmark's metrics,
-    usage and files. The run's item states are let go once its answers are read."""
+def score_run(run: StoredRun, pool: WorkerPool | None = None) -> Scored:
+    """Score every stored answer of a run, shard by shard (in `pool`'s processes where there
+    is one: `scoring_pool`), then each benchmark's metrics, usage and files. The run's item
+    states are let go once its answers are read."""
     usage = UsageSums()
     scored_keys: list[str] = []
     undecodable: list[str] = []
@@ -104,13 +106,15 @@ def score_run(run: StoredRun) -> Scored:
     judge_states: Counter[str] = Counter()
     answered: dict[str, list[Answered]] = {name: [] for name in run.data}
     kept: list[pa.RecordBatch] = []
-    with scoring_pool(run) as pool, tempfile.TemporaryFile() as spool:
+    with tempfile.TemporaryFile() as spool:
         with pq.ParquetWriter(spool, SAMPLES_SCHEMA) as writer:
             pending: list[pa.RecordBatch] = []
             pending_rows = 0
             shards = list_shards(run)
+            started, records = time.monotonic(), 0
             scored = pool.map(shards) if pool else (score_shard(run, s) for s in shards)
             for part in scored:
+                records += len(part.scored_keys)
                 usage.merge(part.usage)
                 scored_keys += part.scored_keys
                 undecodable += part.undecodable
@@ -126,13 +130,16 @@ def score_run(run: StoredRun) -> Scored:
                     pending, pending_rows = [], 0
             if pending or not kept:
                 writer.write_table(pa.Table.from_batches(pending, SAMPLES_SCHEMA))
+        log.info("scored %d records in %.1f s", records, time.monotonic() - started)
         spool.seek(0)
         samples_parquet = spool.read()
         # A million answers' keys and states are most of this process's memory by now, and
         # the metrics need none of them: what they free makes room for each group's items.
         run.answer_state, run.judge_listing = Reconciled(), Listing()
         columns = pa.Table.from_batches(kept) if kept else None
+        started = time.monotonic()
         long, units = metric_table(run, columns, pool)
+        log.info("metrics in %.1f s", time.monotonic() - started)
     extra_files: dict[str, bytes] = {}
     for name, data in run.data.items():
         if _writes_files(data.benchmark):
@@ -161,13 +168,13 @@ def score_run(run: StoredRun) -> Scored:
 @contextlib.contextmanager
 def scoring_pool(run: StoredRun) -> Iterator[WorkerPool | None]:
     """Worker processes for a large run (its shards, then its metric groups), None for a
-    small one (scored here)."""
-    answers = len(run.answer_state.record_key)
+    small one (scored here). Large by its plan: the pool starts before the store is listed."""
+    answers = sum(len(d.samples) * len(d.decodings) for d in run.data.values()) * len(run.models)
     workers = min(os.cpu_count() or 1, MAX_WORKERS)
     if answers < PARALLEL_FROM or workers < 2:
         yield None
         return
-    log.info("scoring %d answers in %d processes", answers, workers)
+    log.info("scoring up to %d answers in %d processes", answers, workers)
     with WorkerPool(run.store, run.run_id, workers) as pool:
         yield pool
 

@@ -122,21 +122,38 @@ def _sum_into(total: dict[str, float], part: dict[str, float]) -> None:
         total[column] += value
 
 
+_SUMMED = (
+    "errors",
+    "input_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "cached_input_tokens",
+    "cost_usd",
+    "cached_input_cost_usd",
+    "reasoning_cost_usd",
+)
+# The columns `_add` sums into, by prefix: named once, not per record.
+_PREFIXED = {prefix: tuple(prefix + name for name in _SUMMED) for prefix in ("", "judge_")}
+
+
 def _add(spent: dict[str, float], prefix: str, record: Record) -> None:
     """One record into a (model, benchmark) row: an answer, or with prefix "judge_" a
     judgement."""
     tokens = record.tokens
+    errors, inputs, outputs, reasoning, cached, cost_usd, cached_cost, reasoning_cost = _PREFIXED[
+        prefix
+    ]
     spent["judgements" if prefix else "answers"] += 1
-    spent[f"{prefix}errors"] += record.failed
-    spent[f"{prefix}input_tokens"] += tokens.input_tokens
-    spent[f"{prefix}output_tokens"] += tokens.output_tokens
-    spent[f"{prefix}reasoning_tokens"] += tokens.reasoning_tokens
-    spent[f"{prefix}cached_input_tokens"] += tokens.cached_input_tokens
-    spent[f"{prefix}cost_usd"] += record.spent_usd
+    spent[errors] += record.failed
+    spent[inputs] += tokens.input_tokens
+    spent[outputs] += tokens.output_tokens
+    spent[reasoning] += tokens.reasoning_tokens
+    spent[cached] += tokens.cached_input_tokens
+    spent[cost_usd] += record.spent_usd
     cost = record.cost
     if cost is not None:
-        spent[f"{prefix}cached_input_cost_usd"] += cost.cached_input
-        spent[f"{prefix}reasoning_cost_usd"] += cost.reasoning
+        spent[cached_cost] += cost.cached_input
+        spent[reasoning_cost] += cost.reasoning
         if not prefix:
             spent["input_cost_usd"] += cost.input
             spent["output_cost_usd"] += cost.output

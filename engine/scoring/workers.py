@@ -10,12 +10,15 @@ dies reads the end of its input and leaves.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
+import queue
 import signal
 import struct
 import subprocess
 import sys
+import threading
 import traceback
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -48,12 +51,17 @@ def receive(stream: IO[bytes]) -> Any:
 
 class WorkerPool:
     """`workers` processes serving one stored run; `map` hands them tasks (a `Shard`, a
-    `GroupTask`) in turns and yields the answers in the tasks' order. A worker is sent its
-    next task only once its last answer is read: a task and an answer are each larger than
-    a pipe holds, and two writers waiting on each other's pipes would wait for ever."""
+    `GroupTask`) in turns and yields the answers in the tasks' order.
+
+    Each worker has a thread writing its tasks and one reading its answers, so that it always
+    has its next task waiting (`AHEAD` of them) and never waits for this process to take its
+    last answer: a task and an answer are each larger than a pipe holds, and a writer and a
+    reader waiting on each other's pipes in one thread would wait for ever."""
+
+    AHEAD = 2  # tasks given to a worker before its first answer is taken
 
     def __init__(self, store: Any, run_id: str, workers: int) -> None:
-        self.procs = [_start(store, run_id) for _ in range(workers)]
+        self.workers = [_Worker(store, run_id) for _ in range(workers)]
 
     def __enter__(self) -> WorkerPool:
         return self
@@ -62,52 +70,93 @@ class WorkerPool:
         self.close()
 
     def map(self, tasks: Iterable[Any]) -> Iterator[Any]:
-        flight: deque[subprocess.Popen[bytes]] = deque()
+        flight: deque[_Worker] = deque()
         for turn, task in enumerate(tasks):
-            proc = self.procs[turn % len(self.procs)]
-            if len(flight) == len(self.procs):  # the oldest one is this worker's
-                yield _result(flight.popleft())
-            assert proc.stdin is not None
-            send(proc.stdin, task)
-            flight.append(proc)
+            if len(flight) == self.AHEAD * len(self.workers):
+                yield flight.popleft().result()
+            worker = self.workers[turn % len(self.workers)]
+            worker.inbox.put(task)
+            flight.append(worker)
         while flight:
-            yield _result(flight.popleft())
+            yield flight.popleft().result()
 
     def close(self) -> None:
-        for proc in self.procs:
-            if proc.stdin is not None:
-                proc.stdin.close()
-        for proc in self.procs:
+        for worker in self.workers:
+            _drop_waiting(worker.inbox)  # tasks not sent yet (a run stopped early)
+            worker.inbox.put(_END)
+        for worker in self.workers:
+            worker.stop()
+
+
+_END = object()  # the end of a worker's tasks
+
+
+def _drop_waiting(tasks: queue.Queue[Any]) -> None:
+    with contextlib.suppress(queue.Empty):
+        while True:
+            tasks.get_nowait()
+
+
+class _Worker:
+    """One scoring process, with a thread feeding it tasks and one taking its answers."""
+
+    def __init__(self, store: Any, run_id: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "engine.scoring.workers"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self.inbox: queue.Queue[Any] = queue.Queue()
+        self.outbox: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self.inbox.put((store, run_id))
+        self.threads = [
+            threading.Thread(target=self._feed, daemon=True),
+            threading.Thread(target=self._take, daemon=True),
+        ]
+        for thread in self.threads:
+            thread.start()
+
+    def _feed(self) -> None:
+        stdin = self.proc.stdin
+        assert stdin is not None
+        try:
+            while (task := self.inbox.get()) is not _END:
+                send(stdin, task)
+        except OSError:  # the worker is gone: its reader says why
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                stdin.close()
+
+    def _take(self) -> None:
+        assert self.proc.stdout is not None
+        while True:
             try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+                answer = receive(self.proc.stdout)
+            except EOFError:
+                self.outbox.put(("gone", None))
+                return
+            self.outbox.put(answer)
 
+    def result(self) -> Any:
+        kind, value = self.outbox.get()
+        if kind == "gone":
+            raise ScoringWorkerError(
+                f"a scoring worker exited with {self.proc.wait()} before it answered"
+            )
+        if kind == "error":
+            raise ScoringWorkerError(f"a scoring worker failed:\n{value}")
+        return value
 
-def _start(store: Any, run_id: str) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "engine.scoring.workers"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    assert proc.stdin is not None
-    send(proc.stdin, (store, run_id))
-    return proc
-
-
-def _result(proc: subprocess.Popen[bytes]) -> Any:
-    assert proc.stdout is not None
-    try:
-        kind, value = receive(proc.stdout)
-    except EOFError:
-        raise ScoringWorkerError(
-            f"a scoring worker exited with {proc.wait()} before it answered"
-        ) from None
-    if kind == "error":
-        raise ScoringWorkerError(f"a scoring worker failed:\n{value}")
-    return value
+    def stop(self) -> None:
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        for thread in self.threads:
+            thread.join(timeout=10)
 
 
 def _serve() -> None:

@@ -47,22 +47,37 @@ class StoredRun:
 
 
 def load_run(store: Store, run_id: str, *, read: bool = True) -> StoredRun:
-    """Rebuild a stored run's plan and the state of its items. With `read` (status, the
-    report) every record is read and decoded, and the judgements its answers call for are
+    """Rebuild a stored run's plan and the state of its items (`read_states`)."""
+    run = plan_run(store, run_id)
+    read_states(run, read=read)
+    return run
+
+
+def read_states(run: StoredRun, *, read: bool = True) -> None:
+    """List a planned run's records and take the state of each item. With `read` (status,
+    the report) every record is read and decoded, and the judgements its answers call for are
     planned; without (aggregation, which reads them shard by shard), the answers' state is
     the listing's and the judge records are only listed (`judge_listing`)."""
-    run = plan_run(store, run_id)
     answers = answer_items(run)
     stages = (layout.ANSWER, layout.JUDGE) if run.judges else (layout.ANSWER,)
-    listing = list_records(store, run_id, stages)
-    run.answer_state = reconcile(store, listing, answers, read=read)
+    listing = list_records(run.store, run.run_id, stages)
+    run.answer_state = reconcile(run.store, listing, answers, read=read)
     if not read:
-        run.judge_listing = listing
-        return run
+        run.judge_listing = _judgements_of(listing) if run.judges else Listing()
+        return
     run.answers = answers
     run.judgements = [j for j, _ in planned_judgements(run, run.answer_state)]
-    run.judge_state = reconcile(store, listing, run.judgements, read=True)
-    return run
+    run.judge_state = reconcile(run.store, listing, run.judgements, read=True)
+
+
+def _judgements_of(listing: Listing) -> Listing:
+    """The judge records of a listing: what scoring looks up for each answer's judgements (the
+    answers' own entries, a million for the largest runs, are not kept for it)."""
+    return Listing(
+        ok={k: v for k, v in listing.ok.items() if k.stage == layout.JUDGE},
+        failed={k: v for k, v in listing.failed.items() if k.stage == layout.JUDGE},
+        empty=listing.empty,
+    )
 
 
 def plan_run(store: Store, run_id: str) -> StoredRun:

@@ -15,6 +15,7 @@ from scipy import stats
 
 from metrics.aggregates import se_over_group_means
 from metrics.intervals import (
+    COUNTS_FROM,
     DRAWS,
     UnitValues,
     epochs_needed,
@@ -86,6 +87,29 @@ def test_bootstrap_is_the_documented_draws():
     assert found.method == "bootstrap"
     assert found.low == pytest.approx(percentile(0.025), abs=1e-12)
     assert found.high == pytest.approx(percentile(0.975), abs=1e-12)
+
+
+def test_a_large_bootstrap_of_few_values_draws_their_counts():
+    """From COUNTS_FROM units of few distinct values, each resample is drawn as how many
+    times it holds each value: the documented multinomial draws, and the same distribution
+    as drawing every unit (the percentiles agree with the index draws within Monte Carlo
+    error)."""
+    rng = np.random.default_rng(3)
+    values = rng.integers(0, 7, size=COUNTS_FROM) / 6  # means over six 0/1 epochs
+    levels, counts = np.unique(values, return_counts=True)
+    picks = np.random.default_rng(0).multinomial(len(values), counts / len(values), DRAWS)
+    means = np.sort(picks @ levels / len(values))
+    found = unit_mean_interval(values)
+    assert found.method == "bootstrap"
+    assert found.low == pytest.approx(np.percentile(means, 2.5), abs=1e-12)
+    assert found.high == pytest.approx(np.percentile(means, 97.5), abs=1e-12)
+    indices = np.random.default_rng(9).integers(0, len(values), size=(2_000, len(values)))
+    by_index = values[indices].mean(axis=1)
+    assert found.low == pytest.approx(np.percentile(by_index, 2.5), abs=6e-4)
+    assert found.high == pytest.approx(np.percentile(by_index, 97.5), abs=6e-4)
+    # the same mean and spread as the normal form: SE = sd / sqrt(n)
+    se = values.std(ddof=1) / math.sqrt(len(values))
+    assert found.high - found.low == pytest.approx(2 * Z * se, rel=0.05)
 
 
 def test_bootstrap_agrees_with_scipys_on_clustered_data():
