@@ -4,8 +4,8 @@
 2. The services start in the background (unless PREFECT_API_URL / RAY_ADDRESS name running
    ones) while the data is loaded and the run id checked: a private Ray head at once, a
    temporary Prefect server forked once Prefect is imported (it skips that import). The
-   run's workers start as soon as Ray answers; what follows the work is imported while the
-   Prefect server is still starting.
+   run's workers start as soon as Ray answers (its own head, or the cluster RAY_ADDRESS
+   names); what follows the work is imported while the Prefect server is still starting.
 3. The `evaluate-and-aggregate` flow runs. If the Prefect server goes away mid-run the work
    goes on; the command finishes the same steps without Prefect and says so once.
 4. Whatever happens, what step 2 started is stopped; the exit code is 0, 2 (bad input),
@@ -69,8 +69,11 @@ def run_request(
             stack.start(prefect=not os.environ.get("PREFECT_API_URL"))
 
             run = resolve(request, configs) if answers else resolve_stored(request, store)
-            if own_ray and answers and stack.wait_ray(STOP.requested):
-                prestart_workers(run)  # they start while the Prefect server does
+            # A Ray head of its own or a cluster it attaches to: the run's workers start
+            # while the Prefect server does.
+            on_ray = own_ray or bool(os.environ.get("RAY_ADDRESS"))
+            if on_ray and answers and stack.wait_ray(STOP.requested):
+                prestart_workers(run)
             if stack.prefect is not None and not STOP.requested():
                 flows.in_process.load_what_follows_the_work()
             if not stack.wait(STOP.requested):

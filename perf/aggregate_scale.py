@@ -5,15 +5,18 @@ answer written straight to a local store, then `evalfleet aggregate` in a child 
     .venv/bin/python perf/aggregate_scale.py [--models 2] [--samples 83334] [--epochs 6]
                                              [--work DIR] [--keep]
 
-Prints, last: `records=<n> aggregate_s=<s> aggregate_peak_mb=<mb> with_workers_peak_mb=<mb>`:
-the command's own peak RSS, and the peak of its RSS and its scoring workers' summed (read
-every half second). Writing the records is not timed.
+Prints, last: `records=<n> aggregate_s=<s> report_s=<s> command_s=<s> aggregate_peak_mb=<mb>
+with_workers_peak_mb=<mb>`: the scoring and tables (as the command reports them), the report,
+the whole command (its leaderboard and start-up too); the command's own peak RSS, and the
+peak of its and its scoring workers' memory summed (PSS, read every half second). Writing
+the records is not timed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import resource
 import shutil
 import subprocess
@@ -112,11 +115,16 @@ def main() -> None:
         tree_mb = tree.stop()
         if child.returncode != 0:
             raise SystemExit(f"aggregate failed ({child.returncode}):\n{stderr[-3000:]}")
+        timing = re.search(r"tables in ([\d.]+) s, report in ([\d.]+) s", stderr)
+        if timing is None:
+            raise SystemExit(f"aggregate printed no timing line:\n{stderr[-3000:]}")
+        tables_s, report_s = (float(x) for x in timing.groups())
         peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         latest = json.loads((work / "runs" / RUN_ID / "results" / "latest.json").read_text())
         print(f"version {latest['version']}", flush=True)
         print(
-            f"records={records} aggregate_s={elapsed:.1f} aggregate_peak_mb={peak_mb:.0f} "
+            f"records={records} aggregate_s={tables_s:.1f} report_s={report_s:.1f} "
+            f"command_s={elapsed:.1f} aggregate_peak_mb={peak_mb:.0f} "
             f"with_workers_peak_mb={tree_mb:.0f}"
         )
     finally:

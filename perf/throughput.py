@@ -147,8 +147,19 @@ def descendants(root: int) -> set[int]:
     return found
 
 
+def proc_pss_kb(pid: int | str) -> int | None:
+    """A process's proportional set size: its private pages, and its share of the pages it
+    shares (a summed RSS would count the libraries every worker maps once per worker)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as f:
+            match = re.search(r"^Pss:\s+(\d+) kB", f.read(), re.MULTILINE)
+    except OSError:
+        return None
+    return int(match.group(1)) if match else None
+
+
 class TreePeak:
-    """The peak of the summed RSS of a process and its descendants (a command and the
+    """The peak of the summed PSS of a process and its descendants (a command and the
     scoring workers it starts), read every `every_s` seconds in a thread while it lives."""
 
     def __init__(self, root: int, every_s: float = 0.5) -> None:
@@ -160,7 +171,7 @@ class TreePeak:
     def _watch(self) -> None:
         while not self.done.wait(self.every_s):
             pids = {self.root, *descendants(self.root)}
-            self.kb = max(self.kb, sum(proc_status_kb(p, "VmRSS") or 0 for p in pids))
+            self.kb = max(self.kb, sum(proc_pss_kb(p) or 0 for p in pids))
 
     def stop(self) -> float:
         """The peak in MB."""

@@ -69,6 +69,15 @@ def start_warm(count: int) -> list[Any]:
     return actors
 
 
+def keeps_warm_workers() -> bool:
+    """The cluster keeps warm workers (`evalfleet up --ray`): a run claims those first."""
+    try:
+        ray.get_actor(f"{WARM_PREFIX}0", namespace=NAMESPACE)
+    except ValueError:
+        return False
+    return True
+
+
 def prestart(count: int, apis: Sequence[str]) -> None:
     """Start `count` workers now (not waiting for them), for this process's next run."""
     _prestarted.extend(_own(apis) for _ in range(count))

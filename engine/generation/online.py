@@ -136,12 +136,15 @@ def workers_for(requested: int, items: int) -> int:
 def prestart_workers(run: ResolvedRun) -> None:
     """Start the run's worker actors now, without waiting, so that their start-up (a
     process, Ray, the SDK imports) overlaps the flow run's creation and the planning.
-    `generate` takes them (`tasks.pool`)."""
+    `generate` takes them (`tasks.pool`). None on a cluster that keeps warm workers: the run
+    claims those."""
     from engine.generation.ray_session import ensure_ray
-    from tasks.pool import prestart
+    from tasks.pool import keeps_warm_workers, prestart
 
     planned = len(run.models) * sum(len(b.samples) * len(b.decodings) for b in run.data.values())
     ensure_ray()
+    if keeps_warm_workers():
+        return
     prestart(workers_for(run.request.workers, planned), run_apis(run))
 
 
