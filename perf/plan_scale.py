@@ -62,7 +62,7 @@ def main() -> None:
     started = time.perf_counter()
     planned = plan(run)
     plan_s = time.perf_counter() - started
-    items = len(planned.answers)
+    items = planned.planned
     assert len(planned.todo) == items, "a new run asks every item"
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"items={items} build_s={build_s:.1f} rss_before_plan_mb={before:.0f}")

@@ -20,10 +20,11 @@ again.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sized
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +45,7 @@ log = logging.getLogger("evalfleet.dispatch")
 
 WORKER_LOST = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
 CHUNK = 64  # items per submit
+BLOCK = 2048  # jobs taken from the source at a time, when none queued can be sent
 POLL_S = 0.2  # how often the loop looks at a stop request when nothing lands
 
 
@@ -80,7 +82,7 @@ class _Worker:
 
 
 def dispatch(
-    jobs: Sequence[tuple[WorkItem, Any]],
+    jobs: Iterable[tuple[WorkItem, Any]],
     crew: Crew,
     workers: list[Any],
     *,
@@ -96,12 +98,16 @@ def dispatch(
     the limits in flight. The workers, replacements included, are ended with the crew.
 
     A job is (item, prompt): the prompt is a sample's index in the workers' `samples` or,
-    for a judgement, the list of its parts itself.
+    for a judgement, the list of its parts itself. Jobs are taken from `jobs` a block at a
+    time, when no queued one can be sent: a run of a million items never queues them all.
     """
     pool = [_Worker(w) for w in workers]
     queues: dict[str, deque[tuple[WorkItem, Any]]] = {}
     endpoints = Endpoints()
     result = Dispatched()
+    source = iter(jobs)
+    total = len(jobs) if isinstance(jobs, Sized) else None
+    taken = 0  # jobs taken from `source`
 
     def enqueue(item: WorkItem, prompt: Any, front: bool = False) -> None:
         if item.key.caller in result.down:  # its endpoint is down: not asked in this run
@@ -110,8 +116,21 @@ def dispatch(
         queue = queues.setdefault(item.key.caller, deque())
         (queue.appendleft if front else queue.append)((item, prompt))
 
-    for item, prompt in jobs:
-        enqueue(item, prompt)
+    def take(block: int) -> bool:
+        """Queue up to `block` more jobs; False when there are none left."""
+        nonlocal taken
+        before = taken
+        for item, prompt in itertools.islice(source, block):
+            taken += 1
+            enqueue(item, prompt)
+        return taken > before
+
+    def left_untaken() -> int:
+        nonlocal total
+        if total is None:  # counted once, by running through what is left
+            total = taken + sum(1 for _ in source)
+        return total - taken
+
     busy: Counter[str] = Counter()  # in flight per model
     retired: list[Any] = []  # replaced workers, ended with the others
     collecting: dict[Any, int] = {}  # a collect call in flight -> its worker
@@ -124,6 +143,12 @@ def dispatch(
         probe = budget.limit(model) if budget is not None else None
         return most if probe is None else min(most, probe)
 
+    def wanting() -> bool:
+        """Whether a model could send more than is queued for it: only then are more jobs
+        taken (a model at its limit keeps what it has queued; the source has every model's
+        items interleaved, so a slow model's share waits in its queue)."""
+        return not queues or any(not q and busy[m] < limit(m) for m, q in queues.items())
+
     def fill() -> None:
         """Take items, models in turn, up to the limits; send them in chunks, each to the
         least busy worker. A model whose next item the budget refuses waits for the calls in
@@ -131,8 +156,7 @@ def dispatch(
         room = max_in_flight - in_flight()
         picked: list[tuple[WorkItem, Any]] = []
         refused: set[str] = set()
-        progressed = True
-        while progressed and room > 0:
+        while room > 0:
             progressed = False
             for model, queue in queues.items():
                 if not queue or model in refused or busy[model] >= limit(model):
@@ -148,6 +172,10 @@ def dispatch(
                 progressed = True
                 if room <= 0:
                     break
+            if progressed:
+                continue
+            if refused or not wanting() or not take(max(room, BLOCK)):
+                break
         if refused and not picked and not in_flight():
             result.budget_reached = True
         for start in range(0, len(picked), CHUNK):
@@ -234,7 +262,7 @@ def dispatch(
             collect(timeout=POLL_S)
             if sending():
                 fill()
-        left = sum(len(q) for q in queues.values())
+        left = sum(len(q) for q in queues.values()) + left_untaken()
         ended = result.budget_reached or bool(result.write_failed)
         result.stopped = bool(in_flight() or (left and not ended))
         if in_flight():
@@ -242,7 +270,7 @@ def dispatch(
             while in_flight() and time.monotonic() < deadline:
                 collect(timeout=min(POLL_S, max(0.0, deadline - time.monotonic())))
             result.abandoned = in_flight()
-        result.not_started += sum(len(q) for q in queues.values())
+        result.not_started += sum(len(q) for q in queues.values()) + left_untaken()
         result.down.update(endpoints.down())
     finally:
         for ref in collecting:

@@ -4,10 +4,11 @@ stored. A stop request (first Ctrl-C or SIGTERM) ends submission; see `tasks.dis
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from engine.prepare.plan import RunPlan
@@ -52,14 +53,11 @@ def generate(run_plan: RunPlan) -> RunOutcome:
         max_rate_limited_s=request.max_rate_limited_seconds,
     )
     # Each sample's parts go to the object store once; workers get them by index.
-    needed = {(i.key.benchmark, i.key.sample_id) for i in run_plan.todo}
     index: dict[tuple[str, str], int] = {}
     parts_refs = []
-    for name, bench_data in run.data.items():
-        for sample in bench_data.samples:
-            if (name, sample.id) in needed:
-                index[(name, sample.id)] = len(parts_refs)
-                parts_refs.append(ray.put(sample.parts))
+    for name, sample_id in run_plan.todo.samples():
+        index[(name, sample_id)] = len(parts_refs)
+        parts_refs.append(ray.put(run.data[name].by_id[sample_id].parts))
     setup = WorkerSetup(
         store_url=run.store.url,
         s3_endpoint_url=request.s3_endpoint_url,
@@ -70,7 +68,7 @@ def generate(run_plan: RunPlan) -> RunOutcome:
         samples=parts_refs,
     )
     crew = Crew(setup, run_apis(run))
-    done_before = len(run_plan.answers) - len(run_plan.todo) + run_plan.judge_states["done"]
+    done_before = run_plan.planned - len(run_plan.todo) + run_plan.judge_states["done"]
     progress = Progress(
         total=done_before + total, already_done=done_before, description=f"run {run.run_id}"
     )
@@ -91,7 +89,12 @@ def generate(run_plan: RunPlan) -> RunOutcome:
         progress.grow(len(made))
         return made
 
-    jobs = [(i, index[(i.key.benchmark, i.key.sample_id)]) for i in run_plan.todo]
+    # The answers are made as the dispatcher takes them, a block at a time (see `Jobs`).
+    jobs = Jobs(
+        ((i, index[(i.key.benchmark, i.key.sample_id)]) for i in run_plan.todo),
+        len(run_plan.todo),
+        run_plan.judge_todo,
+    )
     budget = None
     if request.max_cost_usd is not None:
         budget = Budget(request.max_cost_usd, run_plan.spent_usd, item_cost_model(run))
@@ -99,7 +102,7 @@ def generate(run_plan: RunPlan) -> RunOutcome:
     started = time.monotonic()
     try:
         dispatched = dispatch(
-            [*jobs, *run_plan.judge_todo],
+            jobs,
             crew,
             workers,
             max_in_flight=request.max_in_flight,
@@ -126,6 +129,20 @@ def generate(run_plan: RunPlan) -> RunOutcome:
         for caller, error in dispatched.down.items()
     }
     return outcome
+
+
+class Jobs:
+    """What a run asks, for `dispatch`: the judgements of stored answers, then its answers as
+    an iterator (made one at a time) with their number."""
+
+    def __init__(self, answers: Iterator[tuple[WorkItem, int]], count: int, judgements: list):
+        self.answers, self.count, self.judgements = answers, count, judgements
+
+    def __len__(self) -> int:
+        return self.count + len(self.judgements)
+
+    def __iter__(self) -> Iterator[tuple[WorkItem, Any]]:
+        return itertools.chain(self.judgements, self.answers)
 
 
 def workers_for(requested: int, items: int) -> int:

@@ -4,14 +4,18 @@ store. Items in batch jobs that have not ended are not left: they are being answ
 from __future__ import annotations
 
 import logging
+from array import array
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
+from core import collector
 from core.types import Part
 from engine.prepare.resolve import ResolvedRun
-from engine.run.items import answer_items, judged_benchmarks, planned_judgements
+from engine.run.items import AnswerSpace, Todo, planned_judgements
 from engine.run.state import (
+    Listing,
     Reconciled,
+    classify,
     list_records,
     quarantine,
     read_records,
@@ -32,8 +36,8 @@ log = logging.getLogger("evalfleet")
 class RunPlan:
     run: ResolvedRun
     event: str  # new, resumed, extended
-    answers: list[WorkItem]
-    todo: list[WorkItem]
+    planned: int  # answers the run asks in all
+    todo: Todo  # the answers left to ask, made one at a time when sent
     judge_todo: list[tuple[WorkItem, list[Part]]]
     states: Counter[str]
     judge_states: Counter[str] = field(default_factory=Counter)
@@ -48,6 +52,8 @@ class RunPlan:
         """The items to ask online: all of them, but those of models in batch mode (a failed
         batch line goes online when the request says so)."""
         request = self.run.request
+        if not request.uses_batches():
+            return self
         attempts = batch_jobs.attempts_so_far(self.jobs)
 
         def online(item: WorkItem) -> bool:
@@ -55,7 +61,7 @@ class RunPlan:
 
         return replace(
             self,
-            todo=[i for i in self.todo if online(i)],
+            todo=self.todo.where(online),
             judge_todo=[(j, p) for j, p in self.judge_todo if online(j)],
         )
 
@@ -85,48 +91,96 @@ def plan(run: ResolvedRun, *, retry_errors: bool = True, answers: bool = True) -
     return plan_items(run, event, retry_errors=retry_errors, answers=answers)
 
 
+@dataclass
+class _Sweep:
+    """What one pass over a run's answers found (`_sweep`)."""
+
+    states: Counter[str] = field(default_factory=Counter)
+    todo: array[int] = field(default_factory=lambda: array("q"))  # places, 8 bytes each
+    unverified: list[str] = field(default_factory=list)
+    empty: list[str] = field(default_factory=list)  # zero-byte records: set aside
+    # The answers of judged benchmarks, kept whole: their judgements need the stored texts.
+    judged: Reconciled = field(default_factory=Reconciled)
+    judged_places: list[tuple[int, WorkItem]] = field(default_factory=list)
+
+
+@collector.held_back()
+def _sweep(space: AnswerSpace, listing: Listing, wanted: set[str], busy: set[str]) -> _Sweep:
+    """Every answer of the run classified against the listing, one at a time: only the places
+    of those left to ask are kept (and whole answers of judged benchmarks)."""
+    out = _Sweep()
+    states, todo, unverified, empty = out.states, out.todo, out.unverified, listing.empty
+    judged = space.judged
+    for place, item in enumerate(space):
+        state, found = classify(listing, item)
+        if judged and item.key.benchmark in judged:
+            out.judged.state[item.key] = state
+            if found is not None:
+                out.judged.record_key[item.key] = found
+            out.judged_places.append((place, item))
+            continue
+        if found is not None and found in empty:
+            out.empty.append(found)
+            state, found = "missing", None
+        states[state] += 1
+        if state in wanted:
+            if item.request_hash not in busy:
+                todo.append(place)
+        elif found is not None:
+            unverified.append(found)
+    return out
+
+
 def plan_items(
     run: ResolvedRun, event: str, *, retry_errors: bool = True, answers: bool = True
 ) -> RunPlan:
     """What is left to ask of an open run, from one listing of the store."""
     request, store, run_id = run.request, run.store, run.run_id
     asked = answers and run.answers
-    answers = answer_items(run)
-    judged = judged_benchmarks(run.judges, run.data)
-    stages = (layout.ANSWER, layout.JUDGE) if judged else (layout.ANSWER,)
+    space = AnswerSpace(run)
+    stages = (layout.ANSWER, layout.JUDGE) if space.judged else (layout.ANSWER,)
     listing = list_records(store, run_id, stages)
-    state = reconcile(store, listing, answers, read=False)
-    if judged:  # the judgements to plan need the stored answers' texts
-        read_records(
-            store, state, [k for a, k in state.record_key.items() if a.benchmark in judged]
-        )
-    judge_items = planned_judgements(run, state)
-    judge_state = reconcile(store, listing, [j for j, _ in judge_items], read=False)
-    bad = [*state.undecodable, *judge_state.undecodable]
-    quarantine(store, run_id, bad)
     wanted = {"missing", "stale", "failed"} if retry_errors else {"missing", "stale"}
-    spent = stored_spend(store, listing) if request.max_cost_usd is not None else 0.0
     jobs = batch_jobs.read_jobs(store, run_id) if request.uses_batches() else []
     busy = batch_jobs.in_open_jobs(jobs)
-    checked = [judge_state, state] if asked else [judge_state]
+    swept = _sweep(space, listing, wanted, busy)
+    todo, unverified = swept.todo, swept.unverified
+    judged = swept.judged
+    if swept.judged_places:  # the judgements to plan need the stored answers' texts
+        read_records(store, judged, list(judged.record_key.values()))
+        for place, item in swept.judged_places:
+            state = judged.state[item.key]
+            swept.states[state] += 1
+            if state in wanted:
+                if item.request_hash not in busy:
+                    todo.append(place)
+            elif (key := judged.record_key.get(item.key)) and key not in judged.records:
+                unverified.append(key)
+        todo = array("q", sorted(todo))
+    judge_items = planned_judgements(run, judged)
+    judge_state = reconcile(store, listing, [j for j, _ in judge_items], read=False)
+    bad = [*swept.empty, *judged.undecodable, *judge_state.undecodable]
+    quarantine(store, run_id, bad)
+    spent = stored_spend(store, listing) if request.max_cost_usd is not None else 0.0
+    local = store.writes_are_local
     return RunPlan(
         run=run,
         event=event,
-        answers=answers,
-        todo=[i for i in state.todo(answers, retry_errors) if i.request_hash not in busy]
-        if asked
-        else [],
+        planned=len(space),
+        todo=Todo(space, todo if asked else ()),
         judge_todo=[
             (j, p)
             for j, p in judge_items
             if judge_state.state[j.key] in wanted and j.request_hash not in busy
         ],
-        states=Counter(state.state.values()),
+        states=swept.states,
         judge_states=Counter(judge_state.state.values()),
         quarantined=len(bad),
         spent_usd=spent,
         jobs=jobs,
-        unverified=unread(checked, wanted) if store.writes_are_local else [],
+        unverified=[*unread([judge_state], wanted), *(unverified if asked else [])]
+        if local
+        else [],
     )
 
 
@@ -156,7 +210,7 @@ def recheck(run_plan: RunPlan) -> RunPlan | None:
     again = plan_items(run, "resumed", retry_errors=False)
     return replace(
         again,
-        todo=[i for i in again.todo if i.key in items],
+        todo=again.todo.where(lambda i: i.key in items),
         judge_todo=[(j, p) for j, p in again.judge_todo if j.key in items],
         quarantined=len(bad),
         unverified=[],
@@ -169,7 +223,7 @@ def report_plan(run_plan: RunPlan) -> None:
         "run %s (%s): %d answers — %d done, %d failed, %d stale, %d missing; %d to request",
         run_plan.run.run_id,
         run_plan.event,
-        len(run_plan.answers),
+        run_plan.planned,
         states["done"],
         states["failed"],
         states["stale"],

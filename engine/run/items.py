@@ -3,18 +3,28 @@ answer, each with the hash of exactly what it sends."""
 
 from __future__ import annotations
 
+import bisect
 import hashlib
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Protocol
+from typing import Any, Protocol
 
 from benchmarks.interface import Benchmark, BenchmarkOptions, Exclusion
 from core import collector
 from core.types import Decoding, Part, Sample
 from engine.run.state import Reconciled
 from storage.layout import ANSWER, ItemKey
-from tasks.work import WorkItem, answer_hasher, parts_digest, request_hash, text_digest
+from tasks.work import (
+    WorkItem,
+    answer_hash_parts,
+    answer_hasher,
+    parts_digest,
+    prompt_json,
+    request_hash,
+    text_digest,
+)
 
 
 @dataclass
@@ -79,43 +89,127 @@ class RunShape(Protocol):
     data: dict[str, BenchmarkData]
 
 
+class AnswerSpace:
+    """Every answer of a run in one order (benchmark, sample, epoch, model), each at a place:
+    its index in that order. A plan keeps the places of what is left to ask (8 bytes each,
+    where a WorkItem and its hash hold about 300) and makes each item again when it is sent:
+    a run of a million answers never holds a million items."""
+
+    def __init__(self, run: RunShape) -> None:
+        self.run = run
+        self.names = list(run.data)
+        self.models = list(run.models)
+        self.judged = judged_benchmarks(run.judges, run.data)
+        self.starts: list[int] = []  # the first place of each benchmark
+        size = 0
+        for name in self.names:
+            self.starts.append(size)
+            size += len(run.data[name].samples) * len(run.data[name].decodings) * len(self.models)
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __iter__(self) -> Iterator[WorkItem]:
+        return self.items(range(self.size))
+
+    def item(self, place: int) -> WorkItem:
+        return next(self.items((place,)))
+
+    def sample_of(self, place: int) -> tuple[str, int]:
+        """(benchmark, sample index) of a place."""
+        which = bisect.bisect_right(self.starts, place) - 1
+        name = self.names[which]
+        per_sample = len(self.run.data[name].decodings) * len(self.models)
+        return name, (place - self.starts[which]) // per_sample
+
+    def items(self, places: Iterable[int]) -> Iterator[WorkItem]:
+        """The items at `places`, in ascending order: what a sample's items share is worked
+        out once for them (a million are made in a few seconds)."""
+        run_id, models, model_count = self.run.run_id, self.models, len(self.models)
+        begin = end = 0
+        for place in places:
+            if not begin <= place < end:  # the next benchmark
+                which = bisect.bisect_right(self.starts, place) - 1
+                name = self.names[which]
+                data = self.run.data[name]
+                samples, digests, decodings = data.samples, data.digests, data.decodings
+                per_sample = len(decodings) * model_count
+                begin = self.starts[which]
+                end = begin + len(samples) * per_sample
+                heads = [
+                    [self._hash_parts(name, epoch, model) for model in models]
+                    for epoch in range(len(decodings))
+                ]
+                returned = name in self.judged
+                current = -1
+            sample, within = divmod(place - begin, per_sample)
+            if sample != current:
+                current, sample_id = sample, samples[sample].id
+                prompt = prompt_json(digests[sample_id])
+            epoch, model = divmod(within, model_count)
+            start, tail = heads[epoch][model]
+            digest = start.copy()
+            digest.update(prompt)
+            digest.update(tail)
+            yield WorkItem(
+                run_id,
+                ItemKey(ANSWER, "", models[model], name, sample_id, epoch),
+                decodings[epoch],
+                digest.hexdigest(),
+                returned,
+            )
+
+    def _hash_parts(self, name: str, epoch: int, model: str) -> tuple[Any, bytes]:
+        data = self.run.data[name]
+        return answer_hash_parts(
+            model=model,
+            api_model=self.run.api_models[model],
+            benchmark=name,
+            dataset_revision=data.revision,
+            decoding=data.decodings[epoch],
+        )
+
+
+class Todo:
+    """Answers left to ask, as places of their run's `AnswerSpace`: a sequence of WorkItems
+    made one at a time as they are read (in place order)."""
+
+    def __init__(self, space: AnswerSpace, places: Iterable[int] = ()) -> None:
+        self.space = space
+        self.places = places if isinstance(places, array) else array("q", places)
+
+    def __len__(self) -> int:
+        return len(self.places)
+
+    def __iter__(self) -> Iterator[WorkItem]:
+        return self.space.items(self.places)
+
+    def __repr__(self) -> str:
+        return f"Todo({len(self)} answers)"
+
+    def where(self, keep: Callable[[WorkItem], bool]) -> Todo:
+        """The items `keep` keeps, in the same order."""
+        items = self.space.items(self.places)
+        kept = (p for p, item in zip(self.places, items, strict=True) if keep(item))
+        return Todo(self.space, kept)
+
+    def samples(self) -> list[tuple[str, str]]:
+        """(benchmark, sample id) of every item, each sample once, in order (no item made)."""
+        seen: dict[tuple[str, int], None] = {}
+        sample_of, last = self.space.sample_of, (None, -1)
+        for place in self.places:
+            which = sample_of(place)
+            if which != last:
+                seen[which] = last = which
+        data = self.space.run.data
+        return [(name, data[name].samples[index].id) for name, index in seen]
+
+
 @collector.held_back()  # a million items that outlive it: a third of its time went to the GC
 def answer_items(run: RunShape) -> list[WorkItem]:
     """Every answer of the run, epoch-major within a sample, models interleaved."""
-    judged = judged_benchmarks(run.judges, run.data)
-    items: list[WorkItem] = []
-    for name, bench_data in run.data.items():
-        hashers = [
-            [
-                (
-                    model_id,
-                    answer_hasher(
-                        model=model_id,
-                        api_model=run.api_models[model_id],
-                        benchmark=name,
-                        dataset_revision=bench_data.revision,
-                        decoding=decoding,
-                    ),
-                )
-                for model_id in run.models
-            ]
-            for decoding in bench_data.decodings
-        ]
-        returned = name in judged
-        for sample in bench_data.samples:
-            digest = bench_data.digests[sample.id]
-            for epoch, decoding in enumerate(bench_data.decodings):
-                for model_id, hashed in hashers[epoch]:
-                    items.append(
-                        WorkItem(
-                            run_id=run.run_id,
-                            key=ItemKey(ANSWER, "", model_id, name, sample.id, epoch),
-                            decoding=decoding,
-                            request_hash=hashed(digest),
-                            return_response=returned,
-                        )
-                    )
-    return items
+    return list(AnswerSpace(run))
 
 
 def answer_hashes(run: RunShape) -> Callable[[ItemKey], str]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from core import collector
@@ -81,27 +82,33 @@ def stored_spend(store: Store, listing: Listing) -> float:
     return total
 
 
+def classify(listing: Listing, item: WorkItem) -> tuple[str, str | None]:
+    """An item's state from a listing, and the key of its record when it has one."""
+    key, prefix = item.key, item.request_hash[: layout.HASH_CHARS]
+    ok = listing.ok.get(key)
+    found = None if ok is None else ok.get(prefix)
+    if found is not None:
+        return "done", found
+    failed = listing.failed.get(key)
+    found = None if failed is None else failed.get(prefix)
+    if found is not None:
+        return "failed", found
+    return ("stale" if ok else "missing"), None
+
+
 @collector.held_back()
-def reconcile(store: Store, listing: Listing, items: list[WorkItem], *, read: bool) -> Reconciled:
+def reconcile(
+    store: Store, listing: Listing, items: Iterable[WorkItem], *, read: bool
+) -> Reconciled:
     """Classify items from a listing. With `read`, every record counted as done or failed is
     read and decoded (kept in `records`), and an undecodable one counts as missing; without,
     only what the listing shows (a zero-byte record) is caught (`read_records` reads some)."""
     out = Reconciled()
     state, record_key = out.state, out.record_key
-    ok_side, failed_side = listing.ok, listing.failed
     for item in items:
-        key, prefix = item.key, item.request_hash[: layout.HASH_CHARS]
-        ok = ok_side.get(key)
-        found = None if ok is None else ok.get(prefix)
+        state[item.key], found = classify(listing, item)
         if found is not None:
-            state[key], record_key[key] = "done", found
-            continue
-        failed = failed_side.get(key)
-        found = None if failed is None else failed.get(prefix)
-        if found is not None:
-            state[key], record_key[key] = "failed", found
-        else:
-            state[key] = "stale" if ok else "missing"
+            record_key[item.key] = found
     if read:
         read_records(store, out, list(record_key.values()))
     elif listing.empty:

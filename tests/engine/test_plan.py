@@ -23,7 +23,7 @@ def test_resume_with_a_moved_dataset_updates_the_manifest(tmp_path, demo_dataset
         simulator_url="http://127.0.0.1:9",
     )
     first = plan(resolve(EvalRequest(**base, dataset_path=demo_dataset)))
-    assert first.event == "new" and len(first.answers) == 4 * 6
+    assert first.event == "new" and first.planned == len(first.todo) == 4 * 6
     manifest_path = tmp_path / "runs" / layout.manifest_key("r1")
     before = json.loads(manifest_path.read_text())
     assert [e["event"] for e in before["history"]] == ["created"]
@@ -39,4 +39,37 @@ def test_resume_with_a_moved_dataset_updates_the_manifest(tmp_path, demo_dataset
     # identical bytes, so the same revision hash and the same request hashes: nothing stale
     assert after["datasets"]["zerobench"]["revision"] == before["datasets"]["zerobench"]["revision"]
     assert after["datasets"]["zerobench"]["source"] == f"dataset path {moved}"
-    assert [i.request_hash for i in second.answers] == [i.request_hash for i in first.answers]
+    assert [i.request_hash for i in second.todo] == [i.request_hash for i in first.todo]
+
+
+def test_a_plan_keeps_the_places_of_what_is_left_and_makes_the_same_items(tmp_path, demo_dataset):
+    """The todo of a partly answered run holds 8-byte places; the items it makes from them
+    are those every-answer listing gives, in its order, less the stored ones."""
+    from engine.run.items import AnswerSpace, answer_items
+    from tests.support.helpers import answered_run
+
+    request = EvalRequest(
+        models=["openai/sim-0.5", "openai/sim-0.6"],
+        benchmarks=["zerobench", "zerobench_subquestions"],
+        run_id="places",
+        store=str(tmp_path / "runs"),
+        simulator_url="http://127.0.0.1:9",
+        dataset_path=demo_dataset,
+    )
+    run, items = answered_run(request, 10)
+    stored = set(range(0, len(items), 3))  # every third answer kept, the others deleted
+    for n, item in enumerate(items):
+        if n not in stored:
+            run.store.delete(item.store_key)
+    planned = plan(resolve(request))
+    space = AnswerSpace(run)
+    assert [space.item(p) for p in range(len(space))] == list(space) == answer_items(run)
+    assert planned.planned == len(items)
+    assert planned.todo.places.itemsize == 8
+    assert list(planned.todo.places) == [n for n in range(len(items)) if n not in stored]
+    assert list(planned.todo) == [i for n, i in enumerate(items) if n not in stored]
+    assert dict(planned.states) == {"done": len(stored), "missing": len(items) - len(stored)}
+    left = planned.todo.where(lambda item: item.key.model == "openai/sim-0.6")
+    assert list(left) == [i for i in planned.todo if i.key.model == "openai/sim-0.6"]
+    samples = [(i.key.benchmark, i.key.sample_id) for i in planned.todo]
+    assert planned.todo.samples() == list(dict.fromkeys(samples))
