@@ -44,7 +44,7 @@ from tasks.secrets import Secret
 from tasks.work import WorkItem
 
 log = logging.getLogger("evalfleet.worker")
-PARTS_CACHE_SIZE = 512
+BLOCKS_CACHED = 8  # blocks of samples kept by a worker (the items come in sample order)
 WORKER_PACKAGES = ("core", "providers", "storage", "tasks")  # the code a worker runs
 CLAIM_S = 15.0  # a warm worker's claimant that has not called for this long is gone
 ERROR_CHARS = 300  # of an error's message, told to the driver
@@ -69,9 +69,9 @@ class Outcome:
 @dataclass(frozen=True)
 class WorkerSetup:
     """What a run tells the workers it claims. `samples` are the object refs of the run's
-    samples' parts (Ray leaves refs inside an argument as refs: each worker fetches a
-    sample once, when it first needs it); `budgets` the shared rate budget actor of each
-    limited model."""
+    samples' parts, in blocks (`engine.generation.online.put_samples`; Ray leaves refs inside
+    an argument as refs: each worker fetches a block once, when it first needs it);
+    `budgets` the shared rate budget actor of each limited model."""
 
     store_url: str
     s3_endpoint_url: str | None
@@ -101,9 +101,9 @@ def preload(apis: Sequence[str]) -> None:
 class CompletionWorker:
     """Hosts provider clients for many concurrent calls (an async actor).
 
-    A job is (item, prompt): the prompt is the index of a sample in the claim's `samples`
-    (its parts, fetched from the object store once per worker) or, for a judgement, the
-    list of its parts itself.
+    A job is (item, prompt): the prompt is where a sample's parts are in the claim's
+    `samples`, (block, index in it), fetched from the object store once per worker, or, for
+    a judgement, the list of its parts itself.
     """
 
     LINGER_S = 0.02  # a collect waits this long after the first landing, for the next ones
@@ -141,7 +141,7 @@ class CompletionWorker:
         self._clients: dict[str, ProviderClient] = {}
         self._budgets: dict[str, Any] = {}  # model id -> its SharedRateLimit actor
         self._leases: dict[str, Lease] = {}
-        self._parts_cache: OrderedDict[Any, asyncio.Future[list[Part]]] = OrderedDict()
+        self._parts_cache: OrderedDict[int, asyncio.Future[list[list[Part]]]] = OrderedDict()
         self._samples: list[Any] = []
         self._landed: list[Outcome | BaseException] = []
         self._landing: asyncio.Event | None = None  # made on the actor's event loop
@@ -267,26 +267,28 @@ class CompletionWorker:
     # -- one item ------------------------------------------------------------------------
 
     async def _parts(self, prompt: Any) -> list[Part]:
-        """A sample's parts, fetched from the object store once per worker, not once per call
-        (a ZeroBench image can be megabytes, and each sample is asked epochs x models times):
-        the items of a sample that arrive together wait on one fetch. A judgement's grader
-        prompt comes inline."""
+        """A sample's parts, fetched from the object store with its block once per worker,
+        not once per call (a ZeroBench image can be megabytes, and each sample is asked epochs
+        x models times): the items of a block that arrive together wait on one fetch. A
+        judgement's grader prompt comes inline."""
         if isinstance(prompt, list):
             return prompt
-        fetch = self._parts_cache.get(prompt)
+        block, index = prompt
+        fetch = self._parts_cache.get(block)
         if fetch is None:
-            fetch = asyncio.ensure_future(self._samples[prompt])
-            self._parts_cache[prompt] = fetch
-            if len(self._parts_cache) > PARTS_CACHE_SIZE:
+            fetch = asyncio.ensure_future(self._samples[block])
+            self._parts_cache[block] = fetch
+            if len(self._parts_cache) > BLOCKS_CACHED:
                 self._parts_cache.popitem(last=False)
         else:
-            self._parts_cache.move_to_end(prompt)
+            self._parts_cache.move_to_end(block)
         try:
-            return await asyncio.shield(fetch)  # one waiter cancelled leaves the others theirs
+            parts = await asyncio.shield(fetch)  # one waiter cancelled leaves the others theirs
         except Exception:
-            if self._parts_cache.get(prompt) is fetch:  # the next item fetches it again
-                del self._parts_cache[prompt]
+            if self._parts_cache.get(block) is fetch:  # the next item fetches it again
+                del self._parts_cache[block]
             raise
+        return parts[index]
 
     async def run(self, item: WorkItem, prompt: Any) -> Outcome:
         """Ask, retry by kind, store the record put-if-absent."""
