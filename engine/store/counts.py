@@ -11,7 +11,8 @@ definitions `runs` uses). It records them with
   (`storage.changes`) that were there before its listing began.
 
 It records nothing while another process works on the run (a live heartbeat not its own: its
-answers keep coming) or when that process crashed. `recorded_counts` gives them back only while
+answers keep coming) or when that process crashed; under its own (`evalfleet run` aggregating
+once its answers are in) it does. `recorded_counts` gives them back only while
 
 - the heartbeat is in a final state (not running, not crashed): no command is writing;
 - it is the heartbeat the aggregation saw, begun no later than `listed_at`: a later command
@@ -39,7 +40,7 @@ from storage.base import Store
 from storage.changes import marks
 
 log = logging.getLogger("evalfleet")
-ENDED_NEVER = ("running", "crashed")  # liveness: somebody is (or was, and died) writing
+NOT_ENDED = ("running", "crashed")  # liveness: somebody is (or was, and died) writing
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ def recorded_counts(
 ) -> Recorded | None:
     """The counts the run's last aggregation recorded, if they still hold (see the module);
     `state` is the run's `heartbeat.liveness`."""
-    if state in ENDED_NEVER:
+    if state in NOT_ENDED:
         return None
     try:
         body = json.loads(store.get(layout.counts_key(run_id)) or b"null")
