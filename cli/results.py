@@ -22,7 +22,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     add_store_options(agg)
     agg.set_defaults(func=cmd_aggregate)
 
-    runs = sub.add_parser("runs", help="list the runs in a store with their progress")
+    runs = sub.add_parser(
+        "runs",
+        help="list the runs in a store with their progress (an ended run's as its last "
+        "aggregation counted it; `status RUN` reads every record)",
+    )
     add_store_options(runs)
     runs.set_defaults(func=cmd_runs)
 

@@ -1,17 +1,23 @@
-"""`evalfleet runs` (every run of a store and how far it got, from listings) and
+"""`evalfleet runs` (every run of a store and how far it got: an ended run's counts as its
+last aggregation listed them, while nothing has written since; else from a listing now) and
 `evalfleet status` (one run, every record read: the exact view)."""
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from engine.run.identity import RunError
-from engine.run.state import STATES, list_records, quarantine
+from engine.run.state import STATES, answer_counts, list_records, quarantine
 from engine.store import heartbeat
+from engine.store.counts import recorded_counts
 from engine.store.manifest import read_manifest
-from engine.store.stored import load_run
 from storage import layout
 from storage.base import Store
+
+if TYPE_CHECKING:  # pandas is imported by `status` only: `runs` starts faster without it
+    import pandas as pd
+
+LISTED_NOW = "listed now"
 
 
 def expected_answers(manifest: dict) -> int:
@@ -24,6 +30,10 @@ def expected_answers(manifest: dict) -> int:
 
 
 def run_progress(store: Store, run_id: str) -> dict[str, object] | None:
+    """One row of `runs`. `done` counts the items with an answer record (a stale one too),
+    `failed` those with only terminal errors. An ended run whose last aggregation recorded
+    these counts, with nothing written since, shows them (`engine.store.counts`); any other
+    run is listed now. `counted` says which."""
     try:
         manifest = read_manifest(store, run_id)
     except RunError as exc:
@@ -36,29 +46,45 @@ def run_progress(store: Store, run_id: str) -> dict[str, object] | None:
             "failed": None,
             "progress": problem,
             "state": "?",
+            "counted": "?",
         }
     if manifest is None:
         return None
     expected = expected_answers(manifest)
-    listing = list_records(store, run_id, (layout.ANSWER,))
-    done = {k for k, hashes in listing.ok.items() if hashes}
-    failed = {k for k, hashes in listing.failed.items() if hashes} - done
+    state = heartbeat.liveness(manifest)
+    recorded = recorded_counts(store, run_id, manifest, state)
+    if recorded is None:
+        done, failed = answer_counts(list_records(store, run_id, (layout.ANSWER,)))
+        counted = LISTED_NOW
+    else:
+        done, failed = recorded.done, recorded.failed
+        counted = f"aggregation {recorded.listed_at:%Y-%m-%d %H:%M:%S}Z"
     return {
         "run_id": run_id,
         "created_at": manifest.get("created_at", "?"),
         "models": ", ".join(manifest["identity"]["models"]),
         "benchmarks": ", ".join(manifest["identity"]["benchmarks"]),
         "expected": expected,
-        "done": len(done),
-        "failed": len(failed),
-        "progress": f"{100.0 * min(len(done), expected) / expected:.1f}%" if expected else "-",
-        "state": heartbeat.liveness(manifest),
+        "done": done,
+        "failed": failed,
+        "progress": f"{100.0 * min(done, expected) / expected:.1f}%" if expected else "-",
+        "state": state,
+        "counted": counted,
     }
 
 
+FROM_AGGREGATION = (
+    'counted "aggregation T": the answers as the run\'s last aggregation listed them at T (UTC);\n'
+    "the run has ended and none was written or moved since. `evalfleet status RUN` reads every "
+    "record."
+)
+
+
 def list_runs(store: Store) -> str:
-    """A table of the store's runs (from listings: a stale record counts as done here;
-    `status` tells them apart)."""
+    """A table of the store's runs (from recorded counts or listings: a stale record counts
+    as done here; `status` tells them apart)."""
+    from tabulate import tabulate
+
     rows = []
     for run_dir in store.list_dirs(""):
         progress = run_progress(store, run_dir.strip("/"))
@@ -66,7 +92,17 @@ def list_runs(store: Store) -> str:
             rows.append(progress)
     if not rows:
         return f"no runs in {store.describe()}"
-    return pd.DataFrame(rows, dtype=object).to_markdown(index=False, missingval="?")
+    # what pandas' to_markdown gave (it calls tabulate so), without importing pandas
+    table = tabulate(
+        [list(row.values()) for row in rows],
+        headers=list(rows[0]),
+        tablefmt="pipe",
+        showindex=False,
+        missingval="?",
+    )
+    if any(row["counted"] not in (LISTED_NOW, "?") for row in rows):
+        table += "\n\n" + FROM_AGGREGATION
+    return table
 
 
 def run_status(
@@ -75,6 +111,10 @@ def run_status(
     """Per (stage, model, benchmark): done / failed / stale / missing, plus undecodable
     records (every record is read; an undecodable one counts as missing). With
     `move_aside`, undecodable records are moved to {run}/quarantine/ now."""
+    import pandas as pd
+
+    from engine.store.stored import load_run
+
     run = load_run(store, run_id)
     bad = [*run.answer_state.undecodable, *run.judge_state.undecodable]
     if move_aside:
@@ -106,6 +146,8 @@ def run_status(
 
 def batch_status(store: Store, run_id: str) -> pd.DataFrame:
     """The run's batch jobs: state, the provider's word and counts, what was written."""
+    import pandas as pd
+
     from engine.generation.batches import read_jobs
 
     rows = [

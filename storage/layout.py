@@ -9,6 +9,10 @@
     {run}/results/latest.json                                  which version is the newest
     {run}/batches/{job}.json                                   a batch job: intent, id, end
     {run}/quarantine/...                                       undecodable records set aside
+    {run}/counts.json                                          answers done and failed, as the
+                                                               last aggregation listed them
+    {run}/records-changed/{ns}-{random}.json                   answer records written or moved
+                                                               aside outside a run command
 
 `{model}`, `{judge}` and `{sample}` are percent-encoded into one segment ("openai/gpt-4o" ->
 "openai%2Fgpt-4o"). `{hash}` is the first 16 hex digits of the request hash (what was sent),
@@ -101,6 +105,17 @@ def batch_job_key(run_id: str, job_id: str) -> str:
 
 def quarantine_key(run_id: str, key: str) -> str:
     return f"{run_id}/quarantine/{key[len(run_id) + 1 :]}"
+
+
+def counts_key(run_id: str) -> str:
+    """The answer counts the run's last aggregation listed (`engine.store.counts`)."""
+    return f"{run_id}/counts.json"
+
+
+def changes_prefix(run_id: str) -> str:
+    """Where a writer of answer records outside a run command leaves a mark once it has
+    written or moved them (`storage.changes`): recorded counts that did not see it are void."""
+    return f"{run_id}/records-changed/"
 
 
 def item_dir(run_id: str, key: ItemKey) -> str:

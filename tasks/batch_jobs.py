@@ -26,6 +26,7 @@ import os
 import time
 import uuid
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -35,6 +36,7 @@ from providers.registry import ModelConfig
 from providers.types import ErrorKind, ProviderError
 from storage import layout
 from storage.base import Store
+from storage.changes import records_changing
 from storage.layout import ItemKey
 from tasks.records import build_record
 from tasks.work import WorkItem
@@ -196,6 +198,20 @@ async def collect(
         write_job(store, job)
         return None
     results = await client.results(job.provider_id or "")
+    # the batch poller writes these outside any run command: the counts the last aggregation
+    # recorded are void from now (`storage.changes`)
+    answers = any(entry.key[0] == layout.ANSWER for entry in job.items)
+    with records_changing(store, job.run_id, f"job {job.job_id}") if answers else nullcontext():
+        written = write_results(store, job, config, max_attempts, results)
+    job.state, job.written = "ended", written
+    write_job(store, job)
+    return results
+
+
+def write_results(
+    store: Store, job: Job, config: ModelConfig, max_attempts: int, results: list[LineResult]
+) -> dict[str, int]:
+    """Each line's result as the item's record (a line worth asking again writes nothing)."""
     by_id = {r.custom_id: r for r in results}
     written = {"ok": 0, "failed": 0, "retry": 0}
     now = time.time()
@@ -223,6 +239,4 @@ async def collect(
         key = item.store_key if error is None else item.failure_key(int(now * 1000))
         store.put_if_absent(key, record.to_bytes())
         written["ok" if error is None else "failed"] += 1
-    job.state, job.written = "ended", written
-    write_job(store, job)
-    return results
+    return written

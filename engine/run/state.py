@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from core import collector
 from core.record import Record
 from storage import layout
 from storage.base import Store
+from storage.changes import records_changing
 from storage.layout import ItemKey
 from tasks.work import WorkItem
 
@@ -67,6 +70,24 @@ def list_records(store: Store, run_id: str, stages: tuple[str, ...]) -> Listing:
                 if previous is None or key > previous:  # the latest failure wins (ms in key)
                     per_item[hash_prefix] = key
     return listing
+
+
+class AnswerCounts(NamedTuple):
+    """How far a run got, as `evalfleet runs` shows it: `done` answers are items with a
+    record (whatever request it answered: a stale one counts here), `failed` items with only
+    terminal errors. Records are not read: an undecodable one counts as what its name says."""
+
+    done: int
+    failed: int
+
+
+def answer_counts(listing: Listing) -> AnswerCounts:
+    """The answer counts of a listing (its judgements, if listed, left out)."""
+    ok, failed = listing.ok, listing.failed
+    answer = layout.ANSWER
+    done = sum(1 for key in ok if key.stage == answer)
+    only_failed = sum(1 for key in failed if key.stage == answer and key not in ok)
+    return AnswerCounts(done, only_failed)
 
 
 def stored_spend(store: Store, listing: Listing) -> float:
@@ -153,9 +174,15 @@ def _set_missing(state: Reconciled, bad: list[str]) -> None:
 
 
 def quarantine(store: Store, run_id: str, keys: list[str]) -> None:
-    """Move undecodable records aside (kept under quarantine/) so they can be asked again."""
-    for key in keys:
-        data = store.get(key)
-        if data is not None:
-            store.put(layout.quarantine_key(run_id, key), data)
-        store.delete(key)
+    """Move undecodable records aside (kept under quarantine/) so they can be asked again.
+    Moving answers voids the counts the last aggregation recorded (`storage.changes`)."""
+    if not keys:
+        return
+    answers = layout.stage_prefix(run_id, layout.ANSWER)
+    changing = any(key.startswith(answers) for key in keys)
+    with records_changing(store, run_id, "quarantine") if changing else contextlib.nullcontext():
+        for key in keys:
+            data = store.get(key)
+            if data is not None:
+                store.put(layout.quarantine_key(run_id, key), data)
+            store.delete(key)

@@ -11,6 +11,7 @@ from core.text_tables import markdown
 from engine.scoring.agreement import judge_agreement
 from engine.scoring.score import score_run, scoring_pool
 from engine.scoring.tables import notes, summaries, write_results
+from engine.store import counts
 from engine.store.stored import plan_run, read_states
 from storage.base import Store
 
@@ -18,10 +19,13 @@ log = logging.getLogger("evalfleet")
 
 
 def aggregate_run(store: Store, run_id: str) -> dict[str, Any]:
-    """Score every stored record of a run and write its tables under a new results version."""
+    """Score every stored record of a run and write its tables under a new results version,
+    and the answer counts of its listing beside its manifest (what `evalfleet runs` shows of
+    an ended run: `engine.store.counts`)."""
     run = plan_run(store, run_id)
     # Worker processes (a large run) start now: each plans the run while this one lists it.
     with scoring_pool(run) as pool:
+        listed = counts.before_listing(store, run_id)
         read_states(run, read=False)
         states = Counter(run.answer_state.state.values())
         scored = score_run(run, pool)
@@ -46,6 +50,8 @@ def aggregate_run(store: Store, run_id: str) -> dict[str, Any]:
     identity = run.manifest["identity"]
     units = {name: bench.summary_unit for name, bench in benchmarks.items()}
     version, written = write_results(store, run_id, scored, tables, extra, identity, units)
+    if listed is not None and run.listed is not None:
+        counts.record(store, run_id, listed, run.listed)
     return {
         "run_id": run_id,
         "store": store.url,

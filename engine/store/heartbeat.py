@@ -52,7 +52,9 @@ class Heartbeat:
         self.store = store
         self.run_id = run_id
         self.interval = interval
-        self.started_at = _now().isoformat(timespec="seconds")
+        # to the microsecond: which command beat is told by it (`identity`), and two commands
+        # of one process on a run within a second are told apart
+        self.started_at = _now().isoformat()
         self.flow_run_id = control.current().run_label
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name="run-heartbeat", daemon=True)
@@ -156,6 +158,18 @@ def _pid_alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1] != "Z"
     except OSError:
         return True
+
+
+IDENTITY = ("started_at", "host", "pid")  # the fields of a heartbeat that tell its command
+
+
+def identity(manifest: dict[str, Any]) -> list[Any] | None:
+    """Which command's heartbeat the manifest holds: [started_at, host, pid] (a list, as JSON
+    gives it back), None without one. A later command on the run has another."""
+    beat = manifest.get("heartbeat")
+    if not isinstance(beat, dict) or not beat:
+        return None
+    return [beat.get(field) for field in IDENTITY]
 
 
 def held_elsewhere(manifest: dict[str, Any]) -> str | None:

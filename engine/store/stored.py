@@ -11,7 +11,14 @@ from benchmarks.interface import Exclusion
 from core.types import Decoding
 from engine.run.items import BenchmarkData, answer_items, planned_judgements
 from engine.run.request import EvalRequest
-from engine.run.state import Listing, Reconciled, list_records, reconcile
+from engine.run.state import (
+    AnswerCounts,
+    Listing,
+    Reconciled,
+    answer_counts,
+    list_records,
+    reconcile,
+)
 from engine.store.manifest import read_plan, require_manifest
 from storage import layout
 from storage.base import Store
@@ -32,6 +39,7 @@ class StoredRun:
     judgements: list[WorkItem]
     judge_state: Reconciled
     judge_listing: Listing = field(default_factory=Listing)  # when read without records
+    listed: AnswerCounts | None = None  # answers done and failed as `runs` counts them
 
     @property
     def run_id(self) -> str:
@@ -61,6 +69,7 @@ def read_states(run: StoredRun, *, read: bool = True) -> None:
     answers = answer_items(run)
     stages = (layout.ANSWER, layout.JUDGE) if run.judges else (layout.ANSWER,)
     listing = list_records(run.store, run.run_id, stages)
+    run.listed = answer_counts(listing)
     run.answer_state = reconcile(run.store, listing, answers, read=read)
     if not read:
         run.judge_listing = _judgements_of(listing) if run.judges else Listing()

@@ -7,7 +7,9 @@ the other), then plain-filesystem edits of the local store make it partial: dele
 
 from __future__ import annotations
 
+import json
 import shutil
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -78,13 +80,13 @@ def finished_run(ray_address, prefect_api_url, demo_dataset, answer_key, tmp_pat
 RUNS_HEADER = [
     "| run_id     | created_at                | models                                |"
     " benchmarks                        |   expected |   done |   failed | progress            |"
-    " state     |",
+    " state     | counted    |",
     "|:-----------|:--------------------------|:--------------------------------------|"
     ":----------------------------------|-----------:|-------:|---------:|:--------------------|"
-    ":----------|",
+    ":----------|:-----------|",
     "| broken-run | ?                         | ?                                     |"
     " ?                                 |          ? |      ? |        ? | unreadable manifest |"
-    " ?         |",
+    " ?         | ?          |",
 ]
 STATUS_HEADER = [
     "| stage   | model                 | benchmark              |   done |   failed |   stale |"
@@ -98,7 +100,7 @@ def runs_row(created: str, done: int, failed: int, progress: str) -> str:
     return (
         f"| status-run | {created} | openai/sim-0.5, openai/sim-0.5-broken |"
         f" zerobench, zerobench_subquestions |        180 |     {done} |       {failed} |"
-        f" {progress:<19} | evaluated |"  # the evaluate flow ended; not yet aggregated
+        f" {progress:<19} | evaluated | listed now |"  # the evaluate flow ended; not aggregated
     )
 
 
@@ -199,6 +201,33 @@ def test_partial_run(finished_run: Path, tmp_path: Path, capsys):
         *(row[: -len("1 |")] + "0 |" for row in rows),
         NO_RESULTS,
     ]
+
+    # Aggregated, the ended run shows the counts of the aggregation's listing: the stale
+    # records count as done, the two moved aside are gone.
+    def shown(out: list[str]) -> list[str]:  # done, failed, progress, state, counted
+        return [cell.strip() for cell in out[3].split("|")[6:11]]
+
+    assert shown(cli(capsys, "runs", "--store", runs)) == [
+        "86",
+        "85",
+        "47.8%",
+        "evaluated",
+        "listed now",
+    ]
+    capsys.readouterr()
+    assert main(["aggregate", RUN_ID, "--store", runs]) == 0
+    recorded = json.loads(store.get(layout.counts_key(RUN_ID)))
+    assert (recorded["done"], recorded["failed"]) == (86, 85)
+    at = datetime.fromisoformat(recorded["listed_at"])
+    out = cli(capsys, "runs", "--store", runs)
+    assert shown(out) == [
+        "86",
+        "85",
+        "47.8%",
+        "evaluated",
+        f"aggregation {at:%Y-%m-%d %H:%M:%S}Z",
+    ]
+    assert out[-1].endswith("`evalfleet status RUN` reads every record.")
 
 
 def test_status_of_an_unknown_run(finished_run: Path, capsys):

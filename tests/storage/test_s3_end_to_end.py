@@ -190,6 +190,7 @@ def test_bucket_holds_exactly_the_expected_keys(both_runs, moto_server):
         [
             *expected,
             f"{RUN_ID}/manifest.json",
+            layout.counts_key(RUN_ID),  # the answer counts of the aggregation, for `runs`
             *(layout.plan_key(RUN_ID, split) for split in SPLITS),
             layout.latest_results_key(RUN_ID),
             *(layout.results_key(RUN_ID, version(local), n) for n in RESULTS),

@@ -189,6 +189,7 @@ def test_sigkill_then_resume_on_s3_requests_only_missing_items(
     assert len(leaderboard) == 3 + 3 * 2 + 2
     assert others - results - leaderboard == {
         layout.manifest_key(RUN_ID),
+        layout.counts_key(RUN_ID),  # the answer counts of the aggregation, for `runs`
         layout.latest_results_key(RUN_ID),
         *(layout.plan_key(RUN_ID, split) for split in SPLITS),
     }
