@@ -9,7 +9,7 @@ from typing import Any
 from benchmarks import registry
 from benchmarks.interface import Exclusion
 from core.types import Decoding
-from engine.run.items import BenchmarkData, answer_items, planned_judgements
+from engine.run.items import AnswerSpace, BenchmarkData, answer_items, planned_judgements
 from engine.run.request import EvalRequest
 from engine.run.state import (
     AnswerCounts,
@@ -66,7 +66,8 @@ def read_states(run: StoredRun, *, read: bool = True) -> None:
     the report) every record is read and decoded, and the judgements its answers call for are
     planned; without (aggregation, which reads them shard by shard), the answers' state is
     the listing's and the judge records are only listed (`judge_listing`)."""
-    answers = answer_items(run)
+    # Aggregation's million answers are classified as they are made, none kept.
+    answers = AnswerSpace(run) if not read else answer_items(run)
     stages = (layout.ANSWER, layout.JUDGE) if run.judges else (layout.ANSWER,)
     listing = list_records(run.store, run.run_id, stages)
     run.listed = answer_counts(listing)
