@@ -187,11 +187,12 @@ def damaged_store_cases() -> list[Case]:
                     exit_codes=(2,),
                 ),  # fmt: skip
                 # aggregate is the repair of results; a plan or a manifest it cannot rebuild
+                # (it records the answer counts of its listing: engine.store.counts)
                 Case(
                     f"aggregate | {tag}",
                     ("aggregate", BASE_RUN, "--store", "{store}"),
                     damage,
-                    (results, "leaderboard/"),
+                    (results, f"{BASE_RUN}/counts.json", "leaderboard/"),
                     ("results in",) if repairable else (),
                     (0,) if repairable else (2,),
                 ),
