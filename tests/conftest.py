@@ -159,3 +159,19 @@ def session_services(ray_address, prefect_api_url, monkeypatch) -> None:
     """This test's commands join the session's Ray and Prefect server."""
     monkeypatch.setenv("RAY_ADDRESS", ray_address)
     monkeypatch.setenv("PREFECT_API_URL", prefect_api_url)
+
+
+@pytest.fixture(scope="module")
+def moto_server():
+    """A local S3 server (moto's, on 127.0.0.1) for a test module, with fake AWS credentials
+    in the environment while it runs."""
+    from tests.support.s3_server import MotoS3Server, apply_fake_aws_env
+
+    with pytest.MonkeyPatch.context() as mp:
+        apply_fake_aws_env(mp)
+        server = MotoS3Server()
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()

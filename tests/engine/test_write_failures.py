@@ -23,7 +23,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import boto3
@@ -41,7 +40,7 @@ from simulator.process import start_simulator
 from storage import LocalStore, layout, open_store
 from storage.s3 import _CONFLICT_ATTEMPTS
 from tests.support.helpers import prompt_hashes, store_table
-from tests.support.s3_server import FAKE_AWS_ENV, MotoS3Server, apply_fake_aws_env
+from tests.support.s3_server import FAKE_AWS_ENV
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 
@@ -72,18 +71,6 @@ print_result(aggregated)
 outcome = {"statuses": dict(evaluated.statuses), "submitted": evaluated.submitted}
 print("RESULT " + json.dumps({"evaluate": outcome, "aggregate": aggregated}))
 """
-
-
-@pytest.fixture(scope="module")
-def moto_server() -> Iterator[MotoS3Server]:
-    with pytest.MonkeyPatch.context() as mp:
-        apply_fake_aws_env(mp)
-        server = MotoS3Server()
-        server.start()
-        try:
-            yield server
-        finally:
-            server.stop()
 
 
 def job_env(ray_address: str, prefect_api_url: str) -> dict[str, str]:

@@ -363,20 +363,6 @@ def test_the_undamaged_counts_file_is_used(run):
     assert shown(store) == {**RECORDED, "counted": aggregation(store)}
 
 
-@pytest.fixture(scope="module")
-def moto_server():
-    from tests.support.s3_server import MotoS3Server, apply_fake_aws_env
-
-    with pytest.MonkeyPatch.context() as mp:
-        apply_fake_aws_env(mp)
-        server = MotoS3Server()
-        server.start()
-        try:
-            yield server
-        finally:
-            server.stop()
-
-
 def test_on_s3_as_on_a_local_store(run, moto_server):
     """The run copied to S3 (its results left behind): the recorded counts are shown, an
     answer the batch poller writes voids them, and a new aggregation records them again."""

@@ -15,7 +15,6 @@ import subprocess
 import sys
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import boto3
@@ -29,7 +28,7 @@ from flows.pipeline import evaluate_and_aggregate
 from simulator.process import start_simulator
 from storage import LocalStore, layout, open_store
 from tests.support.helpers import SPLITS, store_table
-from tests.support.s3_server import FAKE_AWS_ENV, MotoS3Server, apply_fake_aws_env
+from tests.support.s3_server import FAKE_AWS_ENV
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 
@@ -60,18 +59,6 @@ from engine.run.request import EvalRequest
 result = evaluate_and_aggregate(EvalRequest.model_validate_json(sys.argv[1]))
 print("RESULT " + json.dumps(result.tables))
 """
-
-
-@pytest.fixture(scope="module")
-def moto_server() -> Iterator[MotoS3Server]:
-    with pytest.MonkeyPatch.context() as mp:
-        apply_fake_aws_env(mp)
-        server = MotoS3Server()
-        server.start()
-        try:
-            yield server
-        finally:
-            server.stop()
 
 
 def job_env(ray_address: str, prefect_api_url: str) -> dict[str, str]:

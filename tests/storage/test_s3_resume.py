@@ -14,7 +14,6 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import boto3
@@ -23,7 +22,7 @@ import pytest
 from simulator.process import start_simulator
 from storage import layout
 from tests.support.helpers import SPLITS, prompt_hashes
-from tests.support.s3_server import FAKE_AWS_ENV, MotoS3Server, apply_fake_aws_env
+from tests.support.s3_server import FAKE_AWS_ENV
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 
@@ -32,18 +31,6 @@ REPO = Path(__file__).resolve().parents[2]
 TOTAL = (4 + 11) * 6  # demo dataset samples x epochs, one model
 RUN_ID = "crash"
 PREFIX = "evals"
-
-
-@pytest.fixture(scope="module")
-def moto_server() -> Iterator[MotoS3Server]:
-    with pytest.MonkeyPatch.context() as mp:
-        apply_fake_aws_env(mp)
-        server = MotoS3Server()
-        server.start()
-        try:
-            yield server
-        finally:
-            server.stop()
 
 
 def cli_env(ray_address: str, prefect_api_url: str) -> dict[str, str]:

@@ -9,7 +9,6 @@ import sys
 import textwrap
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,18 +28,6 @@ from storage.s3 import S3Store
 from tests.support.s3_server import MotoS3Server, apply_fake_aws_env
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def moto_server() -> Iterator[MotoS3Server]:
-    with pytest.MonkeyPatch.context() as mp:
-        apply_fake_aws_env(mp)
-        server = MotoS3Server()
-        server.start()
-        try:
-            yield server
-        finally:
-            server.stop()
 
 
 def fresh_bucket(server: MotoS3Server) -> str:
