@@ -6,7 +6,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
@@ -159,6 +159,44 @@ class AnswerSpace:
                 digest.hexdigest(),
                 returned,
             )
+
+    def places_of(self, name: str) -> range:
+        """The places of a benchmark's answers."""
+        start = self.starts[self.names.index(name)]
+        data = self.run.data[name]
+        return range(start, start + len(data.samples) * len(data.decodings) * len(self.models))
+
+    def keys_and_hashes(
+        self, name: str, only: tuple[Container[tuple], Container[tuple]] | None = None
+    ) -> Iterator[tuple[tuple, str]]:
+        """(key, request hash) of every answer of a benchmark, in place order, no item made:
+        the key is the plain tuple of an ItemKey's fields (equal to it, and as hashed). With
+        `only` (two containers), an answer whose key neither holds is not hashed ("" in its
+        place): a plan has nothing to compare its hash with. A plan classifies a million
+        answers this way in about two seconds."""
+        data = self.run.data[name]
+        models, digests = self.models, data.digests
+        heads = [
+            [(model, *self._hash_parts(name, epoch, model)) for model in models]
+            for epoch in range(len(data.decodings))
+        ]
+        unhashed = only is not None
+        first, second = (*(only or ()), (), ())[:2]
+        for sample in data.samples:
+            sample_id = sample.id
+            prompt = None
+            for epoch, row in enumerate(heads):
+                for model, start, tail in row:
+                    key = (ANSWER, "", model, name, sample_id, epoch)
+                    if unhashed and key not in first and key not in second:
+                        yield key, ""
+                        continue
+                    if prompt is None:
+                        prompt = prompt_json(digests[sample_id])
+                    digest = start.copy()
+                    digest.update(prompt)
+                    digest.update(tail)
+                    yield key, digest.hexdigest()
 
     def _hash_parts(self, name: str, epoch: int, model: str) -> tuple[Any, bytes]:
         data = self.run.data[name]

@@ -105,7 +105,14 @@ def stored_spend(store: Store, listing: Listing) -> float:
 
 def classify(listing: Listing, item: WorkItem) -> tuple[str, str | None]:
     """An item's state from a listing, and the key of its record when it has one."""
-    key, prefix = item.key, item.request_hash[: layout.HASH_CHARS]
+    return classify_key(listing, item.key, item.request_hash)
+
+
+def classify_key(
+    listing: Listing, key: ItemKey | tuple, request_hash: str
+) -> tuple[str, str | None]:
+    """`classify` from an item's key (or the plain tuple of its fields) and request hash."""
+    prefix = request_hash[: layout.HASH_CHARS]
     ok = listing.ok.get(key)
     found = None if ok is None else ok.get(prefix)
     if found is not None:

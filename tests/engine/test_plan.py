@@ -64,6 +64,12 @@ def test_a_plan_keeps_the_places_of_what_is_left_and_makes_the_same_items(tmp_pa
     planned = plan(resolve(request))
     space = AnswerSpace(run)
     assert [space.item(p) for p in range(len(space))] == list(space) == answer_items(run)
+    hashed = [pair for name in space.names for pair in space.keys_and_hashes(name)]
+    assert hashed == [(tuple(i.key), i.request_hash) for i in items]
+    assert [p for name in space.names for p in space.places_of(name)] == list(range(len(items)))
+    some = {tuple(i.key) for i in items[:3]}  # only the hashes a plan compares are worked out
+    hashed = [pair for name in space.names for pair in space.keys_and_hashes(name, (some, ()))]
+    assert hashed == [(tuple(i.key), i.request_hash if n < 3 else "") for n, i in enumerate(items)]
     assert planned.planned == len(items)
     assert planned.todo.places.itemsize == 8
     assert list(planned.todo.places) == [n for n in range(len(items)) if n not in stored]
