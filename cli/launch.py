@@ -61,7 +61,7 @@ def run_request(
     STOP.on_force(stack.kill)
     failed = True
     try:
-        with STOP.handling():
+        with STOP.handling(), _listed_ahead(request, store, answers):
             stack.start(ray=own_ray)
             import flows.in_process  # Prefect's import, while the Ray head starts
 
@@ -94,6 +94,20 @@ def run_request(
             print(
                 f"logs of the Prefect server and Ray head this run started: {kept}", file=sys.stderr
             )
+
+
+def _listed_ahead(
+    request: EvalRequest, store: Store, answers: bool
+) -> contextlib.AbstractContextManager[None]:
+    """The records of a run being resumed, listed while the services start (`listing_ahead`):
+    for a run asked here, not one whose batch jobs a collector may be writing the records of."""
+    from engine.prepare.listing_ahead import listing_ahead
+    from storage import layout
+
+    if not answers or request.uses_batches():
+        return contextlib.nullcontext()
+    stages = (layout.ANSWER, layout.JUDGE) if request.judges() else (layout.ANSWER,)
+    return listing_ahead(store, request.s3_endpoint_url, request.run_id, stages)
 
 
 def _attach_to_running_stack() -> None:
