@@ -7,7 +7,8 @@ real keys and request hashes; default 2 models x 1 benchmark x 10,000 samples x 
 and (unless --no-s3) on a moto S3 server on 127.0.0.1, then times:
 
   plan_s_local    what a resume does before its first request: engine.run.state.list_records
-                  + reconcile (from the listing alone, as engine.prepare.plan does) + todo
+                  and the plan's sweep of every answer against that listing
+                  (engine.prepare.plan._sweep: no record read, the places of the rest kept)
   read_back_s_local  every record the plan counted, read and decoded
                   (engine.run.state.undecodable), as a resume does after its first requests
   plan_s_s3       the plan against the S3 store, over HTTP with boto3
@@ -62,13 +63,13 @@ def say(message: str) -> None:
 
 
 def synthetic_items(samples: int, models: int, epochs: int, work: Path):
+    """The synthetic run and its work items (real keys and request hashes)."""
     from synthetic import synthetic_run
 
     from engine.run.items import answer_items
 
-    return answer_items(
-        synthetic_run(RUN_ID, work / "plan-store", models=models, samples=samples, epochs=epochs)
-    )
+    run = synthetic_run(RUN_ID, work / "plan-store", models=models, samples=samples, epochs=epochs)
+    return run, answer_items(run)
 
 
 def record_bytes(item) -> bytes:
@@ -87,32 +88,34 @@ def record_bytes(item) -> bytes:
     ).to_bytes()
 
 
-def plan(store, items) -> tuple[float, Counter, int]:
+def plan(store, run) -> tuple[float, Counter, int]:
     """What a resume does before its first request: list, classify from the listing (no
-    record read: a local store's are read back after the first requests, `read_back`), find
-    the rest."""
-    elapsed, reconciled, todo = planned(store, items)
-    return elapsed, Counter(reconciled.state.values()), len(todo)
+    record read: a local store's are read back after the first requests, `read_back`), keep
+    the places of the rest."""
+    elapsed, swept = planned(store, run)
+    return elapsed, swept.states, len(swept.todo)
 
 
-def planned(store, items):
-    from engine.run.state import list_records, reconcile
+def planned(store, run):
+    """The plan's own listing and sweep (`engine.prepare.plan`), timed."""
+    from engine.prepare.plan import _sweep
+    from engine.run.items import AnswerSpace
+    from engine.run.state import list_records
     from storage import layout
 
     started = time.perf_counter()
     listing = list_records(store, RUN_ID, (layout.ANSWER,))
-    reconciled = reconcile(store, listing, items, read=False)
-    todo = reconciled.todo(items)
-    return time.perf_counter() - started, reconciled, todo
+    swept = _sweep(AnswerSpace(run), listing, {"missing", "stale", "failed"}, set())
+    return time.perf_counter() - started, swept
 
 
-def read_back(local, items) -> float:
+def read_back(local, run) -> float:
     """The read-back after the first requests: every record the plan counted, read and
     decoded (`engine.run.state.undecodable`), none found undecodable."""
     from engine.run.state import undecodable
 
-    _, reconciled, _ = planned(local, items)
-    keys = list(reconciled.record_key.values())
+    _, swept = planned(local, run)
+    keys = swept.unverified
     started = time.perf_counter()
     bad = undecodable(local, keys)
     elapsed = time.perf_counter() - started
@@ -242,10 +245,10 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-def profiled(store, items) -> None:
+def profiled(store, run) -> None:
     profiler = cProfile.Profile()
     profiler.enable()
-    plan(store, items)
+    plan(store, run)
     profiler.disable()
     out = io.StringIO()
     pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(15)
@@ -290,15 +293,15 @@ def start_s3(work: Path, items) -> tuple[subprocess.Popen[str], str]:
     return child, ready[1]
 
 
-def time_local(local, items, stored: int, figures: Figures, repeat: int) -> None:
+def time_local(local, run, items, stored: int, figures: Figures, repeat: int) -> None:
     for round_ in range(1, repeat + 1):
-        elapsed, states, todo = plan(local, items)
+        elapsed, states, todo = plan(local, run)
         check("local", states, todo, stored, len(items))
         figures.local.append(elapsed)
         say(f"round {round_}: plan local {elapsed:.2f} s")
 
 
-def time_s3(endpoint: str, items, stored: int, figures: Figures, args) -> None:
+def time_s3(endpoint: str, run, items, stored: int, figures: Figures, args) -> None:
     import boto3
     from botocore.config import Config
 
@@ -317,28 +320,28 @@ def time_s3(endpoint: str, items, stored: int, figures: Figures, args) -> None:
         if listed != stored:
             raise SystemExit(f"the bare listing found {listed} objects, not {stored}")
         figures.floor.append(floor)
-        elapsed, states, todo = plan(s3, items)
+        elapsed, states, todo = plan(s3, run)
         check("s3", states, todo, stored, len(items))
         figures.s3.append(elapsed)
         say(f"round {round_}: plan s3 {elapsed:.2f} s, bare s3 listing {floor:.2f} s")
     if args.profile:
-        profiled(s3, items)
+        profiled(s3, run)
 
 
-def planner_cpu(local, items, stored: int) -> None:
+def planner_cpu(local, run, items, stored: int) -> None:
     """What the plan adds to the listing: the planner's own work on the same keys, no I/O."""
     from core import collector
     from storage import layout
 
     keys = local.list(layout.stage_prefix(RUN_ID, layout.ANSWER))
-    cpu, states, todo = plan(ListedKeys(keys), items)
+    cpu, states, todo = plan(ListedKeys(keys), run)
     check("memory", states, todo, stored, len(items))
     t0 = time.perf_counter()
     with collector.held_back():  # as in list_records
         layout.parse_record_keys(RUN_ID, keys)
     parse = time.perf_counter() - t0
     say(
-        f"planner without I/O (reconcile + todo over {len(keys)} listed keys): {cpu:.2f} s, "
+        f"planner without I/O (the sweep over {len(keys)} listed keys): {cpu:.2f} s, "
         f"of which parse_record_keys {parse:.2f} s"
     )
 
@@ -359,7 +362,7 @@ def main() -> None:
 
     work = work_folder("resume")
     t0 = time.perf_counter()
-    items = synthetic_items(args.samples, args.models, args.epochs, work)
+    run, items = synthetic_items(args.samples, args.models, args.epochs, work)
     say(f"built {len(items)} work items in {time.perf_counter() - t0:.2f} s")
     stored = items[: args.stored]
 
@@ -374,13 +377,13 @@ def main() -> None:
         # The local rounds first: right after a minute of S3 listing the local plan was seen
         # to run up to 2x slower once (on a 2-core machine the server process and the kernel's
         # writeback compete with it).
-        time_local(local, items, args.stored, figures, args.repeat)
-        figures.read_back = read_back(local, items)
+        time_local(local, run, items, args.stored, figures, args.repeat)
+        figures.read_back = read_back(local, run)
         if args.profile:
-            profiled(local, items)
+            profiled(local, run)
         if endpoint is not None:
-            time_s3(endpoint, items, args.stored, figures, args)
-        planner_cpu(local, items, args.stored)
+            time_s3(endpoint, run, items, args.stored, figures, args)
+        planner_cpu(local, run, items, args.stored)
     finally:
         if child is not None:
             child.stdin.close()
