@@ -144,6 +144,22 @@ def reconcile(
     return out
 
 
+@collector.held_back()
+def reconcile_keys(listing: Listing, answers: Iterable[tuple[tuple, str]]) -> Reconciled:
+    """`reconcile` without reading, from (key fields, request hash) pairs
+    (`AnswerSpace.keys_and_hashes`): a million answers classified with no WorkItem made."""
+    out = Reconciled()
+    state, record_key, item_key = out.state, out.record_key, ItemKey._make
+    for fields, request_hash in answers:
+        key = item_key(fields)
+        state[key], found = classify_key(listing, key, request_hash)
+        if found is not None:
+            record_key[key] = found
+    if listing.empty:
+        _set_missing(out, [k for k in record_key.values() if k in listing.empty])
+    return out
+
+
 def read_records(store: Store, state: Reconciled, keys: list[str]) -> None:
     """Read and decode the records `keys` (of `state`'s items): each kept in `records`, or,
     undecodable, added to `undecodable` and its item counted missing."""

@@ -18,6 +18,7 @@ from engine.run.state import (
     answer_counts,
     list_records,
     reconcile,
+    reconcile_keys,
 )
 from engine.store.manifest import read_plan, require_manifest
 from storage import layout
@@ -66,15 +67,17 @@ def read_states(run: StoredRun, *, read: bool = True) -> None:
     the report) every record is read and decoded, and the judgements its answers call for are
     planned; without (aggregation, which reads them shard by shard), the answers' state is
     the listing's and the judge records are only listed (`judge_listing`)."""
-    # Aggregation's million answers are classified as they are made, none kept.
-    answers = AnswerSpace(run) if not read else answer_items(run)
     stages = (layout.ANSWER, layout.JUDGE) if run.judges else (layout.ANSWER,)
     listing = list_records(run.store, run.run_id, stages)
     run.listed = answer_counts(listing)
-    run.answer_state = reconcile(run.store, listing, answers, read=read)
-    if not read:
+    if not read:  # aggregation's million answers: classified from their keys and hashes
+        space = AnswerSpace(run)
+        pairs = (pair for name in space.names for pair in space.keys_and_hashes(name))
+        run.answer_state = reconcile_keys(listing, pairs)
         run.judge_listing = _judgements_of(listing) if run.judges else Listing()
         return
+    answers = answer_items(run)
+    run.answer_state = reconcile(run.store, listing, answers, read=True)
     run.answers = answers
     run.judgements = [j for j, _ in planned_judgements(run, run.answer_state)]
     run.judge_state = reconcile(run.store, listing, run.judgements, read=True)

@@ -79,3 +79,35 @@ def test_a_plan_keeps_the_places_of_what_is_left_and_makes_the_same_items(tmp_pa
     assert list(left) == [i for i in planned.todo if i.key.model == "openai/sim-0.6"]
     samples = [(i.key.benchmark, i.key.sample_id) for i in planned.todo]
     assert planned.todo.samples() == list(dict.fromkeys(samples))
+
+
+def test_aggregation_classifies_from_keys_and_hashes_as_reconcile_does(tmp_path, demo_dataset):
+    """`reconcile_keys` (aggregation's million answers, no WorkItem made) gives the states,
+    record keys and set-aside empty records `reconcile` gives, in the same order."""
+    from engine.run.items import AnswerSpace
+    from engine.run.state import list_records, reconcile, reconcile_keys
+    from tests.support.helpers import answered_run
+
+    request = EvalRequest(
+        models=["openai/sim-0.5", "openai/sim-0.6"],
+        benchmarks=["zerobench"],
+        run_id="keys",
+        store=str(tmp_path / "runs"),
+        simulator_url="http://127.0.0.1:9",
+        dataset_path=demo_dataset,
+    )
+    run, items = answered_run(request, 10)
+    for item in items[1::4]:
+        run.store.delete(item.store_key)
+    listing = list_records(run.store, run.run_id, (layout.ANSWER,))
+    listing.empty.add(items[2].store_key)  # as an S3 listing's zero size shows it
+    space = AnswerSpace(run)
+    pairs = (pair for name in space.names for pair in space.keys_and_hashes(name))
+    fast = reconcile_keys(listing, pairs)
+    slow = reconcile(run.store, listing, items, read=False)
+    assert list(fast.state.items()) == list(slow.state.items())
+    assert fast.record_key == slow.record_key and fast.undecodable == [items[2].store_key]
+    assert fast.undecodable == slow.undecodable
+    assert type(next(iter(fast.state))).__name__ == "ItemKey"
+    states = list(fast.state.values())
+    assert states.count("missing") == len(items[1::4]) + 1 == 13
