@@ -61,12 +61,14 @@ def run_request(
     STOP.on_force(stack.kill)
     failed = True
     try:
-        with STOP.handling(), _listed_ahead(request, store, answers):
+        with STOP.handling(), contextlib.ExitStack() as ahead:
             stack.start(ray=own_ray)
             import flows.in_process  # Prefect's import, while the Ray head starts
 
             # Forked now, the Prefect server starts with Prefect imported.
             stack.start(prefect=not os.environ.get("PREFECT_API_URL"))
+            # After the fork: the server would hold the listing child's pipe open.
+            ahead.enter_context(_listed_ahead(request, store, answers))
 
             run = resolve(request, configs) if answers else resolve_stored(request, store)
             # A Ray head of its own or a cluster it attaches to: the run's workers start
@@ -99,8 +101,8 @@ def run_request(
 def _listed_ahead(
     request: EvalRequest, store: Store, answers: bool
 ) -> contextlib.AbstractContextManager[None]:
-    """The records of a run being resumed, listed while the services start (`listing_ahead`):
-    for a run asked here, not one whose batch jobs a collector may be writing the records of."""
+    """The records of a run being resumed, listed while the services start (`listing_ahead`,
+    which decides whether the run may be listed this early): for a run asked here."""
     from engine.prepare.listing_ahead import listing_ahead
     from storage import layout
 

@@ -4,43 +4,65 @@ reads its data; the plan takes that listing instead of listing again.
 Listing 500,000 local records and parsing their keys takes about five seconds of CPU. In the
 command's own process it held the interpreter's lock through the data reading and imports that
 come before the first request; in a child it runs on the other core and the command only
-unpickles the result (about a second). Only a run that exists is listed ahead (a new one has
-nothing stored), and only by a command that runs the run itself: the held-elsewhere check
-refuses another writer of the run, so no record is written between this listing and the plan.
-Batch collectors can write a run's records at any time, so a run that uses batches lists at
-its plan as before.
+unpickles the result (about a second and a half).
+
+A listing taken seconds before the plan must not miss a record written in between, or the plan
+would ask (and pay for) that answer again. So a run is listed ahead only when nothing else can
+be writing its records:
+- not while another process holds it (a live heartbeat: the plan's own check would refuse the
+  run anyway), nor while it has batch jobs open (their collector writes records at any time);
+- and the plan takes the listing only if, by then, no writer outside a run command left a mark
+  (`storage.changes`: the batch collector, `status --quarantine`) and the manifest's history
+  grew by this command's own event alone (no other command opened the run meanwhile).
+Otherwise, and whenever the child fails (the store unreachable, the child killed), the plan
+lists as before.
 
 The child (`python -m engine.prepare.listing_ahead FD`) reads the store's address on stdin and
-writes its answer on a pipe of its own. It runs in its own session (a terminal's Ctrl-C
-reaches only the command) and dies with the command (`core.fate`). Any failure of its own
-(the store unreachable, the child killed) only means the plan lists again, and meets the
-problem there.
+writes its answer, pickled whole before it is written, on a pipe of its own. It runs in its
+own session (a terminal's Ctrl-C reaches only the command), dies with the command
+(`core.fate`), prints nothing, and is killed once the plan has its listing or the command ends.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pickle
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from core import collector
 from core.checkout import ROOT
 from engine.run.state import Listing, list_records
-from storage import layout
+from engine.store import heartbeat
+from storage import changes, layout
 from storage.base import Store
+from tasks import batch_jobs
 
-_ahead: dict[tuple[str, str, tuple[str, ...]], _Child] = {}
+_ahead: dict[tuple[str, str], _Child] = {}
 _lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class _Before:
+    """What the run looked like when its listing began."""
+
+    stages: tuple[str, ...]
+    history: int  # the manifest's events
+    marks: frozenset[str]  # storage.changes marks
 
 
 class _Child:
     """One listing child and the pipe its answer comes on."""
 
-    def __init__(self, store: Store, s3_endpoint_url: str | None, run_id: str, stages) -> None:
+    def __init__(
+        self, store: Store, s3_endpoint_url: str | None, run_id: str, before: _Before
+    ) -> None:
+        self.before = before
         answer_read, answer_write = os.pipe()
         command = [sys.executable, "-m", "core.fate", str(os.getpid()), "--"]
         command += [sys.executable, "-m", "engine.prepare.listing_ahead", str(answer_write)]
@@ -50,6 +72,7 @@ class _Child:
                 command,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,  # a failure of its own: the plan lists again
                 pass_fds=(answer_write,),
                 start_new_session=True,
                 env={**os.environ, "PYTHONPATH": path},
@@ -60,10 +83,14 @@ class _Child:
         finally:
             os.close(answer_write)
         self.answer = os.fdopen(answer_read, "rb")
-        asked = (store.url, s3_endpoint_url, run_id, tuple(stages))
-        with contextlib.suppress(OSError):  # a child that died at once: no answer, listed again
+        asked = (store.url, s3_endpoint_url, run_id, before.stages)
+        try:
             self.process.stdin.write(pickle.dumps(asked))
-            self.process.stdin.close()
+        except OSError:  # a child that died at once: no answer, listed again
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
 
     @collector.held_back()  # half a million keys unpickled: the GC would walk them again and again
     def listing(self) -> Listing | None:
@@ -91,13 +118,14 @@ class _Child:
 def listing_ahead(
     store: Store, s3_endpoint_url: str | None, run_id: str, stages: tuple[str, ...]
 ) -> Iterator[None]:
-    """Within the block, the plan of `run_id` takes the records listed by a child started
-    now (if the run exists)."""
-    if not store.exists(layout.manifest_key(run_id)):
+    """Within the block, the plan of `run_id` may take the records listed by a child started
+    now (see the module's docstring for when it is not started, or not taken)."""
+    before = _before(store, run_id, stages)
+    if before is None:
         yield
         return
-    key = (store.url, run_id, stages)
-    child = _Child(store, s3_endpoint_url, run_id, stages)
+    key = (store.url, run_id)
+    child = _Child(store, s3_endpoint_url, run_id, before)
     with _lock:
         _ahead[key] = child
     try:
@@ -110,10 +138,47 @@ def listing_ahead(
 
 
 def taken_ahead(store: Store, run_id: str, stages: tuple[str, ...]) -> Listing | None:
-    """The listing made ahead for this plan (once), or None."""
+    """The listing made ahead for this plan (once), or None: none was made, it lists other
+    stages, or the run may have changed since it began."""
     with _lock:
-        child = _ahead.pop((store.url, run_id, stages), None)
-    return None if child is None else child.listing()
+        child = _ahead.pop((store.url, run_id), None)
+    if child is None:
+        return None
+    if child.before.stages != stages or not _unchanged(store, run_id, child.before):
+        child.close()
+        return None
+    return child.listing()
+
+
+def _before(store: Store, run_id: str, stages: tuple[str, ...]) -> _Before | None:
+    """The run as its listing begins, or None when it must not be listed ahead: it does not
+    exist yet, another process holds it, or it has batch jobs open."""
+    blob = store.get(layout.manifest_key(run_id))
+    if blob is None:
+        return None
+    try:
+        manifest = json.loads(blob)
+    except ValueError:
+        return None  # the plan's own check says what is wrong with it
+    if not isinstance(manifest, dict) or heartbeat.held_elsewhere(manifest):
+        return None
+    if batch_jobs.in_open_jobs(batch_jobs.read_jobs(store, run_id)):
+        return None
+    history = len(manifest.get("history") or [])
+    return _Before(stages, history, frozenset(changes.marks(store, run_id)))
+
+
+def _unchanged(store: Store, run_id: str, before: _Before) -> bool:
+    """No writer outside a run command marked a change, and only this command's own event
+    was added to the manifest's history, since the listing began."""
+    if frozenset(changes.marks(store, run_id)) != before.marks:
+        return False
+    blob = store.get(layout.manifest_key(run_id))
+    try:
+        history = json.loads(blob or b"{}").get("history") or []
+    except (ValueError, AttributeError):
+        return False
+    return len(history) == before.history + 1
 
 
 def _child_main(answer_fd: int) -> int:
