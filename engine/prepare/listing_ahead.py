@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from core import collector
-from core.checkout import ROOT
+from core.answering import start_answering
 from engine.run.state import Listing, list_records
 from engine.store import heartbeat
 from storage import changes, layout
@@ -63,26 +63,8 @@ class _Child:
         self, store: Store, s3_endpoint_url: str | None, run_id: str, before: _Before
     ) -> None:
         self.before = before
-        answer_read, answer_write = os.pipe()
-        command = [sys.executable, "-m", "core.fate", str(os.getpid()), "--"]
-        command += [sys.executable, "-m", "engine.prepare.listing_ahead", str(answer_write)]
-        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-        try:
-            self.process = subprocess.Popen(
-                command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,  # a failure of its own: the plan lists again
-                pass_fds=(answer_write,),
-                start_new_session=True,
-                env={**os.environ, "PYTHONPATH": path},
-            )
-        except BaseException:
-            os.close(answer_read)
-            raise
-        finally:
-            os.close(answer_write)
-        self.answer = os.fdopen(answer_read, "rb")
+        # Quiet: a failure of its own only means the plan lists again.
+        self.process, self.answer = start_answering("engine.prepare.listing_ahead", quiet=True)
         asked = (store.url, s3_endpoint_url, run_id, before.stages)
         try:
             self.process.stdin.write(pickle.dumps(asked))

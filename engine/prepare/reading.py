@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 import os
 import pickle
-import subprocess
 import sys
 from dataclasses import replace
 from typing import Any
@@ -31,7 +30,7 @@ from typing import Any
 from benchmarks import registry
 from benchmarks.media import downscale_image, sniff_media_type
 from benchmarks.protocols import Sampling, decodings
-from core.checkout import ROOT
+from core.answering import start_answering
 from core.types import DatasetError, Part, Sample
 from engine.run.items import BenchmarkData
 from engine.run.request import EvalRequest
@@ -97,25 +96,9 @@ def downscaled(sample: Sample, max_side: int) -> Sample:
 
 
 def _read_in_child(request: EvalRequest) -> dict[str, BenchmarkData]:
-    answer_read, answer_write = os.pipe()
-    command = [sys.executable, "-m", "core.fate", str(os.getpid()), "--"]
-    command += [sys.executable, "-m", "engine.prepare.reading", str(answer_write)]
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    child, answer_pipe = start_answering("engine.prepare.reading")
     try:
-        child = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            pass_fds=(answer_write,),
-            start_new_session=True,
-            env={**os.environ, "PYTHONPATH": path},
-        )
-    except BaseException:
-        os.close(answer_read)
-        raise
-    finally:
-        os.close(answer_write)
-    try:
-        with os.fdopen(answer_read, "rb") as answer:
+        with answer_pipe as answer:
             child.stdin.write(pickle.dumps(request))
             child.stdin.close()
             try:
