@@ -24,16 +24,19 @@ over the nodes. Along the way:
                  before the kill, its record not yet written WRITE_S after its answer)
      unfinished  items with no record at all
    (and failed: items whose only record is an error);
-4. the bare client (perf/bare_client.py) sends 50,004 items' requests (4,167 of the same
+4. `evalfleet aggregate` of the first run in a child process, right after it as its own
+   aggregation flow would follow it (the cluster and the simulator idle): aggregate_s is
+   its scoring and tables, as it reports them apart from the report it then writes, and
+   aggregate_peak_mb its peak RSS. The records are still in the page cache then; read cold
+   (from the disk, one file each) they take longer: docs/performance.md has both;
+5. the bare client (perf/bare_client.py) sends 50,004 items' requests (4,167 of the same
    questions, `-bare` model names) to the same simulator, alone;
-5. a second copy of the run (a fresh store) is SIGKILLed, its process group, at 50 %; once
+6. a second copy of the run (a fresh store) is SIGKILLed, its process group, at 50 %; once
    nothing of it is left it is resumed by the same command: resume_first_request_s is from
    that command's start to its first request in the simulator's log. No process of either
    run may be left (the commands, their Prefect servers, their worker actors);
-6. with the cluster and the simulator stopped: `evalfleet aggregate` of the first run in a
-   child process (aggregate_s: its scoring and tables, as it reports them apart from the
-   report it then writes; its peak RSS), the report's first screen in headless Chromium
-   (perf/report_open.py), `evalfleet leaderboard` and `evalfleet runs`.
+7. with the cluster and the simulator stopped: the report's first screen in headless
+   Chromium (perf/report_open.py), `evalfleet leaderboard` and `evalfleet runs`.
 
 The last line:
   items= lost= repeated= resent= unfinished= items_per_s= ratio_vs_bare= driver_peak_mb=
@@ -752,24 +755,30 @@ def report_first_screen(page: Path) -> float:
         close(driver)
 
 
-def afterwards(work: Path, env: dict[str, str]) -> dict[str, float]:
-    """Aggregation, the report, the leaderboard and the runs list of the first run's store,
-    each a command of its own with nothing else of this script running."""
+def aggregated(work: Path, env: dict[str, str]) -> tuple[dict[str, float], Path]:
+    """`evalfleet aggregate` of the first run, in a child process, right after the run (as
+    the run's own aggregation flow follows its generation), with the cluster and the
+    simulator idle: its tables' seconds and peak RSS, and the report it wrote."""
     store = str(work / "runs")
-    figures: dict[str, float] = {}
     seconds, peak, text = timed_command(work, env, "aggregate", RUN_ID, "--store", store)
     timing = re.search(r"tables in ([\d.]+) s, report in ([\d.]+) s", text)
     if timing is None:
         raise SystemExit(f"evalfleet aggregate printed no timing line:\n{text[-3000:]}")
     tables_s, report_s = (float(x) for x in timing.groups())
-    figures.update(aggregate_s=tables_s, aggregate_peak_mb=peak)
     say(
         f"evalfleet aggregate: {seconds:.1f} s in all, the tables in {tables_s:.1f} s "
         f"(peak {peak:.0f} MB), the report in {report_s:.1f} s"
     )
     page = Path(text.rsplit("report: ", 1)[-1].strip().splitlines()[0])
     say(f"report: {page.stat().st_size / 2**20:.1f} MB")
-    figures["report_open_s"] = report_first_screen(page)
+    return {"aggregate_s": tables_s, "aggregate_peak_mb": peak}, page
+
+
+def afterwards(work: Path, env: dict[str, str], page: Path) -> dict[str, float]:
+    """The report's first screen, the leaderboard and the runs list of the first run's store
+    (the copy's beside it), each with nothing else of this script running."""
+    store = str(work / "runs")
+    figures = {"report_open_s": report_first_screen(page)}
     figures["leaderboard_s"], _, _ = timed_command(work, env, "leaderboard", "--store", store)
     figures["runs_s"], _, _ = timed_command(work, env, "runs", "--store", store)
     say(f"leaderboard {figures['leaderboard_s']:.1f} s, runs {figures['runs_s']:.1f} s")
@@ -789,10 +798,11 @@ def main() -> None:
         work = work_folder("million")
         with World(options, work, home=work / "home") as world:
             first = first_run(world)
+            env = world.env(f"million-{uuid.uuid4().hex[:12]}", ray=False)
+            aggregate, page = aggregated(work, env)
             bare = bare_pass(world)
             copy = killed_and_resumed(world)
-            env = world.env(f"million-{uuid.uuid4().hex[:12]}", ray=False)
-        after = afterwards(work, env)
+        after = afterwards(work, env, page) | aggregate
     t = first.tally
     left = len(first.leftovers) + len(copy.leftovers)
     if t.lost or t.repeated or t.unfinished or t.failed or left:
