@@ -31,9 +31,15 @@ def while_importing() -> None:
 
 
 def imported() -> None:
+    """The default thresholds from now on (once the steps holding them back end)."""
+    global _before
     gc.collect(0)
     gc.freeze()
-    gc.set_threshold(*DEFAULT)
+    with _lock:
+        if _holding:
+            _before = DEFAULT
+        else:
+            gc.set_threshold(*DEFAULT)
 
 
 @contextlib.contextmanager
