@@ -1,8 +1,9 @@
 """How `evalfleet run` runs a request: check, start what is missing, run the flow, end cleanly.
 
 1. Millisecond checks (models, keys, the store's writability); bad input stops here.
-2. The services start in the background (unless PREFECT_API_URL / RAY_ADDRESS name running
-   ones) while the data is loaded and the run id checked: a private Ray head at once, a
+2. The data is read in a child process started first (`start_reading`), and the services
+   start in the background (unless PREFECT_API_URL / RAY_ADDRESS name running ones) while it
+   is read and the run id checked: a private Ray head at once, a
    temporary Prefect server forked once Prefect is imported (it skips that import). The
    run's workers start as soon as Ray answers (its own head, or the cluster RAY_ADDRESS
    names); what follows the work is imported while the Prefect server is still starting.
@@ -44,6 +45,8 @@ def run_request(
     from core import collector
     from engine.generation.online import prestart_workers
     from engine.judges import resolve_stored
+    from engine.prepare.listing_ahead import sweep_ahead
+    from engine.prepare.reading import start_reading
     from engine.prepare.resolve import quick_checks, resolve
     from stack.services import LocalStack
     from storage import open_store
@@ -62,6 +65,10 @@ def run_request(
     failed = True
     try:
         with STOP.handling(), contextlib.ExitStack() as ahead:
+            # The data is read in a child from now on, while Prefect is imported here.
+            reading = start_reading(request) if answers else None
+            if reading is not None:
+                ahead.callback(reading.close)
             stack.start(ray=own_ray)
             import flows.in_process  # Prefect's import, while the Ray head starts
 
@@ -70,14 +77,15 @@ def run_request(
             # After the fork: the server would hold the listing child's pipe open.
             ahead.enter_context(_listed_ahead(request, store, answers))
 
-            run = resolve(request, configs) if answers else resolve_stored(request, store)
+            run = resolve(request, configs, reading) if answers else resolve_stored(request, store)
+            sweep_ahead(run, retry_errors)  # the listing child sweeps while Prefect starts
             # A Ray head of its own or a cluster it attaches to: the run's workers start
             # while the Prefect server does.
             on_ray = own_ray or bool(os.environ.get("RAY_ADDRESS"))
             if on_ray and answers and stack.wait_ray(STOP.requested):
                 prestart_workers(run)
             if stack.prefect is not None and not STOP.requested():
-                flows.in_process.load_what_follows_the_work()
+                flows.in_process.load_what_follows_the_work(stack.prefect_ready)
             if not stack.wait(STOP.requested):
                 raise Interrupted(f"run {run.run_id} interrupted by {STOP.name} before any request")
             collector.imported()

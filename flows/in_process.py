@@ -5,7 +5,9 @@ Prefect server from a failed run."""
 from __future__ import annotations
 
 import contextlib
+import importlib
 import sys
+from collections.abc import Callable
 
 from prefect import flow
 
@@ -63,21 +65,26 @@ def run_flow_here(run: ResolvedRun, retry_errors: bool, prefect_url: str | None)
     return state.result()
 
 
-def load_what_follows_the_work() -> None:
-    """Import what the flow run uses after the work (Prefect's engines, the scoring, the
-    tables, the leaderboard's plots: about a second of CPU) while the command's own Prefect
-    server starts, rather than after the work, when the run waits on this one process. (With
-    its own server, nothing else rebuilds the leaderboard.)"""
+def load_what_follows_the_work(ready: Callable[[], bool] = lambda: False) -> None:
+    """Import what the flow run uses after the work (the scoring, the tables, the leaderboard's
+    plots: about a second of CPU) while the command's own Prefect server starts, rather than
+    after the work, when the run waits on this one process. (With its own server, nothing
+    else rebuilds the leaderboard.) Each only while `ready()` is false: once the server
+    answers, the run does not wait for them (they are imported when used)."""
     import fastapi.encoders  # noqa: F401  (a flow run's parameters are encoded with it)
-    import matplotlib
+    import prefect.task_engine  # noqa: F401  (the flow's first task needs it)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot  # noqa: F401
-    import prefect.task_engine  # noqa: F401
-
-    import engine.scoring.aggregate  # noqa: F401
-    import reports.leaderboard  # noqa: F401
-    import reports.tables  # noqa: F401
+    for name in (
+        "matplotlib",
+        "matplotlib.pyplot",
+        "engine.scoring.aggregate",
+        "reports.leaderboard",
+    ):
+        if ready():
+            return
+        importlib.import_module(name)
+        if name == "matplotlib":
+            sys.modules[name].use("Agg")
 
 
 def drain_prefect() -> None:

@@ -190,6 +190,14 @@ class LocalStack:
             self._watchdog.start()
         return True
 
+    def prefect_ready(self) -> bool:
+        """Whether the Prefect server started here answers now (True when none was started),
+        asked once without waiting."""
+        child = self.prefect
+        if child is not None and not child.ready and child.alive() and self._ready(child):
+            child.ready = True
+        return child is None or child.ready
+
     def _await(self, children: list[Child | None], stop_requested: Callable[[], bool]) -> bool:
         deadline = time.monotonic() + READY_TIMEOUT_S
         pending = [c for c in children if c is not None and not c.ready]

@@ -1,26 +1,31 @@
 """A resumed run's records listed in a child process while the command starts its services and
-reads its data; the plan takes that listing instead of listing again.
+reads its data, and its answers swept there too; the plan takes that instead of listing again.
 
-Listing 500,000 local records and parsing their keys takes about five seconds of CPU. In the
-command's own process it held the interpreter's lock through the data reading and imports that
-come before the first request; in a child it runs on the other core and the command only
-unpickles the result (about a second and a half).
+Listing 500,000 local records and parsing their keys takes about five seconds of CPU, and
+classifying a million answers against them (`engine.prepare.sweep`) two or three more. In the
+command's own process they held the interpreter's lock through the data reading and imports that
+come before the first request; in a child they run on the other core. Once the command has
+resolved the run it sends the child the run's outline (`RunOutline`: sample ids, prompt digests,
+decodings) and the child answers the plan's sweep: the places left to ask and the records kept.
+When the run has judged benchmarks or a cost cap (the plan needs the listing itself then), or no
+outline comes, the child answers its listing.
 
 A listing taken seconds before the plan must not miss a record written in between, or the plan
 would ask (and pay for) that answer again. So a run is listed ahead only when nothing else can
 be writing its records:
 - not while another process holds it (a live heartbeat: the plan's own check would refuse the
   run anyway), nor while it has batch jobs open (their collector writes records at any time);
-- and the plan takes the listing only if, by then, no writer outside a run command left a mark
+- and the plan takes the answer only if, by then, no writer outside a run command left a mark
   (`storage.changes`: the batch collector, `status --quarantine`) and the manifest's history
   grew by this command's own event alone (no other command opened the run meanwhile).
 Otherwise, and whenever the child fails (the store unreachable, the child killed), the plan
-lists as before.
+lists and sweeps as before.
 
-The child (`python -m engine.prepare.listing_ahead FD`) reads the store's address on stdin and
-writes its answer, pickled whole before it is written, on a pipe of its own. It runs in its
-own session (a terminal's Ctrl-C reaches only the command), dies with the command
-(`core.fate`), prints nothing, and is killed once the plan has its listing or the command ends.
+The child (`python -m engine.prepare.listing_ahead FD`) reads the store's address on stdin, then
+the outline (or the end of its stdin), and writes its answer, pickled whole before it is
+written, on a pipe of its own. It runs in its own session (a terminal's Ctrl-C reaches only the
+command), dies with the command (`core.fate`), prints nothing, and is killed once the plan has
+its answer or the command ends.
 """
 
 from __future__ import annotations
@@ -34,14 +39,20 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from core import collector
 from core.answering import start_answering
+from engine.prepare.sweep import RunOutline, Swept, sweep, wanted_states
+from engine.run.items import AnswerSpace, judged_benchmarks
 from engine.run.state import Listing, list_records
 from engine.store import heartbeat
 from storage import changes, layout
 from storage.base import Store
 from tasks import batch_jobs
+
+if TYPE_CHECKING:
+    from engine.prepare.resolve import ResolvedRun
 
 _ahead: dict[tuple[str, str], _Child] = {}
 _lock = threading.Lock()
@@ -63,30 +74,44 @@ class _Child:
         self, store: Store, s3_endpoint_url: str | None, run_id: str, before: _Before
     ) -> None:
         self.before = before
+        self.wanted: set[str] | None = None  # what its sweep asks again, once it is sent
         # Quiet: a failure of its own only means the plan lists again.
         self.process, self.answer = start_answering("engine.prepare.listing_ahead", quiet=True)
-        asked = (store.url, s3_endpoint_url, run_id, before.stages)
+        self._send((store.url, s3_endpoint_url, run_id, before.stages))
+
+    def _send(self, message: object) -> None:
         try:
-            self.process.stdin.write(pickle.dumps(asked))
-        except OSError:  # a child that died at once: no answer, listed again
-            pass
-        finally:
-            with contextlib.suppress(OSError):
-                self.process.stdin.close()
+            pickle.dump(message, self.process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            self.process.stdin.flush()
+        except OSError:  # a child that died: no answer, listed again
+            self.end_asking()
+
+    def sweep(self, outline: RunOutline, wanted: set[str]) -> None:
+        """Have the child sweep the run's answers against its listing."""
+        self.wanted = set(wanted)
+        self._send((outline, self.wanted))
+        self.end_asking()
+
+    def end_asking(self) -> None:
+        """Nothing more is sent: without an outline, the child answers its listing."""
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()
 
     @collector.held_back()  # half a million keys unpickled: the GC would walk them again and again
-    def listing(self) -> Listing | None:
+    def taken(self) -> Listing | Swept | None:
+        self.end_asking()
         try:
             with self.answer:  # read whole, then unpickled: not in step with its pickling
                 outcome = pickle.loads(self.answer.read())
         except Exception:
             outcome = None
         self.close(wait_s=2.0)
-        return outcome if isinstance(outcome, Listing) else None
+        return outcome if isinstance(outcome, Listing | Swept) else None
 
     def close(self, wait_s: float = 0.0) -> None:
         """End the child: it is given `wait_s` to exit on its own (it has answered), else it
         is killed (its answer was not wanted)."""
+        self.end_asking()
         with contextlib.suppress(OSError):
             self.answer.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -119,17 +144,41 @@ def listing_ahead(
         child.close()
 
 
-def taken_ahead(store: Store, run_id: str, stages: tuple[str, ...]) -> Listing | None:
-    """The listing made ahead for this plan (once), or None: none was made, it lists other
-    stages, or the run may have changed since it began."""
+def sweep_ahead(run: ResolvedRun, retry_errors: bool) -> None:
+    """Once the run is resolved: its listing child (if any) sweeps its answers, unless the plan
+    will need the listing itself (judged benchmarks, a cost cap), when it answers that."""
+    with _lock:
+        child = _ahead.get((run.store.url, run.run_id))
+    if child is None:
+        return
+    if (
+        not run.answers
+        or judged_benchmarks(run.judges, run.data)
+        or run.request.max_cost_usd is not None
+    ):
+        child.end_asking()
+    else:
+        child.sweep(RunOutline.of(run), wanted_states(retry_errors))
+
+
+def taken_ahead(
+    store: Store, run_id: str, stages: tuple[str, ...], wanted: set[str]
+) -> Listing | Swept | None:
+    """What was made ahead for this plan (once): the run's answers swept (asking again those in
+    `wanted` states), or its listing; None when nothing was, it lists other stages, it swept
+    for other states, or the run may have changed since it began."""
     with _lock:
         child = _ahead.pop((store.url, run_id), None)
     if child is None:
         return None
+    swept_for = child.wanted
     if child.before.stages != stages or not _unchanged(store, run_id, child.before):
         child.close()
         return None
-    return child.listing()
+    taken = child.taken()
+    if isinstance(taken, Swept) and swept_for != wanted:
+        return None
+    return taken
 
 
 def _before(store: Store, run_id: str, stages: tuple[str, ...]) -> _Before | None:
@@ -166,12 +215,19 @@ def _unchanged(store: Store, run_id: str, before: _Before) -> bool:
 def _child_main(answer_fd: int) -> int:
     from storage import open_store
 
-    store_url, s3_endpoint_url, run_id, stages = pickle.loads(sys.stdin.buffer.read())
+    asked = sys.stdin.buffer
+    store_url, s3_endpoint_url, run_id, stages = pickle.load(asked)
     try:
         store = open_store(store_url, s3_endpoint_url=s3_endpoint_url)
-        answer: Listing | None = list_records(store, run_id, stages)
+        answer: Listing | Swept | None = list_records(store, run_id, stages)
     except Exception:  # the plan lists again and meets the problem there
         answer = None
+    try:
+        outline, wanted = pickle.load(asked)
+    except Exception:  # the end of stdin: the listing is the answer
+        outline = None
+    if outline is not None and isinstance(answer, Listing):
+        answer = sweep(AnswerSpace(outline), answer, wanted, busy=set())
     blob = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)  # before the command asks
     with os.fdopen(answer_fd, "wb") as out:
         out.write(blob)

@@ -8,16 +8,14 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from core import collector
 from core.types import Part
 from engine.prepare.listing_ahead import taken_ahead
 from engine.prepare.resolve import ResolvedRun
+from engine.prepare.sweep import Swept, sweep, wanted_states
 from engine.run.items import AnswerSpace, Todo, planned_judgements
 from engine.run.state import (
     Listing,
     Reconciled,
-    classify,
-    classify_key,
     list_records,
     quarantine,
     read_records,
@@ -28,7 +26,6 @@ from engine.run.state import (
 from engine.store import heartbeat
 from engine.store.manifest import open_run
 from storage import layout
-from storage.base import Store
 from tasks import batch_jobs
 from tasks.work import WorkItem
 
@@ -94,63 +91,6 @@ def plan(run: ResolvedRun, *, retry_errors: bool = True, answers: bool = True) -
     return plan_items(run, event, retry_errors=retry_errors, answers=answers)
 
 
-def _listing(store: Store, run_id: str, stages: tuple[str, ...]) -> Listing:
-    """The run's listing: the one made ahead for this plan (`listing_ahead`), or a new one."""
-    ahead = taken_ahead(store, run_id, stages)
-    return ahead if ahead is not None else list_records(store, run_id, stages)
-
-
-@dataclass
-class _Sweep:
-    """What one pass over a run's answers found (`_sweep`)."""
-
-    states: Counter[str] = field(default_factory=Counter)
-    todo: array[int] = field(default_factory=lambda: array("q"))  # places, 8 bytes each
-    unverified: list[str] = field(default_factory=list)
-    empty: list[str] = field(default_factory=list)  # zero-byte records: set aside
-    # The answers of judged benchmarks, kept whole: their judgements need the stored texts.
-    judged: Reconciled = field(default_factory=Reconciled)
-    judged_places: list[tuple[int, WorkItem]] = field(default_factory=list)
-
-
-@collector.held_back()
-def _sweep(space: AnswerSpace, listing: Listing, wanted: set[str], busy: set[str]) -> _Sweep:
-    """Every answer of the run classified against the listing, one at a time: only the places
-    of those left to ask are kept (and whole answers of judged benchmarks)."""
-    out = _Sweep()
-    states, todo, unverified, empty = out.states, out.todo, out.unverified, listing.empty
-    for name in space.names:
-        places = space.places_of(name)
-        if name in space.judged:
-            for place, item in zip(places, space.items(places), strict=True):
-                state, found = classify(listing, item)
-                out.judged.state[item.key] = state
-                if found is not None:
-                    out.judged.record_key[item.key] = found
-                out.judged_places.append((place, item))
-            continue
-        # With no open batch job, an answer the listing lacks is missing whatever it hashes to.
-        only = (listing.ok, listing.failed) if not busy else None
-        answers = zip(places, space.keys_and_hashes(name, only), strict=True)
-        for place, (key, request_hash) in answers:
-            if not request_hash:
-                states["missing"] += 1
-                if "missing" in wanted:
-                    todo.append(place)
-                continue
-            state, found = classify_key(listing, key, request_hash)
-            if found is not None and found in empty:
-                out.empty.append(found)
-                state, found = "missing", None
-            states[state] += 1
-            if state in wanted:
-                if request_hash not in busy:
-                    todo.append(place)
-            elif found is not None:
-                unverified.append(found)
-    return out
-
-
 def plan_items(
     run: ResolvedRun, event: str, *, retry_errors: bool = True, answers: bool = True
 ) -> RunPlan:
@@ -159,11 +99,15 @@ def plan_items(
     asked = answers and run.answers
     space = AnswerSpace(run)
     stages = (layout.ANSWER, layout.JUDGE) if space.judged else (layout.ANSWER,)
-    listing = _listing(store, run_id, stages)
-    wanted = {"missing", "stale", "failed"} if retry_errors else {"missing", "stale"}
+    wanted = wanted_states(retry_errors)
     jobs = batch_jobs.read_jobs(store, run_id) if request.uses_batches() else []
     busy = batch_jobs.in_open_jobs(jobs)
-    swept = _sweep(space, listing, wanted, busy)
+    ahead = taken_ahead(store, run_id, stages, wanted)
+    if isinstance(ahead, Swept):  # swept by the listing child: nothing below needs the listing
+        listing, swept = Listing(), ahead
+    else:
+        listing = ahead if ahead is not None else list_records(store, run_id, stages)
+        swept = sweep(space, listing, wanted, busy)
     todo, unverified = swept.todo, swept.unverified
     judged = swept.judged
     if swept.judged_places:  # the judgements to plan need the stored answers' texts

@@ -3,11 +3,14 @@ its samples loaded (downscaled if asked) and the plan table it will store made.
 
 Reading needs Arrow (and with it NumPy): 70 MB of a process's memory that it never gives
 back, in a run's driver that otherwise needs neither until it aggregates. So a process that
-has not imported Arrow reads in a short-lived child (`python -m engine.prepare.reading`, about 0.4 s
-of CPU) and gets the data back pickled, with the plan tables already made. A process that has
-Arrow already (one that aggregated, a test) reads in place, and so does a request naming a
-benchmark added with `registry.register()`, which a new process would not know (an installed
-package's it knows).
+has not imported Arrow reads in a short-lived child (`python -m engine.prepare.reading`, about
+0.4 s of CPU) and gets the data back pickled, then each benchmark's plan table (made there
+while the command goes on). A process that has Arrow already (one that aggregated, a test)
+reads in place, and so does a request naming a benchmark added with `registry.register()`,
+which a new process would not know (an installed package's it knows).
+
+A command starts the child before its own slow imports (`start_reading`), so that the two
+run on both cores; `resolve` takes its answer.
 
 The child works in the command's directory (relative paths mean the same), reads the request
 on stdin and writes its answer on a pipe of its own, which the command unpickles as it comes
@@ -20,12 +23,16 @@ runs in its own session, so a terminal's Ctrl-C reaches only the command, which 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import pickle
+import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from functools import partial
+from typing import Any, BinaryIO
 
 from benchmarks import registry
 from benchmarks.media import downscale_image, sniff_media_type
@@ -36,20 +43,35 @@ from engine.run.items import BenchmarkData
 from engine.run.request import EvalRequest
 
 
-def read_benchmarks(request: EvalRequest) -> dict[str, BenchmarkData]:
+def read_benchmarks(
+    request: EvalRequest, reading: Reading | None = None
+) -> dict[str, BenchmarkData]:
     """Each benchmark of the request, read here if this process has Arrow already, else in a
-    child process (see the module's docstring)."""
+    child process (see the module's docstring): `reading`'s, when one was started ahead."""
+    if reading is not None:
+        return reading.result()
+    reading = start_reading(request)
+    if reading is None:
+        return load_benchmarks(request)
+    data = reading.result()
+    for bench_data in data.values():  # taken now: the child ends here
+        bench_data.plan_table = bench_data.plan_later()
+        bench_data.plan_later = None
+    return data
+
+
+def start_reading(request: EvalRequest) -> Reading | None:
+    """The request's data being read in a child from now on, or None when this process reads
+    it itself (it has Arrow, or the request names a benchmark only it knows). A command starts
+    it before its slow imports: the child reads on the other core meanwhile."""
     known = all(registry.in_every_process(name) for name in request.benchmarks)
     if "pyarrow" in sys.modules or not known:
-        return load_benchmarks(request)
-    return _read_in_child(request)
+        return None
+    return Reading(request)
 
 
-def load_benchmarks(request: EvalRequest, *, with_plan: bool = False) -> dict[str, BenchmarkData]:
-    """Each benchmark of the request, read in this process. `with_plan`: also make each
-    plan table (`BenchmarkData.plan_table`), for a parent that does not import Arrow."""
-    from engine.store.manifest import plan_table
-
+def load_benchmarks(request: EvalRequest) -> dict[str, BenchmarkData]:
+    """Each benchmark of the request, read in this process."""
     loaded: dict[str, BenchmarkData] = {}
     sampling = Sampling(request.temperature, request.top_p, request.max_tokens, request.base_seed)
     for name in request.benchmarks:
@@ -72,8 +94,6 @@ def load_benchmarks(request: EvalRequest, *, with_plan: bool = False) -> dict[st
             decodings=decodings(protocol, request.epochs or bench.epochs, sampling),
             excluded=data.excluded,
         )
-        if with_plan:
-            bench_data.plan_table = plan_table(bench_data)
         loaded[name] = bench_data
     return loaded
 
@@ -95,25 +115,62 @@ def downscaled(sample: Sample, max_side: int) -> Sample:
 # --- the child ---------------------------------------------------------------------------
 
 
-def _read_in_child(request: EvalRequest) -> dict[str, BenchmarkData]:
-    child, answer_pipe = start_answering("engine.prepare.reading")
-    try:
-        with answer_pipe as answer:
-            child.stdin.write(pickle.dumps(request))
-            child.stdin.close()
+class Reading:
+    """A child reading a request's data: started at once, its answer taken by `result` (once).
+    Each benchmark's plan table comes after (the child makes them while this process goes
+    on), taken when the run is opened (`BenchmarkData.plan_later`). `close` ends the child
+    (killed if it has not answered)."""
+
+    def __init__(self, request: EvalRequest) -> None:
+        self.child, self.answer = start_answering("engine.prepare.reading")
+        self._tables: dict[str, bytes] | None = None
+        try:  # the whole request now: no process forked later holds its stdin open
+            self.child.stdin.write(pickle.dumps(request))
+        except OSError:  # a child that died at once: `result` says how it ended
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                self.child.stdin.close()
+
+    def result(self) -> dict[str, BenchmarkData]:
+        outcome, value, records = self._next()
+        for name, level, message in records:
+            logging.getLogger(name).log(level, "%s", message)
+        if outcome == "error":
+            self.close()
+            raise value
+        for name, bench_data in value.items():
+            bench_data.plan_later = partial(self.plan_table, name)
+        return value
+
+    def plan_table(self, name: str) -> bytes:
+        """One benchmark's plan table, from the child's second answer (then it ends)."""
+        if self._tables is None:
+            outcome, value = self._next()
+            self.close(wait_s=2.0)  # it has answered all: it exits on its own
+            if outcome == "error":
+                raise value
+            self._tables = value
+        return self._tables[name]
+
+    def _next(self) -> Any:
+        try:
             try:
-                outcome, value, records = pickle.load(answer)
+                return pickle.load(self.answer)
             except Exception as exc:
-                raise _no_answer(child.wait(), exc) from None
-        child.wait()
-    except BaseException:  # a second Ctrl-C, or no answer: the child ends with the reading
-        child.kill()
-        raise
-    for name, level, message in records:
-        logging.getLogger(name).log(level, "%s", message)
-    if outcome == "error":
-        raise value
-    return value
+                raise _no_answer(self.child.wait(), exc) from None
+        except BaseException:  # a second Ctrl-C, or no answer: the child ends with the reading
+            self.close()
+            raise
+
+    def close(self, wait_s: float = 0.0) -> None:
+        with contextlib.suppress(OSError):
+            self.answer.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.child.wait(timeout=wait_s)
+        if self.child.poll() is None:
+            self.child.kill()
+        self.child.wait()
 
 
 def _no_answer(returncode: int, exc: Exception) -> Exception:
@@ -142,23 +199,42 @@ def _child_main(answer_fd: int) -> int:
     logging.getLogger().addHandler(kept)
     logging.getLogger().setLevel(logging.INFO)
     request = pickle.loads(sys.stdin.buffer.read())
+    with os.fdopen(answer_fd, "wb") as answer:
+        data = _answered(answer, lambda: load_benchmarks(request), kept.records)
+        if data is not None:  # then each plan table, while the command goes on
+
+            def tables() -> dict[str, bytes]:
+                from engine.store.manifest import plan_table
+
+                return {name: plan_table(bench_data) for name, bench_data in data.items()}
+
+            _answered(answer, tables)
+    return 0
+
+
+def _answered(answer: BinaryIO, work: Callable[[], Any], *extra: Any) -> Any:
+    """`work`'s value sent as ("ok", value, *extra), or its error as ("error", exc, *extra):
+    a ValueError (ConfigError, DatasetError) as it was, one line; any other error's traceback
+    printed here and its line sent. The value, or None after an error."""
+    value = None
     try:
-        message: Any = ("ok", load_benchmarks(request, with_plan=True), kept.records)
-    except ValueError as exc:  # ConfigError and DatasetError among them: one line each
-        message = ("error", exc, kept.records)
-    except Exception as exc:  # a defect: its traceback goes to stderr, its line to the parent
+        value = work()
+        message: tuple = ("ok", value, *extra)
+    except ValueError as exc:
+        message = ("error", exc, *extra)
+    except Exception as exc:  # a defect
         import traceback
 
         traceback.print_exc()
-        message = ("error", RuntimeError(f"reading the data failed: {exc!r}"), kept.records)
+        message = ("error", RuntimeError(f"reading the data failed: {exc!r}"), *extra)
     try:
         blob = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:  # an exception that does not pickle: its line still does
         error = DatasetError(f"reading the data failed: {message[1]!r} ({exc})")
-        blob = pickle.dumps(("error", error, kept.records))
-    with os.fdopen(answer_fd, "wb") as answer:
-        answer.write(blob)
-    return 0
+        blob, value = pickle.dumps(("error", error, *extra)), None
+    answer.write(blob)
+    answer.flush()
+    return value if message[0] == "ok" else None
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.types import ConfigError
-from engine.prepare.reading import read_benchmarks
+from engine.prepare.reading import Reading, read_benchmarks
 from engine.run.items import BenchmarkData
 from engine.run.request import EvalRequest
 from engine.store import manifest as manifests
@@ -55,17 +55,22 @@ def quick_checks(request: EvalRequest, store: Store | None = None) -> dict[str, 
     return configs
 
 
-def resolve(request: EvalRequest, configs: dict[str, ModelConfig] | None = None) -> ResolvedRun:
+def resolve(
+    request: EvalRequest,
+    configs: dict[str, ModelConfig] | None = None,
+    reading: Reading | None = None,
+) -> ResolvedRun:
     """Everything that can fail before money is spent: models, keys, the store, the data,
     modalities, the run id. Writes nothing; every failure is one ConfigError line. `configs`:
-    what `quick_checks` of this request returned, if it ran."""
+    what `quick_checks` of this request returned, if it ran; `reading`: its data being read
+    since (`start_reading`)."""
     run_id = request.resolved_run_id()
     request = request.model_copy(update={"run_id": run_id})
     store = open_store(request.store, s3_endpoint_url=request.s3_endpoint_url)
     configs = configs or quick_checks(request, store)
     keys = collect_keys(configs)
     configs = describe_endpoints(configs, keys)
-    data = read_benchmarks(request)
+    data = read_benchmarks(request, reading)
     check_storable(run_id, store, request.models, request.judges(), data)
     check_modalities(request, configs, data)
     check_batch_modes(request, configs)

@@ -42,8 +42,9 @@ class BenchmarkData:
     digests: dict[str, str] = field(default_factory=dict)  # sample id -> prompt digest
     prompts: dict[str, str] = field(default_factory=dict)  # sample id -> prompt text
     # The plan's Parquet bytes when its reader made them (engine.prepare.reading); dropped once
-    # stored.
+    # stored. Or how to have them once they are wanted (a reading child's next answer).
     plan_table: bytes = field(default=b"", repr=False, compare=False)
+    plan_later: Callable[[], bytes] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.digests:

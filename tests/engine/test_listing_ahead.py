@@ -1,6 +1,7 @@
-"""A resumed run's records listed by a child while the command starts: the plan takes that
-listing once, within the block only, and only if nothing can have written since; otherwise,
-or when the child gave nothing, it lists again itself."""
+"""A resumed run's records listed by a child while the command starts, and its answers swept
+there once the run is resolved: the plan takes that sweep (or the listing) once, within the
+block only, and only if nothing can have written since; otherwise, or when the child gave
+nothing, it lists and sweeps again itself."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import select
 import signal
 import socket
 from datetime import UTC, datetime
+
+import pytest
 
 from engine.prepare import listing_ahead as ahead
 from engine.prepare.plan import plan
@@ -46,30 +49,67 @@ def _child(run):
     return ahead._ahead[(run.store.url, run.run_id)]
 
 
-def _listed(child) -> None:
-    """Until the child has its answer written (the pipe readable)."""
+def _listed(child, swept_for=None) -> None:
+    """Until the child has its answer written (the pipe readable): the sweep of `swept_for`
+    (a resolved run), or its listing."""
+    if swept_for is None:
+        child.end_asking()
+    else:
+        ahead.sweep_ahead(swept_for, retry_errors=True)
     ready, _, _ = select.select([child.answer], [], [], 30)
     assert ready, "the listing child gave no answer in 30 s"
 
 
-def test_the_plan_takes_the_childs_listing_once_and_only_within_the_block(tmp_path, demo_dataset):
+@pytest.mark.parametrize("swept", [True, False], ids=["swept", "listing"])
+def test_the_plan_takes_the_childs_answer_once_and_only_within_the_block(
+    tmp_path, demo_dataset, swept
+):
     """Seen by a record deleted behind its back (no writer may do that unmarked): the plan
-    that took the child's listing still counts it done."""
+    that took the child's sweep (or listing) still counts it done."""
     request = _request(tmp_path, demo_dataset)
     run, items = _partly_answered(request)
     with ahead.listing_ahead(run.store, None, run.run_id, STAGES):
-        _listed(_child(run))
+        resolved = resolve(request)
+        child = _child(run)
+        _listed(child, resolved if swept else None)
+        assert child.wanted == ({"missing", "stale", "failed"} if swept else None)
         run.store.delete(items[1].store_key)
-        planned = plan(resolve(request))
+        planned = plan(resolved)
         assert not ahead._ahead  # taken, once
     assert dict(planned.states) == {"done": 12, "missing": 12}
     assert [i.store_key for i in planned.todo] == [i.store_key for i in items[::2]]
+    assert sorted(planned.unverified) == sorted(i.store_key for i in items[1::2])
     with ahead.listing_ahead(run.store, None, run.run_id, STAGES):
         child = _child(run)
     assert child.process.poll() is not None  # not taken: gone with the block
-    assert ahead.taken_ahead(run.store, run.run_id, STAGES) is None
+    assert ahead.taken_ahead(run.store, run.run_id, STAGES, {"missing", "stale"}) is None
     assert not ahead._ahead
     assert plan(resolve(request)).states["done"] == 11  # listed by the plan itself
+
+
+def test_a_sweep_for_other_states_or_a_capped_run_is_not_taken(tmp_path, demo_dataset):
+    """The child swept asking failed answers again, the plan does not retry them: it lists
+    and sweeps again. A capped run's plan needs the listing (what was spent): the child
+    answers that instead of a sweep."""
+    request = _request(tmp_path, demo_dataset)
+    run, items = _partly_answered(request)
+    with ahead.listing_ahead(run.store, None, run.run_id, STAGES):
+        resolved = resolve(request)
+        _listed(_child(run), resolved)
+        run.store.delete(items[1].store_key)
+        planned = plan(resolved, retry_errors=False)
+    assert dict(planned.states) == {"done": 11, "missing": 13}  # listed again
+    capped = request.model_copy(update={"max_cost_usd": 5.0})
+    with ahead.listing_ahead(run.store, None, run.run_id, STAGES):
+        resolved = resolve(capped)
+        child = _child(run)
+        ahead.sweep_ahead(resolved, retry_errors=True)
+        assert child.wanted is None  # the listing, not a sweep
+        assert select.select([child.answer], [], [], 30)[0]
+        run.store.delete(items[3].store_key)
+        planned = plan(resolved)
+    assert dict(planned.states) == {"done": 11, "missing": 13}  # the child's listing
+    assert planned.spent_usd > 0
 
 
 def test_a_new_run_or_one_held_elsewhere_is_not_listed_ahead(tmp_path, demo_dataset):

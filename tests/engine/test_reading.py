@@ -13,7 +13,7 @@ import pytest
 
 from core.checkout import ROOT
 from core.types import DatasetError
-from engine.prepare.reading import _read_in_child, load_benchmarks
+from engine.prepare.reading import Reading, load_benchmarks
 from engine.run.request import EvalRequest
 from engine.store.manifest import plan_table
 
@@ -31,7 +31,7 @@ def request_for(dataset: str, benchmark: str = "zerobench", **extra) -> EvalRequ
 def test_a_child_reads_what_this_process_reads(demo_dataset):
     request = request_for(demo_dataset, max_image_side=16)
     here = load_benchmarks(request)["zerobench"]
-    there = _read_in_child(request)["zerobench"]
+    there = Reading(request).result()["zerobench"]
     assert there.samples == here.samples  # parts included: the downscaled image bytes
     assert [s.id for s in there.samples] == ["1", "2", "3", "4"]
     assert (there.revision, there.source, there.protocol) == (
@@ -41,14 +41,28 @@ def test_a_child_reads_what_this_process_reads(demo_dataset):
     )
     assert there.decodings == here.decodings and len(there.decodings) == 6
     assert there.digests == here.digests and there.prompts == here.prompts
-    assert here.plan_table == b""  # made on demand where Arrow is
-    assert there.plan_table == plan_table(here)
+    assert here.plan_table == b"" and here.plan_later is None  # made on demand where Arrow is
+    assert there.plan_table == b"" and there.plan_later() == plan_table(here)
+
+
+def test_the_child_sends_the_plan_tables_after_the_data_and_ends(demo_dataset):
+    request = request_for(demo_dataset)
+    reading = Reading(request)
+    data = reading.result()["zerobench"]
+    assert [s.id for s in data.samples] == ["1", "2", "3", "4"]
+    table = data.plan_later()
+    assert table == plan_table(load_benchmarks(request)["zerobench"])
+    assert reading.child.returncode == 0
+    unwanted = Reading(request)
+    unwanted.result()
+    unwanted.close()  # its plan tables never taken: killed, not left behind
+    assert unwanted.child.returncode in (0, -9)
 
 
 def test_a_relative_dataset_path_means_the_same_to_the_child(demo_dataset, monkeypatch):
     dataset = Path(demo_dataset)
     monkeypatch.chdir(dataset.parent)
-    there = _read_in_child(request_for(dataset.name))["zerobench"]
+    there = Reading(request_for(dataset.name)).result()["zerobench"]
     assert [s.id for s in there.samples] == ["1", "2", "3", "4"]
     assert there.source == f"dataset path {dataset.name}"
 
@@ -56,7 +70,7 @@ def test_a_relative_dataset_path_means_the_same_to_the_child(demo_dataset, monke
 def test_a_childs_error_is_raised_here_as_it_was_raised_there(tmp_path):
     missing = tmp_path / "nowhere"
     with pytest.raises(DatasetError) as raised:
-        _read_in_child(request_for(str(missing)))
+        Reading(request_for(str(missing))).result()
     assert str(raised.value) == (
         f"dataset path {missing} does not exist: check --dataset-path (a local copy's folder "
         "or Parquet file)"
@@ -72,7 +86,7 @@ def test_a_childs_warnings_are_logged_here(tmp_path, caplog):
     choice["evaluator_kwargs"]["label"] = "S"
     (root / "data" / "test.json").write_text(json.dumps(items))
     with caplog.at_level(logging.WARNING):
-        _read_in_child(request_for(str(root), "rome"))
+        Reading(request_for(str(root), "rome")).result()
     warned = [r.getMessage() for r in caplog.records if r.name == "benchmarks.rome.dataset"]
     assert len(warned) == 1 and warned[0].endswith(
         "(its `upstream` mode never scores them; `fixed` does): academic_1"
