@@ -22,10 +22,10 @@ Otherwise, and whenever the child fails (the store unreachable, the child killed
 lists and sweeps as before.
 
 The child (`python -m engine.prepare.listing_ahead FD`) reads the store's address on stdin, then
-the outline (or the end of its stdin), and writes its answer, pickled whole before it is
-written, on a pipe of its own. It runs in its own session (a terminal's Ctrl-C reaches only the
-command), dies with the command (`core.fate`), prints nothing, and is killed once the plan has
-its answer or the command ends.
+the outline or the end of its stdin (in a thread, while it lists: the command never waits to
+send it), and writes its answer, pickled whole before it is written, on a pipe of its own. It
+runs in its own session (a terminal's Ctrl-C reaches only the command), dies with the command
+(`core.fate`), prints nothing, and is killed once the plan has its answer or the command ends.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from core import collector
 from core.answering import start_answering
@@ -217,21 +217,31 @@ def _child_main(answer_fd: int) -> int:
 
     asked = sys.stdin.buffer
     store_url, s3_endpoint_url, run_id, stages = pickle.load(asked)
+    # The outline is read while the store is listed: the command never waits to send it.
+    sent: list[tuple[RunOutline | None, set[str]]] = []
+    reader = threading.Thread(target=_read_outline, args=(asked, sent), daemon=True)
+    reader.start()
     try:
         store = open_store(store_url, s3_endpoint_url=s3_endpoint_url)
         answer: Listing | Swept | None = list_records(store, run_id, stages)
     except Exception:  # the plan lists again and meets the problem there
         answer = None
-    try:
-        outline, wanted = pickle.load(asked)
-    except Exception:  # the end of stdin: the listing is the answer
-        outline = None
+    reader.join()
+    outline, wanted = sent[0]
     if outline is not None and isinstance(answer, Listing):
         answer = sweep(AnswerSpace(outline), answer, wanted, busy=set())
     blob = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)  # before the command asks
     with os.fdopen(answer_fd, "wb") as out:
         out.write(blob)
     return 0
+
+
+def _read_outline(asked: BinaryIO, sent: list) -> None:
+    """The outline and the states to ask again, or (None, set()) at the end of stdin."""
+    try:
+        sent.append(pickle.load(asked))
+    except Exception:
+        sent.append((None, set()))
 
 
 if __name__ == "__main__":
