@@ -64,9 +64,11 @@ import math
 import os
 import re
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -680,6 +682,9 @@ def killed_and_resumed(world: World) -> Copy:
     world.log_mark()
     first = first or first_request(tail.new(), resumed) or math.nan
     say(f"resume done in {time.time() - resumed:.0f} s")
+    kept = Path(tempfile.gettempdir()) / f"million-resume-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    shutil.copyfile(run.output, kept)  # what the resume said before its first request
+    say(f"the resume's output, kept: {kept}")
     left += run.leftovers()
     end = world.log_mark()
     counted = tally(world.index, entries(world.log_path, start, end), store, [(killed, resumed)])
@@ -740,8 +745,6 @@ def timed_command(work: Path, env: dict[str, str], *args: str) -> tuple[float, f
 
 def report_first_screen(page: Path) -> float:
     """The report's first screen in headless Chromium (perf/report_open.py's measure)."""
-    import shutil
-
     from perf.report_open import open_seconds
     from tests.support.browser import CHROMEDRIVER, CHROMIUM, close, headless_chromium
 
