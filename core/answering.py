@@ -1,9 +1,11 @@
 """A child process that answers on a pipe of its own: `python -m MODULE FD`, in a session of
 its own (a terminal's Ctrl-C reaches only the command, which decides), dying with the command
-however it ends (`core.fate`), run from the checkout (relative paths mean the same)."""
+however it ends (`core.fate`), run from the checkout (relative paths mean the same).
+`start_answering` starts one, `end_answering` ends it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -36,3 +38,15 @@ def start_answering(module: str, *, quiet: bool = False) -> tuple[subprocess.Pop
     finally:
         os.close(answer_write)
     return child, os.fdopen(answer_read, "rb")
+
+
+def end_answering(child: subprocess.Popen, answer: BinaryIO, wait_s: float = 0.0) -> None:
+    """Close the answer's pipe and end the child: given `wait_s` to exit on its own (it has
+    answered), else killed (its answer is not wanted)."""
+    with contextlib.suppress(OSError):
+        answer.close()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        child.wait(timeout=wait_s)
+    if child.poll() is None:
+        child.kill()
+    child.wait()

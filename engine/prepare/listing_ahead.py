@@ -34,7 +34,6 @@ import contextlib
 import json
 import os
 import pickle
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -42,7 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO
 
 from core import collector
-from core.answering import start_answering
+from core.answering import end_answering, start_answering
 from engine.prepare.sweep import RunOutline, Swept, sweep, wanted_states
 from engine.run.items import AnswerSpace, judged_benchmarks
 from engine.run.state import Listing, list_records
@@ -112,13 +111,7 @@ class _Child:
         """End the child: it is given `wait_s` to exit on its own (it has answered), else it
         is killed (its answer was not wanted)."""
         self.end_asking()
-        with contextlib.suppress(OSError):
-            self.answer.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=wait_s)
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
+        end_answering(self.process, self.answer, wait_s)
 
 
 @contextlib.contextmanager

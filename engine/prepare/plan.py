@@ -103,10 +103,10 @@ def plan_items(
     jobs = batch_jobs.read_jobs(store, run_id) if request.uses_batches() else []
     busy = batch_jobs.in_open_jobs(jobs)
     ahead = taken_ahead(store, run_id, stages, wanted)
-    if isinstance(ahead, Swept):  # swept by the listing child: nothing below needs the listing
+    if isinstance(ahead, Swept) and not busy:  # swept by the listing child (no job open)
         listing, swept = Listing(), ahead
     else:
-        listing = ahead if ahead is not None else list_records(store, run_id, stages)
+        listing = ahead if isinstance(ahead, Listing) else list_records(store, run_id, stages)
         swept = sweep(space, listing, wanted, busy)
     todo, unverified = swept.todo, swept.unverified
     judged = swept.judged

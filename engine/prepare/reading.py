@@ -27,7 +27,6 @@ import contextlib
 import logging
 import os
 import pickle
-import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -37,7 +36,7 @@ from typing import Any, BinaryIO
 from benchmarks import registry
 from benchmarks.media import downscale_image, sniff_media_type
 from benchmarks.protocols import Sampling, decodings
-from core.answering import start_answering
+from core.answering import end_answering, start_answering
 from core.types import DatasetError, Part, Sample
 from engine.run.items import BenchmarkData
 from engine.run.request import EvalRequest
@@ -164,13 +163,7 @@ class Reading:
             raise
 
     def close(self, wait_s: float = 0.0) -> None:
-        with contextlib.suppress(OSError):
-            self.answer.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.child.wait(timeout=wait_s)
-        if self.child.poll() is None:
-            self.child.kill()
-        self.child.wait()
+        end_answering(self.child, self.answer, wait_s)
 
 
 def _no_answer(returncode: int, exc: Exception) -> Exception:
