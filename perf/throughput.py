@@ -325,7 +325,11 @@ def run_pipeline(args, dataset: str, work: Path, sim, models: list[str]) -> dict
         drain_prefect()  # Prefect's logs and events, sent while its server is up
         ray.shutdown()  # its daemons stay out of the bare pass
         stack.stop()
-    outcome = {"submitted": result.submitted, "elapsed_s": result.elapsed_s}
+    outcome = {
+        "submitted": result.submitted,
+        "elapsed_s": result.elapsed_s,
+        "statuses": dict(result.statuses),
+    }
     return {**outcome, "flow_total_s": total, **probe.figures}
 
 
