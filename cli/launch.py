@@ -3,10 +3,11 @@
 1. Millisecond checks (models, keys, the store's writability); bad input stops here.
 2. The data is read in a child process started first (`start_reading`), and the services
    start in the background (unless PREFECT_API_URL / RAY_ADDRESS name running ones) while it
-   is read and the run id checked: a private Ray head at once, a
-   temporary Prefect server forked once Prefect is imported (it skips that import). The
-   run's workers start as soon as Ray answers (its own head, or the cluster RAY_ADDRESS
-   names); what follows the work is imported while the Prefect server is still starting.
+   is read and the run id checked: a private Ray head at once, a temporary Prefect server
+   forked once Prefect is imported (it skips that import). As soon as Ray answers (its own
+   head, or the cluster RAY_ADDRESS names) the run's workers start and its samples go to
+   the object store. What follows the work is imported while the Prefect server is still
+   starting, unless the run is resumed (its stored records are then listed on the other core).
 3. The `evaluate-and-aggregate` flow runs. If the Prefect server goes away mid-run the work
    goes on; the command finishes the same steps without Prefect and says so once.
 4. Whatever happens, what step 2 started is stopped; the exit code is 0, 2 (bad input),
@@ -43,7 +44,7 @@ def run_request(
     temporary Prefect server keeps `flow_runs_kept` flow runs (`stack.prefect_history`)."""
     from cli.errors import user_errors
     from core import collector
-    from engine.generation.online import prestart_workers
+    from engine.generation.online import place_samples, prestart_workers
     from engine.judges import resolve_stored
     from engine.prepare.listing_ahead import sweep_ahead
     from engine.prepare.reading import start_reading
@@ -75,16 +76,18 @@ def run_request(
             # Forked now, the Prefect server starts with Prefect imported.
             stack.start(prefect=not os.environ.get("PREFECT_API_URL"))
             # After the fork: the server would hold the listing child's pipe open.
-            ahead.enter_context(_listed_ahead(request, store, answers))
+            listing = ahead.enter_context(_listed_ahead(request, store, answers))
 
             run = resolve(request, configs, reading) if answers else resolve_stored(request, store)
             sweep_ahead(run, retry_errors)  # the listing child sweeps while Prefect starts
-            # A Ray head of its own or a cluster it attaches to: the run's workers start
-            # while the Prefect server does.
+            # A Ray head of its own or a cluster it attaches to: the run's workers start,
+            # and its samples go to the object store, while the Prefect server starts.
             on_ray = own_ray or bool(os.environ.get("RAY_ADDRESS"))
             if on_ray and answers and stack.wait_ray(STOP.requested):
                 prestart_workers(run)
-            if stack.prefect is not None and not STOP.requested():
+                place_samples(run)
+            # Not while a child lists stored records: both cores are busy until the plan.
+            if stack.prefect is not None and not listing and not STOP.requested():
                 flows.in_process.load_what_follows_the_work(stack.prefect_ready)
             if not stack.wait(STOP.requested):
                 raise Interrupted(f"run {run.run_id} interrupted by {STOP.name} before any request")
@@ -108,14 +111,15 @@ def run_request(
 
 def _listed_ahead(
     request: EvalRequest, store: Store, answers: bool
-) -> contextlib.AbstractContextManager[None]:
+) -> contextlib.AbstractContextManager[bool]:
     """The records of a run being resumed, listed while the services start (`listing_ahead`,
-    which decides whether the run may be listed this early): for a run asked here."""
+    which decides whether the run may be listed this early): for a run asked here. Its value
+    says whether a child lists them."""
     from engine.prepare.listing_ahead import listing_ahead
     from storage import layout
 
     if not answers or request.uses_batches():
-        return contextlib.nullcontext()
+        return contextlib.nullcontext(False)
     stages = (layout.ANSWER, layout.JUDGE) if request.judges() else (layout.ANSWER,)
     return listing_ahead(store, request.s3_endpoint_url, request.run_id, stages)
 

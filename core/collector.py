@@ -10,6 +10,10 @@ A step that makes a million objects that outlive it (a resume's listing of 500,0
 the states of a million items) holds collections back the same way while it runs: at the
 default thresholds the collector walked every live object again and again as they were made,
 about a sixth of the planning's CPU.
+
+Unpickling hundreds of thousands of objects at once (a run's samples, 40 MB for 83,334
+questions) is worse still: even held back, the collector's passes took half of it. There
+`paused` turns it off for the while.
 """
 
 from __future__ import annotations
@@ -59,3 +63,20 @@ def held_back() -> Iterator[None]:
             _holding -= 1
             if _holding == 0:
                 gc.set_threshold(*_before)
+
+
+@contextlib.contextmanager
+def paused(freeze: bool = False) -> Iterator[None]:
+    """No collection inside (one bulk step whose objects all outlive it); collections as
+    before once it ends. With `freeze`, what exists then is frozen first (never walked again:
+    objects that live as long as the process), or the first collection after would walk
+    them all."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if freeze:
+            gc.freeze()
+        if was_enabled:
+            gc.enable()

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from core import collector
 from engine.prepare.plan import RunPlan
 from engine.prepare.resolve import ResolvedRun
 from engine.run.interrupts import STOP
@@ -54,7 +55,7 @@ def generate(run_plan: RunPlan) -> RunOutcome:
         max_rate_limited_s=request.max_rate_limited_seconds,
     )
     # The samples' parts go to the object store once, in blocks; workers get them by place.
-    index, parts_refs = put_samples(run, run_plan.todo.samples())
+    index, parts_refs = run.samples_placed or put_samples(run, run_plan.todo.samples())
     setup = WorkerSetup(
         store_url=run.store.url,
         s3_endpoint_url=request.s3_endpoint_url,
@@ -128,6 +129,7 @@ def generate(run_plan: RunPlan) -> RunOutcome:
     return outcome
 
 
+@collector.paused()  # pickling 40 MB of samples: the GC walked them all again and again
 def put_samples(
     run: ResolvedRun, samples: list[tuple[str, str]]
 ) -> tuple[dict[tuple[str, str], tuple[int, int]], list[Any]]:
@@ -186,6 +188,15 @@ def prestart_workers(run: ResolvedRun) -> None:
     if keeps_warm_workers():
         return
     prestart(workers_for(run.request.workers, planned), run_apis(run))
+
+
+def place_samples(run: ResolvedRun) -> None:
+    """Every sample of the run in the object store now, while the command waits for its
+    Prefect server (at 83,334 samples, a second or two that otherwise came between the plan
+    and the first request); `generate` takes them. All of them: which ones the run still
+    needs is known once it is planned, and a resumed run needs nearly all."""
+    every = [(name, s.id) for name, data in run.data.items() for s in data.samples]
+    run.samples_placed = put_samples(run, every)
 
 
 def run_apis(run: ResolvedRun) -> list[str]:

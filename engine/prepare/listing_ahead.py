@@ -31,6 +31,7 @@ runs in its own session (a terminal's Ctrl-C reaches only the command), dies wit
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import pickle
@@ -117,19 +118,20 @@ class _Child:
 @contextlib.contextmanager
 def listing_ahead(
     store: Store, s3_endpoint_url: str | None, run_id: str, stages: tuple[str, ...]
-) -> Iterator[None]:
+) -> Iterator[bool]:
     """Within the block, the plan of `run_id` may take the records listed by a child started
-    now (see the module's docstring for when it is not started, or not taken)."""
+    now (see the module's docstring for when it is not started, or not taken). Yields whether
+    a child was started."""
     before = _before(store, run_id, stages)
     if before is None:
-        yield
+        yield False
         return
     key = (store.url, run_id)
     child = _Child(store, s3_endpoint_url, run_id, before)
     with _lock:
         _ahead[key] = child
     try:
-        yield
+        yield True
     finally:
         with _lock:
             if _ahead.get(key) is child:
@@ -207,6 +209,8 @@ def _unchanged(store: Store, run_id: str, before: _Before) -> bool:
 
 def _child_main(answer_fd: int) -> int:
     from storage import open_store
+
+    gc.disable()  # a short-lived process whose objects all live until it exits
 
     asked = sys.stdin.buffer
     store_url, s3_endpoint_url, run_id, stages = pickle.load(asked)

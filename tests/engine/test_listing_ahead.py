@@ -68,7 +68,8 @@ def test_the_plan_takes_the_childs_answer_once_and_only_within_the_block(
     that took the child's sweep (or listing) still counts it done."""
     request = _request(tmp_path, demo_dataset)
     run, items = _partly_answered(request)
-    with ahead.listing_ahead(run.store, None, run.run_id, STAGES):
+    with ahead.listing_ahead(run.store, None, run.run_id, STAGES) as listing:
+        assert listing is True  # the command then leaves both cores to the listing
         resolved = resolve(request)
         child = _child(run)
         _listed(child, resolved if swept else None)
@@ -114,7 +115,8 @@ def test_a_sweep_for_other_states_or_a_capped_run_is_not_taken(tmp_path, demo_da
 
 def test_a_new_run_or_one_held_elsewhere_is_not_listed_ahead(tmp_path, demo_dataset):
     run = resolve(_request(tmp_path, demo_dataset, "fresh"))
-    with ahead.listing_ahead(run.store, None, run.run_id, STAGES):
+    with ahead.listing_ahead(run.store, None, run.run_id, STAGES) as listing:
+        assert listing is False
         assert not ahead._ahead
         assert plan(run).states == {"missing": 24}
     key = layout.manifest_key(run.run_id)
@@ -129,7 +131,8 @@ def test_a_new_run_or_one_held_elsewhere_is_not_listed_ahead(tmp_path, demo_data
         "flow_run_id": None,
     }
     run.store.put(key, json.dumps(manifest).encode())
-    with ahead.listing_ahead(run.store, None, run.run_id, STAGES):
+    with ahead.listing_ahead(run.store, None, run.run_id, STAGES) as listing:
+        assert listing is False
         assert not ahead._ahead
 
 
