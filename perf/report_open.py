@@ -54,6 +54,8 @@ def write_dataset(path: Path, questions: int, side: int) -> str:
     import numpy as np
     from PIL import Image
 
+    from benchmarks.zerobench.dataset import upstream_features
+
     rng = np.random.default_rng(0)
 
     def jpeg(i: int) -> bytes:
@@ -63,16 +65,7 @@ def write_dataset(path: Path, questions: int, side: int) -> str:
         Image.fromarray(pixels.astype(np.uint8)).save(buffer, "JPEG", quality=85)
         return buffer.getvalue()
 
-    features = datasets.Features(
-        {
-            "question_id": datasets.Value("string"),
-            "question_text": datasets.Value("string"),
-            "question_images_decoded": datasets.Sequence(datasets.Image()),
-            "question_images": datasets.Sequence(datasets.Value("string")),
-            "question_answer": datasets.Value("string"),
-            "image_attribution": datasets.Value("string"),
-        }
-    )
+    features = upstream_features()
     rows = {
         "question_id": [str(i + 1) for i in range(questions)],
         "question_text": [f"What is the code hidden in image {i + 1}?" for i in range(questions)],

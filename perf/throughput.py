@@ -83,21 +83,14 @@ def write_dataset(path: Path, questions: int) -> str:
     import datasets
     from PIL import Image
 
+    from benchmarks.zerobench.dataset import upstream_features
+
     def png(i: int) -> bytes:
         buffer = io.BytesIO()
         Image.new("RGB", (32, 32), (i % 256, (i * 7) % 256, (i * 13) % 256)).save(buffer, "PNG")
         return buffer.getvalue()
 
-    features = datasets.Features(
-        {
-            "question_id": datasets.Value("string"),
-            "question_text": datasets.Value("string"),
-            "question_images_decoded": datasets.Sequence(datasets.Image()),
-            "question_images": datasets.Sequence(datasets.Value("string")),
-            "question_answer": datasets.Value("string"),
-            "image_attribution": datasets.Value("string"),
-        }
-    )
+    features = upstream_features()
     rows = {
         "question_id": [str(i + 1) for i in range(questions)],
         "question_text": [f"What is the colour code of image {i + 1}?" for i in range(questions)],

@@ -35,6 +35,23 @@ FIX = "pass a dataset saved with save_to_disk or Parquet files in the upstream s
 SOURCE = hub.DatasetSource(HF_PATH, REVISION, REQUIRED_COLUMNS, FIX)
 
 
+def upstream_features() -> Any:
+    """The upstream splits' schema as `datasets.Features`, for a dataset written in it (the
+    demo's, the tests', the perf scripts'): the required columns and `image_attribution`."""
+    from datasets import Features, Image, List, Value
+
+    return Features(
+        {
+            "question_id": Value("string"),
+            "question_text": Value("string"),
+            "question_images_decoded": List(Image()),
+            "question_images": List(Value("string")),
+            "question_answer": Value("string"),
+            "image_attribution": Value("string"),
+        }
+    )
+
+
 def load_rows(
     split: str, dataset_path: str | Path | None = None, limit: int | None = None
 ) -> tuple[list[dict[str, Any]], str]:

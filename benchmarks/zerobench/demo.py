@@ -262,19 +262,12 @@ def write_demo_dataset(path: str | Path) -> Path:
     The output is byte-identical on every call. An existing saved DatasetDict at `path` is
     replaced; any other non-empty directory is left alone and raises FileExistsError.
     """
-    from datasets import Dataset, DatasetDict, Features, Image, List, Value
+    from datasets import Dataset, DatasetDict
+
+    from benchmarks.zerobench.dataset import upstream_features
 
     target = hub.replace_saved(path)
-    features = Features(
-        {
-            "question_id": Value("string"),
-            "question_text": Value("string"),
-            "question_images_decoded": List(Image()),
-            "question_images": List(Value("string")),
-            "question_answer": Value("string"),
-            "image_attribution": Value("string"),
-        }
-    )
+    features = upstream_features()
     main, subs = demo_questions()
     splits = {
         name: Dataset.from_list(rows, features=features)

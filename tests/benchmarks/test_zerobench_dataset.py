@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from datasets import Dataset, DatasetDict, Features, Image, List, Value
+from datasets import Dataset, DatasetDict
 from PIL import Image as PILImage
 
 from benchmarks.hub import fingerprint, revision_of
@@ -30,16 +30,7 @@ def load_rows(split: str, path: Path | str | None, limit: int | None = None) -> 
     return zerobench_data.load_rows(split, path, limit)[0]
 
 
-FEATURES = Features(
-    {
-        "question_id": Value("string"),
-        "question_text": Value("string"),
-        "question_images_decoded": List(Image()),
-        "question_images": List(Value("string")),
-        "question_answer": Value("string"),
-        "image_attribution": Value("string"),
-    }
-)
+FEATURES = zerobench_data.upstream_features()
 FIX = "pass a dataset saved with save_to_disk or Parquet files in the upstream schema"
 
 
@@ -137,6 +128,19 @@ def check_sub_split(samples: list) -> None:
     assert [s.target for s in samples] == ["3", "Red", "down"]
     assert samples[2].parts[0].text == "First move?" + INSTRUCTION
     assert [p.data for p in samples[2].parts[1:]] == [JPEG_B, PNG_C]
+
+
+def test_the_schema_datasets_are_written_in_is_upstreams():
+    """benchmarks.md: the five required columns, the images a list of HF `Image`."""
+    assert {name: repr(f) for name, f in FEATURES.items()} == {
+        "question_id": "Value('string')",
+        "question_text": "Value('string')",
+        "question_images_decoded": "List(Image(mode=None, decode=True))",
+        "question_images": "List(Value('string'))",
+        "question_answer": "Value('string')",
+        "image_attribution": "Value('string')",
+    }
+    assert set(zerobench_data.REQUIRED_COLUMNS) < set(FEATURES)
 
 
 def test_instruction_is_exact() -> None:

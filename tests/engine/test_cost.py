@@ -343,8 +343,9 @@ JUDGE = "openai/sim-0.9"
 @pytest.fixture(scope="module")
 def tiny_zerobench(tmp_path_factory) -> str:
     """Two ZeroBench main questions in the upstream schema, saved with save_to_disk."""
-    from datasets import Dataset, DatasetDict, Features, List, Value
-    from datasets import Image as ImageFeature
+    from datasets import Dataset, DatasetDict
+
+    from benchmarks.zerobench.dataset import upstream_features
 
     def row(qid, text, answer, images):
         return {
@@ -356,16 +357,7 @@ def tiny_zerobench(tmp_path_factory) -> str:
             "image_attribution": "test",
         }
 
-    features = Features(
-        {
-            "question_id": Value("string"),
-            "question_text": Value("string"),
-            "question_images_decoded": List(ImageFeature()),
-            "question_images": List(Value("string")),
-            "question_answer": Value("string"),
-            "image_attribution": Value("string"),
-        }
-    )
+    features = upstream_features()
     rows = [
         row("1", Q1, "7", [png(1024, 1024)]),
         row("2", Q2, "second", [png(300, 200), png(2000, 1000)]),

@@ -29,21 +29,14 @@ def write_dataset(path: Path) -> str:
     import datasets
     from PIL import Image
 
+    from benchmarks.zerobench.dataset import upstream_features
+
     def png() -> bytes:
         buffer = io.BytesIO()
         Image.new("RGB", (8, 8), "white").save(buffer, "PNG")
         return buffer.getvalue()
 
-    features = datasets.Features(
-        {
-            "question_id": datasets.Value("string"),
-            "question_text": datasets.Value("string"),
-            "question_images_decoded": datasets.Sequence(datasets.Image()),
-            "question_images": datasets.Sequence(datasets.Value("string")),
-            "question_answer": datasets.Value("string"),
-            "image_attribution": datasets.Value("string"),
-        }
-    )
+    features = upstream_features()
     rows = {
         "question_id": ["1", "2"],
         "question_text": [QUESTION, "How many dots?"],
