@@ -55,9 +55,7 @@ def read_benchmarks(
     if reading is None:
         return load_benchmarks(request)
     data = reading.result()
-    for bench_data in data.values():  # taken now: the child ends here
-        bench_data.plan_table = bench_data.plan_later()
-        bench_data.plan_later = None
+    reading.take_tables()  # now: the child ends here
     return data
 
 
@@ -146,14 +144,18 @@ class Reading:
         return value
 
     def plan_table(self, name: str) -> bytes:
-        """One benchmark's plan table, from the child's second answer (then it ends)."""
+        """One benchmark's plan table, from the child's second answer."""
+        return self.take_tables()[name]
+
+    def take_tables(self) -> dict[str, bytes]:
+        """Each benchmark's plan table: the child's second answer, taken once (then it ends)."""
         if self._tables is None:
             outcome, value = self._next()
             self.close(wait_s=2.0)  # it has answered all: it exits on its own
             if outcome == "error":
                 raise value
             self._tables = value
-        return self._tables[name]
+        return self._tables
 
     def _next(self) -> Any:
         try:

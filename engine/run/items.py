@@ -41,9 +41,8 @@ class BenchmarkData:
     excluded: list[Exclusion] = field(default_factory=list)
     digests: dict[str, str] = field(default_factory=dict)  # sample id -> prompt digest
     prompts: dict[str, str] = field(default_factory=dict)  # sample id -> prompt text
-    # The plan's Parquet bytes when its reader made them (engine.prepare.reading); dropped once
-    # stored. Or how to have them once they are wanted (a reading child's next answer).
-    plan_table: bytes = field(default=b"", repr=False, compare=False)
+    # The plan's Parquet bytes as the reading child made them (engine.prepare.reading), had
+    # once the run is opened; None where they are made from the data then. Dropped once stored.
     plan_later: Callable[[], bytes] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -191,11 +191,9 @@ def _dumps(obj: Any) -> bytes:
 def write_plan(store: Store, run_id: str, name: str, bench_data: BenchmarkData) -> None:
     """What the run asks of one benchmark, so aggregation, a judge added later and the run
     report never need the dataset again (see `plan_table`)."""
-    table = bench_data.plan_table
-    if not table and bench_data.plan_later is not None:
-        table = bench_data.plan_later()
-    store.put(layout.plan_key(run_id, name), table or plan_table(bench_data))
-    bench_data.plan_table, bench_data.plan_later = b"", None  # stored: not held for the run
+    made = bench_data.plan_later
+    store.put(layout.plan_key(run_id, name), made() if made else plan_table(bench_data))
+    bench_data.plan_later = None  # stored: not held for the run
 
 
 def plan_table(bench_data: BenchmarkData) -> bytes:
