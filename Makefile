@@ -43,9 +43,10 @@ install: $(UV)
 demo: install
 	$(VENV)/bin/evalfleet demo
 
+# The slowest 25 tests are listed at the end: where the suite's time goes.
 test: install browser
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile
+	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile --durations=25
 
 # Everything but the tests marked slow (those that start Ray, a Prefect server, a browser or a
 # subprocess stack), or that take over ten seconds: about a minute.
