@@ -194,7 +194,10 @@ def place_samples(run: ResolvedRun) -> None:
     """Every sample of the run in the object store now, while the command waits for its
     Prefect server (at 83,334 samples, a second or two that otherwise came between the plan
     and the first request); `generate` takes them. All of them: which ones the run still
-    needs is known once it is planned, and a resumed run needs nearly all."""
+    needs is known once it is planned, and a resumed run needs nearly all. None for a run
+    whose every model answers in batch jobs (it asks nothing online at first)."""
+    if all(run.request.batched(model) for model in run.models):
+        return
     every = [(name, s.id) for name, data in run.data.items() for s in data.samples]
     run.samples_placed = put_samples(run, every)
 
