@@ -203,41 +203,43 @@ def _child_main(answer_fd: int) -> int:
     logging.getLogger().setLevel(logging.INFO)
     request = pickle.loads(sys.stdin.buffer.read())
     with os.fdopen(answer_fd, "wb") as answer:
-        data = _answered(answer, lambda: load_benchmarks(request), kept.records)
-        if data is not None:  # then each plan table, while the command goes on
+        outcome, data = _attempt(lambda: load_benchmarks(request))
+        if _sent(answer, (outcome, data, kept.records)) and outcome == "ok":
+            # then each plan table, while the command goes on
+            from engine.store.manifest import plan_table
 
-            def tables() -> dict[str, bytes]:
-                from engine.store.manifest import plan_table
-
-                return {name: plan_table(bench_data) for name, bench_data in data.items()}
-
-            _answered(answer, tables)
+            tables = _attempt(lambda: {name: plan_table(d) for name, d in data.items()})
+            _sent(answer, tables)
     return 0
 
 
-def _answered(answer: BinaryIO, work: Callable[[], Any], *extra: Any) -> Any:
-    """`work`'s value sent as ("ok", value, *extra), or its error as ("error", exc, *extra):
-    a ValueError (ConfigError, DatasetError) as it was, one line; any other error's traceback
-    printed here and its line sent. The value, or None after an error."""
-    value = None
+def _attempt(work: Callable[[], Any]) -> tuple[str, Any]:
+    """("ok", `work`'s value), or ("error", its error): a ValueError (ConfigError,
+    DatasetError) as it was, one line; any other error's traceback printed here and its line
+    kept."""
     try:
-        value = work()
-        message: tuple = ("ok", value, *extra)
+        return "ok", work()
     except ValueError as exc:
-        message = ("error", exc, *extra)
+        return "error", exc
     except Exception as exc:  # a defect
         import traceback
 
         traceback.print_exc()
-        message = ("error", RuntimeError(f"reading the data failed: {exc!r}"), *extra)
+        return "error", RuntimeError(f"reading the data failed: {exc!r}")
+
+
+def _sent(answer: BinaryIO, message: tuple) -> bool:
+    """`message` ((outcome, value, ...)) written pickled; whether it went as it was. An error
+    that does not pickle is sent as its line."""
     try:
         blob = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception as exc:  # an exception that does not pickle: its line still does
+        whole = True
+    except Exception as exc:
         error = DatasetError(f"reading the data failed: {message[1]!r} ({exc})")
-        blob, value = pickle.dumps(("error", error, *extra)), None
+        blob, whole = pickle.dumps(("error", error, *message[2:])), False
     answer.write(blob)
     answer.flush()
-    return value if message[0] == "ok" else None
+    return whole
 
 
 if __name__ == "__main__":

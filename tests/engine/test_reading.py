@@ -3,8 +3,10 @@ records as reading in place, and a process without Arrow stays without it."""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +15,7 @@ import pytest
 
 from core.checkout import ROOT
 from core.types import DatasetError
-from engine.prepare.reading import Reading, load_benchmarks
+from engine.prepare.reading import Reading, _attempt, _sent, load_benchmarks
 from engine.run.request import EvalRequest
 from engine.store.manifest import plan_table
 
@@ -75,6 +77,27 @@ def test_a_childs_error_is_raised_here_as_it_was_raised_there(tmp_path):
         f"dataset path {missing} does not exist: check --dataset-path (a local copy's folder "
         "or Parquet file)"
     )
+
+
+def test_a_defect_is_sent_as_its_line_and_an_error_that_does_not_pickle_too(capsys):
+    """A ValueError goes as it was; any other error as a RuntimeError naming it (its traceback
+    printed in the child); an error holding what does not pickle as a DatasetError line."""
+    assert _attempt(lambda: 7) == ("ok", 7)
+    bad = DatasetError("dataset path x does not exist")
+    assert _attempt(lambda: (_ for _ in ()).throw(bad)) == ("error", bad)
+    outcome, error = _attempt(lambda: {}["missing"])
+    assert outcome == "error" and isinstance(error, RuntimeError)
+    assert str(error) == "reading the data failed: KeyError('missing')"
+    assert "KeyError: 'missing'" in capsys.readouterr().err
+    pipe = io.BytesIO()
+    assert _sent(pipe, ("ok", [1, 2], [("evalfleet", 20, "read")])) is True
+    unpicklable = DatasetError(lambda: None)
+    assert _sent(pipe, ("error", unpicklable, [])) is False
+    pipe.seek(0)
+    assert pickle.load(pipe) == ("ok", [1, 2], [("evalfleet", 20, "read")])
+    outcome, sent, records = pickle.load(pipe)
+    assert (outcome, type(sent), records) == ("error", DatasetError, [])
+    assert str(sent).startswith("reading the data failed: DatasetError(<function ")
 
 
 def test_a_childs_warnings_are_logged_here(tmp_path, caplog):
