@@ -35,7 +35,7 @@ class ResolvedRun:
     answers: bool = True  # False: only judges are asked (a judge added to a stored run)
     # The samples' places in Ray's object store, when the command put them there ahead of
     # the plan (`engine.generation.online.place_samples`); `generate` takes them.
-    samples_placed: Any = None
+    samples_placed: tuple[dict[tuple[str, str], tuple[int, int]], list[Any]] | None = None
 
     def __post_init__(self) -> None:
         self.api_models = {**self.api_models, **{m: c.api_model for m, c in self.configs.items()}}

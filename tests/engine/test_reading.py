@@ -82,10 +82,14 @@ def test_a_childs_error_is_raised_here_as_it_was_raised_there(tmp_path):
 def test_a_defect_is_sent_as_its_line_and_an_error_that_does_not_pickle_too(capsys):
     """A ValueError goes as it was; any other error as a RuntimeError naming it (its traceback
     printed in the child); an error holding what does not pickle as a DatasetError line."""
+
+    def raising(exc: Exception):
+        raise exc
+
     assert _attempt(lambda: 7) == ("ok", 7)
     bad = DatasetError("dataset path x does not exist")
-    assert _attempt(lambda: (_ for _ in ()).throw(bad)) == ("error", bad)
-    outcome, error = _attempt(lambda: {}["missing"])
+    assert _attempt(lambda: raising(bad)) == ("error", bad)
+    outcome, error = _attempt(lambda: raising(KeyError("missing")))
     assert outcome == "error" and isinstance(error, RuntimeError)
     assert str(error) == "reading the data failed: KeyError('missing')"
     assert "KeyError: 'missing'" in capsys.readouterr().err
