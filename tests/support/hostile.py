@@ -47,6 +47,8 @@ class Case:
     # when it exits 0, what its output must hold (else the case is `silent`)
     must_show: tuple[str, ...] = ()
     exit_codes: tuple[int, ...] = (0, 2)
+    # environment variables set for the command ("{store}" filled in), restored afterwards
+    env: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -410,7 +412,8 @@ def run_case(
         a.replace("{store}", str(store)).replace("{sim}", sim.url).replace("{dataset}", dataset)
         for a in case.argv
     ]
-    code, out, err, crashed = call(argv)
+    with _environment({k: v.replace("{store}", str(store)) for k, v in case.env}):
+        code, out, err, crashed = call(argv)
     after = snapshot(store)
     sim.flush_log()
     changed = sorted(
@@ -431,6 +434,21 @@ def run_case(
     outcome.silent = silent
     shutil.rmtree(store, ignore_errors=True)
     return outcome
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]):
+    """These variables set in os.environ (a subprocess call inherits them), then restored."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def summary(outcomes: list[Outcome]) -> str:
