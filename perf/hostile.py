@@ -5,8 +5,8 @@ small store, against the simulator, with one local Ray and one Prefect server fo
     .venv/bin/python perf/hostile.py [--only TEXT]
 
 Prints a line per case that went wrong (none, when all is well), then, last:
-`cases=<n> tracebacks=<n> paid_unstored=<n> lost=<n> silent=<n>`; every figure but `cases`
-must be 0.
+`cases=<n> tracebacks=<n> paid_unstored=<n> lost=<n> silent=<n> billed_unrecorded_usd=<usd>`;
+every figure but `cases` must be 0.
 """
 
 from __future__ import annotations
@@ -37,7 +37,13 @@ def main() -> None:
     from benchmarks.zerobench.demo import write_demo_dataset
     from simulator.process import start_simulator
     from tasks.ray_setup import RAY_SYSTEM_CONFIG
-    from tests.support.hostile import all_cases, build_base, run_case, summary
+    from tests.support.hostile import (
+        SIMULATOR_CONFIG,
+        all_cases,
+        build_base,
+        run_case,
+        summary,
+    )
 
     work = Path(tempfile.mkdtemp(prefix="evalfleet-hostile-"))
     started = time.monotonic()
@@ -54,7 +60,7 @@ def main() -> None:
         with prefect_test_harness(server_startup_timeout=120):
             os.environ["PREFECT_API_URL"] = PREFECT_API_URL.value()
             log = work / "requests.jsonl"
-            with start_simulator(answers, {"latency": {"ms": 1}}, log) as sim:
+            with start_simulator(answers, SIMULATOR_CONFIG, log) as sim:
                 build_base(work / "base", dataset, sim.url)
                 cases = [c for c in all_cases() if args.only in c.name]
                 outcomes = []

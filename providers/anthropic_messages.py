@@ -110,7 +110,7 @@ def from_message(message: Any, request_id: str | None) -> ProviderResponse:
     return ProviderResponse(
         text="".join(texts),
         finish_reason=_FINISH.get(message.stop_reason, message.stop_reason),
-        usage=_usage(message.usage),
+        usage=_usage(getattr(message, "usage", None)),
         model_reported=message.model,
         request_id=request_id,
         reasoning_text="\n\n".join(thoughts) if thoughts else None,
@@ -168,6 +168,8 @@ class AnthropicMessagesClient(ProviderClient):
 
 def _usage(usage: Any) -> Usage:
     """input_tokens excludes cache reads and writes: add them, as the other providers do."""
+    if usage is None:
+        return Usage(reported=False)
     cache_read = usage.cache_read_input_tokens or 0
     cache_write = usage.cache_creation_input_tokens or 0
     details = usage.output_tokens_details

@@ -215,7 +215,7 @@ def response_from_body(body: dict[str, Any], request_id: str | None = None) -> P
 def _usage(meta: types.GenerateContentResponseUsageMetadata | None) -> Usage:
     """Gemini counts thoughts apart from candidates; our output count includes them."""
     if meta is None:
-        return Usage()
+        return Usage(reported=False)
     thoughts = meta.thoughts_token_count or 0
     return Usage(
         input_tokens=meta.prompt_token_count or 0,

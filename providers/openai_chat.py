@@ -191,7 +191,7 @@ class OpenAIChatClient(ProviderClient):
 
 def _usage(usage: Any) -> Usage:
     if not usage:
-        return Usage()
+        return Usage(reported=False)
     details = usage.get("completion_tokens_details") or {}
     prompt_details = usage.get("prompt_tokens_details") or {}
     return Usage(

@@ -161,7 +161,7 @@ def _reasoning_text(output: Sequence[Any]) -> str | None:
 
 def _usage(usage: Any) -> Usage:
     if usage is None:
-        return Usage()
+        return Usage(reported=False)
     out_details = usage.output_tokens_details
     in_details = usage.input_tokens_details
     return Usage(

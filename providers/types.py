@@ -19,6 +19,8 @@ class ErrorKind(StrEnum):
     CONTENT_FILTERED = "content_filtered"
     CONTEXT_TOO_LONG = "context_too_long"
     EMPTY_ANSWER = "empty_answer"
+    BAD_USAGE = "bad_usage"  # a billed answer whose reported usage cannot be true
+    OUTPUT_LIMIT = "output_limit"  # an empty answer cut off by max_tokens (reasoning took it)
     MALFORMED_RESPONSE = "malformed_response"
     UNKNOWN = "unknown"
 
@@ -73,6 +75,7 @@ class Usage:
     output_tokens: int = 0  # includes reasoning tokens, for every provider
     reasoning_tokens: int = 0
     cached_input_tokens: int = 0
+    reported: bool = True  # False: the answer carried no usage at all
 
     def to_dict(self) -> dict[str, int]:
         return {

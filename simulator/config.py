@@ -42,6 +42,9 @@ FAULT_KINDS = (
     "malformed_json",
     "empty_content",
     "truncate",
+    "empty_length",
+    "no_usage",
+    "negative_usage",
 )
 
 
@@ -77,6 +80,11 @@ class Faults(_Strict):
     malformed_json: float = Field(default=0.0, ge=0, le=1)
     empty_content: float = Field(default=0.0, ge=0, le=1)
     truncate: float = Field(default=0.0, ge=0, le=1)
+    # a reasoning model that spent its whole output limit thinking: finish reason length,
+    # no text, the limit billed as reasoning
+    empty_length: float = Field(default=0.0, ge=0, le=1)
+    no_usage: float = Field(default=0.0, ge=0, le=1)  # a success body without its usage
+    negative_usage: float = Field(default=0.0, ge=0, le=1)  # prompt tokens reported < 0
     fail_first_n: int = Field(default=0, ge=0)  # the first N attempts of every request fail
     fail_first_status: Literal[429, 500, 503, 529] = 503
     hang_s: float = Field(default=30.0, gt=0)

@@ -36,6 +36,7 @@ _FAULT_ERRORS: dict[str, tuple[ErrorKind, str]] = {
     "http_503": ("unavailable", "The service is temporarily unavailable."),
     "http_529": ("overloaded", "Overloaded"),
 }
+DEFAULT_OUTPUT_LIMIT = 16_000  # what an `empty_length` answer spends when none was asked for
 _FAIL_FIRST_KINDS: dict[int, ErrorKind] = {
     429: "rate_limited",
     500: "server_error",
@@ -187,9 +188,23 @@ class Simulator:
             )
         elif fault == "truncate":
             done = _truncate(done, len(done.text) // 2)
+        elif fault == "empty_length":
+            spent = req.max_tokens or DEFAULT_OUTPUT_LIMIT
+            done = replace(
+                done,
+                text="",
+                reasoning_text=None,
+                output_tokens=spent,
+                reasoning_tokens=spent,
+                finish="length",
+                correct=None if done.correct is None else False,
+            )
         entry["outcome"] = fault or ("length" if done.finish == "length" else "ok")
         entry.update(output_tokens=done.output_tokens, correct=done.correct)
-        return json_response(200, proto.success(req, done, rid), proto.headers(rid, limits))
+        body = proto.success(req, done, rid)
+        if fault in ("no_usage", "negative_usage"):
+            body = proto.usage_faulted(body, fault)
+        return json_response(200, body, proto.headers(rid, limits))
 
     def _fail_first(
         self,

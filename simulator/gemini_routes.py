@@ -70,6 +70,8 @@ _GEMINI = Dialect(read_part=_part, not_parts="expected an array", bad=_bad, stri
 
 class GenerateContent(Protocol):
     route = "gemini.generate"
+    usage_field = "usageMetadata"
+    input_tokens_field = "promptTokenCount"
 
     def auth_present(self, headers: Mapping[str, str], query: Mapping[str, str]) -> bool:
         return bool(headers.get("x-goog-api-key") or query.get("key"))

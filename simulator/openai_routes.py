@@ -153,6 +153,7 @@ class _OpenAIBase(Protocol):
 
 class ChatCompletions(_OpenAIBase):
     route = "openai.chat"
+    input_tokens_field = "prompt_tokens"
 
     def parse(self, body: Any, match_info: Mapping[str, str]) -> ParsedRequest:
         d = _body(body)

@@ -91,6 +91,8 @@ class Protocol:
 
     route: str = ""
     request_id_header: str = ""  # the response header that names the request, if any
+    usage_field: str = "usage"  # where a success body holds its usage
+    input_tokens_field: str = "input_tokens"  # the usage's count of prompt tokens
 
     def auth_present(self, headers: Mapping[str, str], query: Mapping[str, str]) -> bool:
         raise NotImplementedError
@@ -122,6 +124,15 @@ class Protocol:
     def ratelimit_headers(self, limits: LimitState) -> dict[str, str]:
         """The rate-limit window in the protocol's headers (Gemini documents none)."""
         return {}
+
+    def usage_faulted(self, body: dict[str, Any], fault: str) -> dict[str, Any]:
+        """A success body with its usage left out (``no_usage``) or its prompt tokens
+        reported as -5,000,000 (``negative_usage``); what was billed is still logged."""
+        if fault == "no_usage":
+            body.pop(self.usage_field, None)
+        elif fault == "negative_usage":
+            body[self.usage_field] = {**body[self.usage_field], self.input_tokens_field: -5_000_000}
+        return body
 
     def malformed(self, request_id: str) -> bytes:
         """A 200 body that is not valid JSON (cut off in the middle)."""

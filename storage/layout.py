@@ -5,6 +5,10 @@
     {run}/completions/{model}/{benchmark}/{sample}/{epoch}.{hash}.json            an answer
     {run}/completions/{model}/{benchmark}/{sample}/{epoch}.{hash}.failed-{ms}.json a terminal error
     {run}/judgements/{judge}/{model}/{benchmark}/{sample}/{epoch}.{hash}[.failed-{ms}].json
+    {run}/ledger/{completions|judgements/{judge}}/{model}/{benchmark}/{sample}/
+        {epoch}.{hash}.{call}-{attempt}.json                   a billed attempt that was
+                                                               refused (an empty answer),
+                                                               kept before the next is sent
     {run}/results/{version}/...                                tables of one aggregation
     {run}/results/latest.json                                  which version is the newest
     {run}/batches/{job}.json                                   a batch job: intent, id, end
@@ -127,6 +131,17 @@ def item_dir(run_id: str, key: ItemKey) -> str:
 
 def record_key(run_id: str, key: ItemKey, request_hash: str) -> str:
     return f"{item_dir(run_id, key)}/{key.epoch}.{request_hash[:HASH_CHARS]}.json"
+
+
+def ledger_prefix(run_id: str) -> str:
+    return f"{run_id}/ledger/"
+
+
+def ledger_key(run_id: str, key: ItemKey, request_hash: str, call_id: str, attempt: int) -> str:
+    """Where a refused billed attempt of a call is kept (`core.record.LedgerEntry`)."""
+    item = item_dir(run_id, key)[len(run_id) + 1 :]
+    name = f"{key.epoch}.{request_hash[:HASH_CHARS]}.{call_id}-{attempt}.json"
+    return f"{run_id}/ledger/{item}/{name}"
 
 
 def failure_key(run_id: str, key: ItemKey, request_hash: str, unix_ms: int) -> str:

@@ -20,6 +20,8 @@ PROMPT_ERRORS = frozenset(
         ErrorKind.CONTENT_FILTERED,
         ErrorKind.CONTEXT_TOO_LONG,
         ErrorKind.EMPTY_ANSWER,
+        ErrorKind.OUTPUT_LIMIT,  # the endpoint answered, and billed: the limit was too low
+        ErrorKind.BAD_USAGE,  # the endpoint answered; its usage is what failed
     }
 )
 

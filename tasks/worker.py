@@ -28,18 +28,26 @@ from typing import Any
 import ray
 
 from core.checkout import checkout_digest
-from core.record import Record
+from core.record import Attempt, Record, Usage
 from core.types import Part
 from providers.base import ProviderClient
 from providers.registry import ModelConfig
 from providers.retry import RetryPolicy, call_with_retries
 from providers.token_rules import estimate_prompt_tokens
 from providers.types import ErrorKind, ProviderError, ProviderResponse
-from storage import open_store
+from providers.usage import billed_usage
+from storage import layout, open_store
 from storage.base import Store
 from storage.layout import ItemKey
 from tasks.limiter import Lease
-from tasks.records import build_record
+from tasks.records import (
+    ANSWERED,
+    billed_attempt,
+    build_record,
+    failed_attempt,
+    ledger_entry,
+    new_call_id,
+)
 from tasks.secrets import Secret
 from tasks.work import WorkItem
 
@@ -85,6 +93,90 @@ class WorkerSetup:
 class ClaimLost(Exception):
     """The worker no longer serves this claim (it was given back, or taken over after the
     claimant went silent): the driver replaces it and rechecks what was in flight."""
+
+
+class LedgerUnwritable(Exception):
+    """A billed attempt's ledger entry could not be stored."""
+
+    def __init__(self, key: str, cause: BaseException) -> None:
+        super().__init__(f"{key}: {cause}")
+        self.key, self.cause = key, cause
+
+
+class Call:
+    """One item's call as its attempts land: the ledger (`core.record.Attempt` each) and the
+    last billed answer. `answered` decides whether a 200 is taken or refused."""
+
+    def __init__(self, item: WorkItem, config: ModelConfig, parts: list[Part], call_id: str):
+        self.item, self.config, self.parts, self.call_id = item, config, parts, call_id
+        self.ledger: list[Attempt] = []
+        self.latency: list[float] = []
+        self.last_answer: ProviderResponse | None = None
+
+    def failed(self, error: ProviderError, latency_s: float) -> None:
+        self.latency.append(latency_s)
+        number = len(self.ledger) + 1
+        self.ledger.append(failed_attempt(number, error, landed=time.time(), latency_s=latency_s))
+
+    def answered(self, answer: ProviderResponse, latency_s: float) -> ProviderError | None:
+        """Add a billed answer to the ledger; the error that refuses it, or None when it is
+        taken. An empty answer cut off by the output limit is not asked again: the same limit
+        would be spent the same way."""
+        self.latency.append(latency_s)
+        self.last_answer = answer
+        billed = billed_usage(self.config, self.parts, answer, self.item.decoding.max_tokens)
+        refused: ProviderError | None = None
+        if billed.problem is not None:
+            refused = ProviderError(
+                ErrorKind.BAD_USAGE,
+                f"the provider reported impossible usage ({billed.problem}); it was priced on "
+                "locally counted tokens",
+                status=200,
+                request_id=answer.request_id,
+            )
+        elif not answer.text.strip():
+            refused = empty_answer(answer, self.item.decoding.max_tokens)
+        outcome = ANSWERED if refused is None else str(refused.kind)
+        self.ledger.append(
+            billed_attempt(
+                len(self.ledger) + 1,
+                self.config,
+                answer,
+                billed,
+                outcome=outcome,
+                landed=time.time(),
+                latency_s=latency_s,
+                message="" if refused is None else refused.message,
+            )
+        )
+        return refused
+
+    def last_usage(self) -> Usage:
+        usage = self.ledger[-1].usage
+        return usage if usage is not None else Usage()
+
+    def last_billed(self) -> bool:
+        return bool(self.ledger) and self.ledger[-1].usage is not None
+
+
+def empty_answer(answer: ProviderResponse, max_tokens: int | None) -> ProviderError:
+    """The error of an answer with no text: retried, but for one cut off by its output limit
+    (a reasoning model that spent `max_tokens` thinking), which is final."""
+    if answer.finish_reason == "length":
+        limit = f"max_tokens={max_tokens}" if max_tokens else "its output limit"
+        return ProviderError(
+            ErrorKind.OUTPUT_LIMIT,
+            f"empty answer: the model spent {limit} before answering (finish reason length); "
+            "raise --max-tokens or lower --reasoning-effort",
+            status=200,
+            request_id=answer.request_id,
+        )
+    return ProviderError(
+        ErrorKind.EMPTY_ANSWER,
+        f"empty answer (finish reason {answer.finish_reason})",
+        status=200,
+        request_id=answer.request_id,
+    )
 
 
 def preload(apis: Sequence[str]) -> None:
@@ -291,7 +383,9 @@ class CompletionWorker:
         return parts[index]
 
     async def run(self, item: WorkItem, prompt: Any) -> Outcome:
-        """Ask, retry by kind, store the record put-if-absent."""
+        """Ask, retry by kind, store the record put-if-absent. Every billed attempt is in the
+        record's ledger; one that is refused (an empty answer, usage that cannot be true) is
+        also stored on its own before the next attempt is sent."""
         if item.recheck:
             stored = await self._stored(item)
             if stored is not None:
@@ -304,8 +398,7 @@ class CompletionWorker:
         # Prompt tokens by the provider's rules, for a rate-limited model's token budget.
         estimate = estimate_prompt_tokens(config, parts) if lease is not None else 0
         started = time.time()
-        latency: list[float] = []
-        empty: list[ProviderResponse] = []
+        call = Call(item, config, parts, new_call_id())
 
         async def attempt() -> ProviderResponse:
             charge = 0.0
@@ -316,40 +409,41 @@ class CompletionWorker:
             try:
                 answer = await client.complete(parts, item.decoding)
             except ProviderError as exc:
+                call.failed(exc, time.monotonic() - t0)
                 if lease is not None and exc.kind == ErrorKind.RATE_LIMITED:
                     lease.refund(charge)  # refused: nothing of the window was used
                     lease.rate_limited(exc.retry_after_s)
                 raise
-            finally:
-                latency.append(time.monotonic() - t0)
+            refused = call.answered(answer, time.monotonic() - t0)
             if lease is not None:
-                usage = answer.usage
+                usage = call.last_usage()
                 lease.settle(charge, estimate, usage.input_tokens, usage.output_tokens)
                 lease.headers(*answer.remaining)
-            if not answer.text.strip():
-                empty.append(answer)
-                raise ProviderError(
-                    ErrorKind.EMPTY_ANSWER,
-                    f"empty answer (finish reason {answer.finish_reason})",
-                    request_id=answer.request_id,
-                )
+            if refused is not None:
+                await self._keep(call)  # stored before the next attempt is sent
+                raise refused
             return answer
 
-        response, error, attempted = await call_with_retries(attempt, self._retry)
+        try:
+            response, error, attempted = await call_with_retries(attempt, self._retry)
+        except LedgerUnwritable as exc:
+            return self._unwritable(call, exc)
         finished = time.time()
-        if error is not None and error.kind == ErrorKind.EMPTY_ANSWER and empty:
-            # Tokens were spent: keep the last response (usage, finish reason) beside the error.
-            response = empty[-1]
+        if error is not None and call.last_answer is not None and call.last_billed():
+            # Tokens were spent: keep the last billed answer (finish reason) beside the error.
+            response = call.last_answer
         record = build_record(
             item,
             config,
             response=response,
             error=error,
+            ledger=call.ledger,
+            call_id=call.call_id,
             attempts=attempted.attempts,
             attempt_errors=attempted.errors,
             started=started,
             finished=finished,
-            latency_s=latency[-1] if latency else None,
+            latency_s=call.latency[-1] if call.latency else None,
         )
         key = item.store_key if error is None else item.failure_key(int(finished * 1000))
         status = "ok" if error is None else "failed"
@@ -368,18 +462,54 @@ class CompletionWorker:
             log.warning("checkpoint write failed for %s: %s", key, exc)
             status = "write_failed"
             problem = " ".join(str(exc).split())[:ERROR_CHARS] or type(exc).__name__
-        usage = response.usage if response else None
+        usage = record.tokens
         return Outcome(
             key=item.key,
             status=status,
             error_kind=str(error.kind) if error else None,
             attempts=attempted.attempts,
-            input_tokens=usage.input_tokens if usage else 0,
-            output_tokens=usage.output_tokens if usage else 0,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
             cost_usd=record.spent_usd,
             store_key=key,
             response=response.text if item.return_response and error is None else None,
             error=problem,
+        )
+
+    async def _keep(self, call: Call) -> None:
+        """Store the call's last attempt in the ledger; LedgerUnwritable when the store
+        refuses it (the call stops: nothing more is sent that could not be recorded)."""
+        entry = ledger_entry(call.item, call.call_id, call.ledger[-1])
+        key = layout.ledger_key(
+            call.item.run_id,
+            call.item.key,
+            call.item.request_hash,
+            call.call_id,
+            entry.attempt.number,
+        )
+        data = entry.to_bytes()
+        try:
+            if self._store.writes_are_local:
+                self._store.put_if_absent(key, data)
+            else:
+                loop = asyncio.get_running_loop()
+                await loop.run_in_executor(self._io, self._store.put_if_absent, key, data)
+        except Exception as exc:
+            raise LedgerUnwritable(key, exc) from exc
+
+    def _unwritable(self, call: Call, exc: LedgerUnwritable) -> Outcome:
+        log.warning("ledger write failed for %s: %s", exc.key, exc.cause)
+        spent = sum(attempt.cost_usd for attempt in call.ledger)
+        return Outcome(
+            key=call.item.key,
+            status="write_failed",
+            error_kind=None,
+            attempts=len(call.ledger),
+            input_tokens=0,
+            output_tokens=0,
+            cost_usd=spent,
+            store_key=exc.key,
+            error=(" ".join(str(exc.cause).split()) or type(exc.cause).__name__)[:ERROR_CHARS],
         )
 
     async def _stored(self, item: WorkItem) -> Outcome | None:

@@ -142,11 +142,11 @@ def hostile_store(ray_address, prefect_api_url, demo_dataset, answer_key, tmp_pa
     """The hostile matrix's base store (`tests/support/hostile.py`) and a simulator that stays
     up for the session: (store, the simulator's handle, its request log)."""
     from simulator.process import start_simulator
-    from tests.support.hostile import build_base
+    from tests.support.hostile import SIMULATOR_CONFIG, build_base
 
     work = tmp_path_factory.mktemp("hostile")
     log = work / "requests.jsonl"
-    with start_simulator(answer_key, {"latency": {"ms": 1}}, log) as sim:
+    with start_simulator(answer_key, SIMULATOR_CONFIG, log) as sim:
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv("RAY_ADDRESS", ray_address)
             patch.setenv("PREFECT_API_URL", prefect_api_url)

@@ -15,6 +15,11 @@ def budget_stop(run: ResolvedRun, spent_usd: float, cap_usd: float) -> tuple[str
     """The line the run ends with, and a cap that would finish the run (None when what is
     left could not be estimated)."""
     said = f"spent ${spent_usd:.4f} of the ${cap_usd:.4f} cap"
+    if spent_usd > cap_usd:
+        said += (
+            f" (${spent_usd - cap_usd:.4f} over: the calls in flight when it was reached cost "
+            "more than their estimate)"
+        )
     left = _left(run)
     if left is None:
         return said, None

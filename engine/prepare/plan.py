@@ -125,7 +125,7 @@ def plan_items(
     judge_state = reconcile(store, listing, [j for j, _ in judge_items], read=False)
     bad = [*swept.empty, *judged.undecodable, *judge_state.undecodable]
     quarantine(store, run_id, bad)
-    spent = stored_spend(store, listing) if request.max_cost_usd is not None else 0.0
+    spent = stored_spend(store, run_id) if request.max_cost_usd is not None else 0.0
     local = store.writes_are_local
     return RunPlan(
         run=run,

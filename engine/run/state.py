@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 from core import collector
 from core.record import Record
+from engine.run.ledger import unrecorded
 from storage import layout
 from storage.base import Store
 from storage.changes import records_changing
@@ -90,17 +91,22 @@ def answer_counts(listing: Listing) -> AnswerCounts:
     return AnswerCounts(done, only_failed)
 
 
-def stored_spend(store: Store, listing: Listing) -> float:
-    """What a run's stored records cost, answers and judgements, stale ones included (each
-    record is read: only done when a budget needs it)."""
-    sides = (listing.ok, listing.failed)
-    keys = [key for side in sides for per_item in side.values() for key in per_item.values()]
+def stored_spend(store: Store, run_id: str) -> float:
+    """What a run has cost so far: every record it stored, answers and judgements, stale ones
+    and failures later answered again included, and the ledger entries of calls that stored
+    no record (each record is read: only done when a budget needs it)."""
+    keys = [
+        key
+        for stage in (layout.ANSWER, layout.JUDGE)
+        for key in store.list(layout.stage_prefix(run_id, stage))
+        if layout.parse_record_key(run_id, key) is not None
+    ]
     total = 0.0
     for blob in store.get_many(keys).values():
         record = Record.read(blob)
         if record is not None:
             total += record.spent_usd
-    return total
+    return total + sum(entry.attempt.cost_usd for entry in unrecorded(store, run_id))
 
 
 def classify(listing: Listing, item: WorkItem) -> tuple[str, str | None]:

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from benchmarks.interface import Answered, Benchmark, ScoredItem
+from engine.run.ledger import unrecorded
 from engine.run.state import Listing, Reconciled
 from engine.scoring.shards import SAMPLES_SCHEMA, Shard, score_shard
 from engine.scoring.spend import UsageSums
@@ -146,6 +147,10 @@ def score_run(run: StoredRun, pool: WorkerPool | None = None) -> Scored:
             files = data.benchmark.extra_files(answered[name], data.by_id, data.options)
             for path, blob in files.items():
                 extra_files[f"{name}/{path}"] = blob
+    # billed attempts of calls that stored no record cost the run too (their ledger entries)
+    for entry in unrecorded(run.store, run.run_id):
+        usage.add_unrecorded(entry)
+        scored_keys.append(f"ledger:{entry.call_id}-{entry.attempt.number}")
     digest = hashlib.sha256("\n".join(sorted(scored_keys)).encode()).hexdigest()
     judged = None
     if run.judges and columns is not None:

@@ -1,6 +1,11 @@
 """What a run's records cost: per (model, benchmark) its answers' and its judges' tokens and
 USD (`usage.parquet`), and per judge apart (`judges.parquet`). Records written before costs
-were kept add their tokens and nothing else."""
+were kept add their tokens and nothing else.
+
+A record's tokens and cost are the sums of its billed attempts (`core.record`): retries of
+empty answers included (`retry_cost_usd` shows what they cost), and so are the ledger entries
+of calls that stored no record (`add_unrecorded`). `estimated_cost_usd` is the part priced on
+tokens counted here, where the provider reported no usage that could be trusted."""
 
 from __future__ import annotations
 
@@ -8,7 +13,8 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from core.record import Record
+from core.record import LedgerEntry, Record
+from storage.layout import JUDGE
 
 USAGE_COLUMNS = [
     "model",
@@ -38,6 +44,15 @@ USAGE_COLUMNS = [
     "batch_calls",  # answers and judgements answered in batch jobs (at the batch price)
     "batch_cost_usd",
     "total_cost_usd",  # answers and judgements
+    # the per-attempt ledger: attempts billed, what the billed attempts before each call's last
+    # cost (retried empty answers; a call that stored no record: all of its), and the part of
+    # cost_usd priced on locally counted tokens
+    "billed_attempts",
+    "retry_cost_usd",
+    "estimated_cost_usd",
+    "judge_billed_attempts",
+    "judge_retry_cost_usd",
+    "judge_estimated_cost_usd",
 ]
 COST_COLUMNS = [c for c in USAGE_COLUMNS if c.endswith("cost_usd")]
 JUDGE_USAGE_COLUMNS = [
@@ -78,6 +93,38 @@ class UsageSums:
         row["output_tokens"] += tokens.output_tokens
         row["reasoning_tokens"] += tokens.reasoning_tokens
         row["cost_usd"] += record.spent_usd
+
+    def add_unrecorded(self, entry: LedgerEntry) -> None:
+        """A billed attempt of a call that stored no record (its ledger entry), under the
+        model whose answer it was for."""
+        prefix = "judge_" if entry.stage == JUDGE else ""
+        row = self._row(entry.model, entry.benchmark)
+        attempt = entry.attempt
+        usage, cost = attempt.usage, attempt.cost
+        if usage is None or cost is None:
+            return
+        row[prefix + "input_tokens"] += usage.input_tokens
+        row[prefix + "output_tokens"] += usage.output_tokens
+        row[prefix + "reasoning_tokens"] += usage.reasoning_tokens
+        row[prefix + "cached_input_tokens"] += usage.cached_input_tokens
+        row[prefix + "cost_usd"] += cost.total
+        row[prefix + "cached_input_cost_usd"] += cost.cached_input
+        row[prefix + "reasoning_cost_usd"] += cost.reasoning
+        row[prefix + "billed_attempts"] += 1
+        row[prefix + "retry_cost_usd"] += cost.total
+        row[prefix + "estimated_cost_usd"] += cost.total if attempt.estimated else 0.0
+        if not prefix:
+            row["input_cost_usd"] += cost.input
+            row["output_cost_usd"] += cost.output
+        if entry.stage == JUDGE and entry.judge_model:
+            judge = self.judge_rows.setdefault(
+                (entry.model, entry.benchmark, entry.judge_model),
+                dict.fromkeys(JUDGE_USAGE_COLUMNS[3:], 0),
+            )
+            judge["input_tokens"] += usage.input_tokens
+            judge["output_tokens"] += usage.output_tokens
+            judge["reasoning_tokens"] += usage.reasoning_tokens
+            judge["cost_usd"] += cost.total
 
     def merge(self, other: UsageSums) -> None:
         for key, sums in other.rows.items():
@@ -131,6 +178,9 @@ _SUMMED = (
     "cost_usd",
     "cached_input_cost_usd",
     "reasoning_cost_usd",
+    "billed_attempts",
+    "retry_cost_usd",
+    "estimated_cost_usd",
 )
 # The columns `_add` sums into, by prefix: named once, not per record.
 _PREFIXED = {prefix: tuple(prefix + name for name in _SUMMED) for prefix in ("", "judge_")}
@@ -140,9 +190,19 @@ def _add(spent: dict[str, float], prefix: str, record: Record) -> None:
     """One record into a (model, benchmark) row: an answer, or with prefix "judge_" a
     judgement."""
     tokens = record.tokens
-    errors, inputs, outputs, reasoning, cached, cost_usd, cached_cost, reasoning_cost = _PREFIXED[
-        prefix
-    ]
+    (
+        errors,
+        inputs,
+        outputs,
+        reasoning,
+        cached,
+        cost_usd,
+        cached_cost,
+        reasoning_cost,
+        billed,
+        retried,
+        estimated,
+    ) = _PREFIXED[prefix]
     spent["judgements" if prefix else "answers"] += 1
     spent[errors] += record.failed
     spent[inputs] += tokens.input_tokens
@@ -150,6 +210,11 @@ def _add(spent: dict[str, float], prefix: str, record: Record) -> None:
     spent[reasoning] += tokens.reasoning_tokens
     spent[cached] += tokens.cached_input_tokens
     spent[cost_usd] += record.spent_usd
+    spent[billed] += record.billed_attempts
+    if record.ledger:
+        spent[retried] += record.retry_cost_usd
+        if record.cost_estimated:
+            spent[estimated] += sum(a.cost_usd for a in record.ledger if a.estimated)
     cost = record.cost
     if cost is not None:
         spent[cached_cost] += cost.cached_input

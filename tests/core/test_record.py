@@ -115,3 +115,109 @@ def test_a_record_is_frozen():
     record = Record.from_bytes(json.dumps(STORED).encode())
     with pytest.raises(AttributeError):
         record.response = "changed"  # type: ignore[misc]
+
+
+# --- the per-attempt ledger (record_version 3) ----------------------------------------------
+
+EMPTY = {
+    "number": 1,
+    "outcome": "empty_answer",
+    "at": "2026-11-28T09:00:00.000+00:00",
+    "latency_s": 0.5,
+    "status": 200,
+    "request_id": "req_1",
+    "message": "empty answer (finish reason stop)",
+    "finish_reason": "stop",
+    "usage": {
+        "input_tokens": 1000,
+        "output_tokens": 0,
+        "reasoning_tokens": 0,
+        "cached_input_tokens": 0,
+    },
+    "cost": {"input": 0.001, "cached_input": 0.0, "output": 0.0, "reasoning": 0.0, "total": 0.001},
+    "estimated": False,
+}
+REFUSED = {
+    **EMPTY,
+    "number": 2,
+    "outcome": "server_error",
+    "status": 500,
+    "request_id": "req_2",
+    "message": "boom",
+    "finish_reason": None,
+    "usage": None,
+    "cost": None,
+}
+ANSWERED = {
+    **EMPTY,
+    "number": 3,
+    "outcome": "answer",
+    "request_id": "req_3",
+    "message": "",
+    "usage": {
+        "input_tokens": 1000,
+        "output_tokens": 50,
+        "reasoning_tokens": 0,
+        "cached_input_tokens": 0,
+    },
+    "cost": {
+        "input": 0.001,
+        "cached_input": 0.0,
+        "output": 0.0002,
+        "reasoning": 0.0,
+        "total": 0.0012,
+    },
+    "estimated": True,
+}
+V3 = {
+    **STORED,
+    "record_version": 3,
+    "call_id": "0a1b2c3d4e5f",
+    "ledger": [EMPTY, REFUSED, ANSWERED],
+    "usage": {
+        "input_tokens": 2000,
+        "output_tokens": 50,
+        "reasoning_tokens": 0,
+        "cached_input_tokens": 0,
+    },
+    "cost_usd": 0.0022,
+}
+
+
+def test_a_record_with_its_ledger_reads_and_writes_back_unchanged():
+    record = Record.from_bytes(json.dumps(V3).encode())
+    assert [a.outcome for a in record.ledger] == ["empty_answer", "server_error", "answer"]
+    assert [a.billed for a in record.ledger] == [True, False, True]
+    assert record.billed_attempts == 2
+    assert record.retry_cost_usd == 0.001  # the empty answer before the last billed one
+    assert record.cost_estimated  # the last one's usage was counted here
+    assert record.ledger[1].cost_usd == 0.0
+    assert record.to_dict() == V3
+    assert Record.from_bytes(record.to_bytes()) == record
+
+
+def test_a_record_before_the_ledger_counts_its_one_answer_as_billed():
+    record = Record.from_bytes(json.dumps(STORED).encode())
+    assert (record.billed_attempts, record.retry_cost_usd, record.cost_estimated) == (1, 0, False)
+    assert "ledger" not in record.to_dict()  # written back as it was read
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (
+            {"ledger": [{**EMPTY, "usage": {**EMPTY["usage"], "input_tokens": -5}}]},
+            "input_tokens is -5, not a count of tokens",
+        ),
+        (
+            {"ledger": [{**EMPTY, "cost": {**EMPTY["cost"], "total": -1.0}}]},
+            "cost.total is -1.0, not a cost",
+        ),
+        ({"ledger": ["x"]}, "a ledger entry is str, not an object"),
+        ({"stage": "guess"}, "stage is 'guess', not one of answer, judge"),
+        ({"record_version": 9}, "record_version is 9, not 1 to 3"),
+    ],
+)
+def test_a_ledger_or_stage_that_is_not_one_is_refused(change, words):
+    with pytest.raises(UnreadableRecord, match=words.replace(".", r"\.").replace("(", r"\(")):
+        Record.from_bytes(json.dumps({**V3, **change}).encode())

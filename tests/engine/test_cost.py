@@ -318,6 +318,8 @@ def test_usage_table_has_cost_apart_by_kind_and_stage():
         "reasoning_cost_usd": 0.15,
         "judge_reasoning_tokens": 2,
         "judge_reasoning_cost_usd": 0.05,
+        "billed_attempts": 2,  # records before the ledger: one billed attempt each
+        "judge_billed_attempts": 1,
     }
     for column in ("cost_usd", "judge_cost_usd", "cached_input_cost_usd", "reasoning_cost_usd"):
         assert column in USAGE_IN_SUMMARY

@@ -20,8 +20,16 @@ from storage import open_store
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "stored_runs"
 RUNS = sorted(p.name for p in (DATA / "store").iterdir())
-# columns today's tables add to the old ones (none so far): named here, never silently
-ADDED: dict[str, set[str]] = {}
+# columns today's tables add to the old ones: named here, never silently
+LEDGER = {  # the per-attempt ledger's (records before it: one billed attempt each)
+    "billed_attempts",
+    "retry_cost_usd",
+    "estimated_cost_usd",
+    "judge_billed_attempts",
+    "judge_retry_cost_usd",
+    "judge_estimated_cost_usd",
+}
+ADDED: dict[str, set[str]] = {"usage.csv": LEDGER, "usage.parquet": LEDGER}
 
 
 def read(path: Path) -> pd.DataFrame:

@@ -8,7 +8,9 @@ of it or with a hostile value on its command line. For every case:
 - the exit code is 0 or 2, and no traceback is printed;
 - nothing stored changed unless changing it is the command's job (`may_change`), and no record
   is lost;
-- no request reached the simulator whose answer is not stored (`paid_unstored`);
+- no request reached the simulator whose answer is not stored (`paid_unstored`), and every
+  billed one (each 200, retries of empty answers included) is in a record's ledger or the
+  run's ledger entries, at its price (`billed_unrecorded_usd`);
 - a command that exits 0 shows what it should (`silent` counts those that do not).
 
 `tests/hostile/` asserts all of this per case; `perf/hostile.py` runs the same matrix and
@@ -34,6 +36,17 @@ REPO = Path(__file__).resolve().parents[2]
 BASE_RUN, OTHER_RUN = "base", "other"
 MODELS = ("openai/sim-0.3", "openai/sim-0.7")
 JUDGE = "anthropic/sim-0.9"
+# The matrix's simulator: models whose name ends so answer with that fault every time.
+MONEY_FAULTS = {
+    "empty": {"empty_content": 1.0},  # an empty answer, retried twice
+    "spent": {"empty_length": 1.0},  # a reasoning model that spent max_tokens thinking
+    "nousage": {"no_usage": 1.0},
+    "negusage": {"negative_usage": 1.0},
+}
+SIMULATOR_CONFIG = {
+    "latency": {"ms": 1},
+    "rules": [{"match": f"*-{tag}", "faults": faults} for tag, faults in MONEY_FAULTS.items()],
+}
 
 Damage = Callable[[Path], None]
 
@@ -61,6 +74,7 @@ class Outcome:
     changed: list[str] = field(default_factory=list)  # outside may_change
     lost: list[str] = field(default_factory=list)  # records gone or altered
     paid_unstored: int = 0
+    billed_unrecorded_usd: float = 0.0
     silent: bool = False
 
     def problems(self) -> list[str]:
@@ -75,6 +89,8 @@ class Outcome:
             found.append(f"lost {self.lost[:3]}")
         if self.paid_unstored:
             found.append(f"{self.paid_unstored} paid, not stored")
+        if self.billed_unrecorded_usd > 1e-12:
+            found.append(f"${self.billed_unrecorded_usd:.6f} billed, not recorded")
         if self.silent:
             found.append("exit 0 without what it should show")
         return found
@@ -322,8 +338,46 @@ def number_cases() -> list[Case]:
     return cases
 
 
+def money_cases() -> list[Case]:
+    """Answers that are billed but are no answer (retried empty ones, a reasoning model that
+    spent its output limit, no usage, impossible usage), from each provider, in a new run, a
+    capped run and a resume of `base` extended with the model: every billed attempt recorded
+    at its price, a cap that counts them, nothing quarantined and asked again."""
+    cases = []
+    for tag in MONEY_FAULTS:
+        for provider in ("openai", "anthropic", "google"):
+            model = f"{provider}/sim-0.5-{tag}"
+            name = f"{provider} {tag}"
+            cases += [
+                Case(
+                    f"run | {name}",
+                    (*RUN, "-m", model, "--run-id", f"m-{provider}-{tag}", "--limit", "2"),
+                    may_change=(f"m-{provider}-{tag}/", "leaderboard/"),
+                    must_show=("tokens and cost",),
+                    exit_codes=(0,),
+                ),
+                Case(
+                    f"run capped | {name}",
+                    (*RUN, "-m", model, "--run-id", f"c-{provider}-{tag}")
+                    + ("--max-cost-usd", "0.002", "--max-in-flight", "2"),
+                    may_change=(f"c-{provider}-{tag}/", "leaderboard/"),
+                    must_show=("tokens and cost",),
+                    exit_codes=(0, 3),
+                ),
+                Case(
+                    f"resume extended | {name}",
+                    (*RUN, "-m", MODELS[0], "-m", MODELS[1], "-m", model)
+                    + ("--run-id", BASE_RUN, "--extend"),
+                    may_change=(f"{BASE_RUN}/", "leaderboard/"),
+                    must_show=("tokens and cost",),
+                    exit_codes=(0,),
+                ),
+            ]
+    return cases
+
+
 def all_cases() -> list[Case]:
-    return [*damaged_store_cases(), *name_cases(), *number_cases()]
+    return [*damaged_store_cases(), *name_cases(), *number_cases(), *money_cases()]
 
 
 # --- running a case ----------------------------------------------------------------------
@@ -349,13 +403,52 @@ def paid_requests(log: Path) -> list[str]:
     return ids
 
 
-def stored_request_ids(store: Path) -> set[str]:
-    found = set()
+def stored_attempts(store: Path) -> dict[str, float | None]:
+    """USD recorded per request id: each record's request and billed attempts (its ledger),
+    and the ledger entries a run kept apart; None for usage counted here (an estimate: what
+    it records is not the provider's figure)."""
+    found: dict[str, float | None] = {}
+
+    def add(attempt: dict) -> None:
+        cost = (attempt.get("cost") or {}).get("total") or 0.0
+        found[attempt.get("request_id")] = None if attempt.get("estimated") else cost
+
     for folder in ("completions", "judgements"):
         for path in store.glob(f"*/{folder}/**/*.json"):
-            with contextlib.suppress(ValueError, OSError):
-                found.add(json.loads(path.read_text()).get("request_id"))
+            with contextlib.suppress(ValueError, OSError, AttributeError, TypeError):
+                record = json.loads(path.read_text())
+                found.setdefault(record.get("request_id"), None)
+                for attempt in record.get("ledger") or ():
+                    add(attempt)
+    for path in store.glob("*/ledger/**/*.json"):
+        with contextlib.suppress(ValueError, OSError, AttributeError, TypeError, KeyError):
+            add(json.loads(path.read_text())["attempt"])
     return found
+
+
+def billed_requests(log: Path, since: set[str], sim_url: str) -> dict[str, float]:
+    """USD the simulator billed per request id (each 200 it answered, at the registry's price
+    of its model), for the requests not in `since`."""
+    from providers.registry import resolve_model
+
+    out = {}
+    if not log.exists():
+        return out
+    for line in log.read_text().splitlines():
+        entry = json.loads(line)
+        rid = entry.get("request_id")
+        if entry.get("status") != 200 or not rid or rid in since:
+            continue
+        provider = {"gemini": "google"}.get(
+            entry["route"].split(".")[0], entry["route"].split(".")[0]
+        )
+        try:
+            config = resolve_model(f"{provider}/{entry['model']}", simulator_url=sim_url)
+        except ValueError:  # a model the registry does not know: priced at nothing here
+            out[rid] = 0.0
+            continue
+        out[rid] = config.cost_usd(entry["input_tokens"] or 0, entry["output_tokens"] or 0)
+    return out
 
 
 def call_in_process(argv: list[str]) -> tuple[int, str, str, bool]:
@@ -427,10 +520,19 @@ def run_case(
         if ("/completions/" in key or "/judgements/" in key) and after.get(key) != digest
     )
     paid_now = [r for r in paid_requests(sim_log) if r not in paid_before]
-    stored = stored_request_ids(store) if paid_now else set()
+    stored = stored_attempts(store) if paid_now else {}
     silent = code == 0 and not all(text in out + err for text in case.must_show)
     outcome = Outcome(case, code, out, err, crashed, changed, lost)
     outcome.paid_unstored = sum(r not in stored for r in paid_now)
+    if paid_now:
+        bill = billed_requests(sim_log, paid_before, sim.url)
+        # a billed request not recorded, or recorded at less than its price (an estimate
+        # is recorded as such, and not compared)
+        outcome.billed_unrecorded_usd = sum(
+            usd - (stored.get(rid) or 0.0)
+            for rid, usd in bill.items()
+            if rid not in stored or (stored[rid] is not None and usd - stored[rid] > 1e-12)
+        )
     outcome.silent = silent
     shutil.rmtree(store, ignore_errors=True)
     return outcome
@@ -458,7 +560,8 @@ def summary(outcomes: list[Outcome]) -> str:
         f"tracebacks={sum(o.traceback for o in outcomes)} "
         f"paid_unstored={sum(o.paid_unstored for o in outcomes)} "
         f"lost={sum(bool(o.lost) for o in outcomes)} "
-        f"silent={sum(o.silent for o in outcomes)}"
+        f"silent={sum(o.silent for o in outcomes)} "
+        f"billed_unrecorded_usd={sum(o.billed_unrecorded_usd for o in outcomes):.6f}"
     )
 
 
