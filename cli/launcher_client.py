@@ -29,6 +29,7 @@ from pathlib import Path
 
 from core.checkout import environment_digest
 from core.places import process_start_ticks, stack_folder
+from core.settings import NO_LAUNCHER
 
 DELEGATED = {"run", "judge", "aggregate", "report", "compare", "leaderboard", "status", "runs"}
 MAGIC = b"EVF1"
@@ -55,7 +56,7 @@ def delegate(argv: list[str]) -> int | None:
     """Run `evalfleet ARGV` in the stack's launcher; its exit code, or None when it is not
     delegated (the caller runs it itself)."""
     command = next((a for a in argv if not a.startswith("-")), None)
-    if command not in DELEGATED or os.environ.get("EVALFLEET_NO_LAUNCHER") == "1":
+    if command not in DELEGATED or NO_LAUNCHER.get():
         return None
     if os.environ.get("PREFECT_API_URL") or os.environ.get("RAY_ADDRESS"):
         return None

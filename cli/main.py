@@ -33,10 +33,25 @@ def quiet_defaults() -> None:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 
+def settings_refused() -> bool:
+    """Every EVALFLEET_* setting checked before anything else reads one (the parser's defaults
+    do): a bad one is told in one line (True)."""
+    from core.settings import SettingError, check_all
+
+    try:
+        check_all()
+    except SettingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return True
+    return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from cli.errors import one_line, user_errors
 
     quiet_defaults()
+    if settings_refused():
+        return 2
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a malformed flag (2)
@@ -104,7 +119,7 @@ def entry() -> None:
     collector.while_importing()  # `evalfleet run` sets it back once its modules are loaded
     from cli.launcher_client import delegate
 
-    code = delegate(sys.argv[1:])
+    code = 2 if settings_refused() else delegate(sys.argv[1:])
     if code is None:
         code = main()
         finish()

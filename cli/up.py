@@ -8,7 +8,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from core import settings
+from core.settings import flag_type
 from core.types import ConfigError
+
+MAX_NODES = 64  # Ray nodes, or `prefect worker` processes, this machine starts
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -24,11 +28,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "reports what is running (given another --store or schedule, it restarts only the "
         "deployments). `evalfleet run` uses the stack while it is up.",
     )
-    up.add_argument("--port", type=int, help="Prefect server port (default 4200, else a free one)")
+    up.add_argument(
+        "--port",
+        type=flag_type(settings.number(int, 1, 65_535)),
+        help="Prefect server port (default 4200, else a free one)",
+    )
     up.add_argument("--ray", action="store_true", help="also start a shared Ray head")
     up.add_argument(
         "--ray-nodes",
-        type=int,
+        type=flag_type(settings.number(int, 0, MAX_NODES)),
         default=0,
         metavar="N",
         help="a Ray cluster of a head that hosts no work and N worker nodes, each its own "
@@ -42,7 +50,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     up.add_argument(
         "--workers",
-        type=int,
+        type=flag_type(settings.number(int, 1, MAX_NODES)),
         default=2,
         metavar="N",
         help="with --pool: how many `prefect worker` processes (default 2)",
@@ -66,10 +74,16 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     when = up.add_mutually_exclusive_group()
     when.add_argument(
-        "--reevaluate-every", type=float, metavar="SECONDS", help="reevaluate on this interval"
+        "--reevaluate-every",
+        type=flag_type(settings.REEVALUATE_EVERY_S.kind),
+        metavar="SECONDS",
+        help="reevaluate on this interval",
     )
     when.add_argument(
-        "--reevaluate-cron", metavar="CRON", help="reevaluate on this cron (default 0 3 * * *)"
+        "--reevaluate-cron",
+        type=flag_type(settings.REEVALUATE_CRON.kind),
+        metavar="CRON",
+        help="reevaluate on this cron (default 0 3 * * *)",
     )
     up.set_defaults(func=cmd_up)
 
@@ -144,8 +158,6 @@ def read_reevaluate_request(path: str) -> str:
 def cmd_up(args: argparse.Namespace) -> int:
     from stack.up import up
 
-    if args.ray_nodes < 0 or args.workers < 1:
-        raise ConfigError("--ray-nodes takes 0 or more, --workers 1 or more")
     scheduled = args.reevaluate_request or args.reevaluate_every or args.reevaluate_cron
     if args.pool and scheduled:
         raise ConfigError(

@@ -4,19 +4,20 @@ these before it decides where a command runs (`cli.launcher_client`)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from core.settings import HOME, STACK
 
 
 def evalfleet_home() -> Path:
     """$EVALFLEET_HOME, else ~/.evalfleet (not made here)."""
-    return Path(os.environ.get("EVALFLEET_HOME", "~/.evalfleet")).expanduser()
+    return Path(HOME.get()).expanduser()
 
 
 def stack_folder(folder: str | None = None) -> Path:
     """The stack's state folder: --state-dir, else $EVALFLEET_STACK, else
     $EVALFLEET_HOME/stack (not made here)."""
-    folder = folder or os.environ.get("EVALFLEET_STACK")
+    folder = folder or STACK.get()
     return Path(folder).expanduser() if folder else evalfleet_home() / "stack"
 
 

@@ -22,13 +22,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-NIGHTLY_CRON = os.environ.get("EVALFLEET_REEVALUATE_CRON", "0 3 * * *")
+from core import settings  # noqa: E402 - after the checkout is on the path
 
 
 def reevaluate_schedule() -> dict:
     """EVALFLEET_REEVALUATE_EVERY_S (seconds) if set, else EVALFLEET_REEVALUATE_CRON."""
-    every = os.environ.get("EVALFLEET_REEVALUATE_EVERY_S")
-    return {"interval": float(every)} if every else {"cron": NIGHTLY_CRON}
+    every = settings.REEVALUATE_EVERY_S.get()
+    return {"interval": every} if every else {"cron": settings.REEVALUATE_CRON.get()}
 
 
 def reevaluate_request(model):
@@ -36,7 +36,7 @@ def reevaluate_request(model):
     of them (which providers, patterns, benchmarks, store, ...); else the defaults."""
     import yaml
 
-    path = os.environ.get("EVALFLEET_REEVALUATE_REQUEST")
+    path = settings.REEVALUATE_REQUEST.get()
     if not path:
         return model()
     return model(**(yaml.safe_load(Path(path).read_text()) or {}))
@@ -93,7 +93,7 @@ def build_deployments() -> list:
             name="poll-batches",
             description="Collect ended batch jobs, send what follows, aggregate completed runs.",
             tags=["evalfleet", "scheduled"],
-            interval=float(os.environ.get("EVALFLEET_BATCH_POLL_EVERY_S", "300")),
+            interval=settings.BATCH_POLL_EVERY_S.get(),
             # one at a time: two would collect the same job
             concurrency_limit=ConcurrencyLimitConfig(limit=1, collision_strategy="CANCEL_NEW"),
         ),
@@ -101,6 +101,11 @@ def build_deployments() -> list:
 
 
 def main() -> None:
+    try:
+        settings.check_all()  # one line, before a deployment is served with a bad setting
+    except settings.SettingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
     from prefect import serve
 
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")

@@ -7,6 +7,7 @@ import contextlib
 import logging
 from collections.abc import Iterator
 
+from core import settings
 from engine.pipeline import JobResult
 from engine.run import control
 from engine.run.outcome import RunFailed, RunOutcome, interrupted_message
@@ -52,9 +53,11 @@ def _forward_engine_logs() -> None:
 
 @contextlib.contextmanager
 def attached() -> Iterator[None]:
-    """The body of a flow: the engine reports to this flow run while it works."""
+    """The body of a flow: the engine reports to this flow run while it works. A bad
+    EVALFLEET_* setting where the flow runs fails it at once, in one line."""
     from prefect.runtime import flow_run
 
+    settings.check_all()
     _forward_engine_logs()
     plane = control.ControlPlane(run_label=flow_run.id, progress=ProgressArtifact)
     with control.attached(plane):

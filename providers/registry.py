@@ -10,13 +10,14 @@ from typing import Any
 
 import yaml
 
+from core.settings import MODELS, SIMULATOR_API_KEY
 from core.types import ConfigError
 from providers.names import SIMULATED, check_model_id
 from providers.types import Usage
 
-REGISTRY_ENV = "EVALFLEET_MODELS"  # a registry of one's own, instead of the shipped one
+REGISTRY_ENV = MODELS.name  # a registry of one's own, instead of the shipped one
 PROVIDERS = ("openai", "openai-compatible", "anthropic", "google")
-SIMULATOR_KEY_ENV = "EVALFLEET_SIMULATOR_API_KEY"
+SIMULATOR_KEY_ENV = SIMULATOR_API_KEY.name
 # "50 % of the synchronous price": OpenAI Batch, Anthropic Message Batches, Gemini Batch Mode
 DEFAULT_BATCH_PRICE_FACTOR = 0.5
 ALL_PARAMS = frozenset(
@@ -143,13 +144,13 @@ class ModelConfig:
 def registry_file() -> str:
     """Where the model registry is read from, as messages name it: the file $EVALFLEET_MODELS
     names, else the one shipped with evalfleet (providers/models.yaml)."""
-    return os.environ.get(REGISTRY_ENV) or "providers/models.yaml"
+    return str(MODELS.raw() or "providers/models.yaml")
 
 
 def load_registry(path: str | Path | None = None) -> dict[str, Any]:
     """The registry at `path`, else $EVALFLEET_MODELS, else the one shipped as this package's
     data (read through importlib.resources, so it is found in an installed wheel too)."""
-    path = path or os.environ.get(REGISTRY_ENV)
+    path = path or MODELS.get()
     try:
         if path:
             text = Path(path).read_text()
@@ -395,7 +396,7 @@ def resolve_api_key(config: ModelConfig, environ: dict[str, str] | None = None) 
     """Read the model's key from the environment, or fail with the variable to set."""
     environ = environ if environ is not None else dict(os.environ)
     if config.simulated:
-        return environ.get(SIMULATOR_KEY_ENV, "simulator-key")
+        return SIMULATOR_API_KEY.get(environ)
     key = environ.get(config.api_key_env, "")
     if not key and config.extra.get("key_optional"):
         return "EMPTY"  # a server without auth (vLLM's default); the SDK wants some string

@@ -9,8 +9,8 @@ import socket
 import sys
 from pathlib import Path
 
+from core.settings import CRASH_AFTER_S, SCHEDULER_LOOP_S
 from core.types import ConfigError
-from engine.store.heartbeat import FLOW_RUN_BEAT_S
 from stack.services import ServiceError, free_port
 from stack.state import Daemon, get_json, post_json, spawn, wait_ready
 
@@ -20,19 +20,9 @@ TERMINAL = ("Completed", "Failed", "Cancelled", "Crashed")
 
 def crash_after_s() -> int:
     """How long a flow run may go without a heartbeat before it is marked Crashed:
-    EVALFLEET_CRASH_AFTER_S, default 90. It must exceed the heartbeat's 30 s, or healthy runs
-    would be marked."""
-    raw = os.environ.get("EVALFLEET_CRASH_AFTER_S", "90")
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < FLOW_RUN_BEAT_S + 5:
-        raise ConfigError(
-            f"EVALFLEET_CRASH_AFTER_S={raw}: give whole seconds of at least {FLOW_RUN_BEAT_S + 5} "
-            f"(flow runs send a heartbeat every {FLOW_RUN_BEAT_S} s)"
-        )
-    return value
+    EVALFLEET_CRASH_AFTER_S, default 90. Its bounds keep it above the flow runs' heartbeat
+    (`FLOW_RUN_BEAT_S`), or healthy runs would be marked."""
+    return CRASH_AFTER_S.get()
 
 
 def prefect_env(folder: Path, port: int) -> dict[str, str]:
@@ -51,9 +41,7 @@ def prefect_env(folder: Path, port: int) -> dict[str, str]:
         # SQLite on a busy machine: wait for the lock rather than answer 503
         PREFECT_SERVER_DATABASE_TIMEOUT="30",
         PREFECT_SERVER_DATABASE_CONNECTION_TIMEOUT="30",
-        PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS=os.environ.get(
-            "EVALFLEET_SCHEDULER_LOOP_S", "60"
-        ),
+        PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS=str(SCHEDULER_LOOP_S.get()),
         DO_NOT_TRACK="1",
     )
     return env

@@ -23,6 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from core.settings import RUNNER_POLL_S, WORKER_POLL_S
 from engine.store.heartbeat import FLOW_RUN_BEAT_S
 from stack import runner_folder
 from stack.ray_cluster import ray_client_env
@@ -61,7 +62,7 @@ def start_serve(folder: Path, env: dict[str, str], settings: dict[str, str]) -> 
     env = {
         **env,
         **settings,
-        "PREFECT_RUNNER_POLL_FREQUENCY": os.environ.get("EVALFLEET_RUNNER_POLL_S", "2"),
+        "PREFECT_RUNNER_POLL_FREQUENCY": str(RUNNER_POLL_S.get()),
     }
     command = runner_folder.command(folder, "serve", ["-m", "deployments.serve"])
     log = folder / "serve.log"
@@ -111,7 +112,7 @@ def start_pool_worker(folder: Path, env: dict[str, str], index: int) -> Daemon:
     name = f"{POOL}-worker-{index}"
     env = {
         **env,
-        "PREFECT_WORKER_QUERY_SECONDS": os.environ.get("EVALFLEET_WORKER_POLL_S", "2"),
+        "PREFECT_WORKER_QUERY_SECONDS": str(WORKER_POLL_S.get()),
         "PREFECT_WORKER_PREFETCH_SECONDS": "5",
     }
     start = ["worker", "start", "--pool", POOL, "--type", "process", "--name", name]

@@ -9,6 +9,7 @@ import threading
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
+from core.settings import FSYNC, STORE
 from storage.base import Store, StoreError
 from storage.local import LocalStore
 
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
     from storage.s3 import S3Store
 
 DEFAULT_STORE_URL = "./runs"
-STORE_ENV = "EVALFLEET_STORE"  # set by `evalfleet up --store` for the deployments it serves
+STORE_ENV = STORE.name  # set by `evalfleet up --store` for the deployments it serves
 _FORMS = "use a directory path, file:///absolute/path or s3://bucket/prefix"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
@@ -26,7 +27,7 @@ def store_url(given: str | None = None) -> str:
     """The store to use: `given` (``--store``, a flow parameter), else ``$EVALFLEET_STORE``,
     else ``./runs``. A local path is made absolute: another process (a flow run, a Ray
     worker) started elsewhere must find the same directory."""
-    url = (given or "").strip() or os.environ.get(STORE_ENV, "").strip() or DEFAULT_STORE_URL
+    url = (given or "").strip() or STORE.get() or DEFAULT_STORE_URL
     if _SCHEME.match(url) or re.match(r"^(s3|file):", url, re.IGNORECASE):
         return url
     return os.path.abspath(os.path.expanduser(url))
@@ -87,7 +88,7 @@ def _open_file(text: str) -> LocalStore:
 def _fsync() -> bool:
     """EVALFLEET_FSYNC=1: local writes are flushed to disk before they count (see
     `LocalStore`); read where the store is opened, so set it where the workers run too."""
-    return os.environ.get("EVALFLEET_FSYNC", "") == "1"
+    return FSYNC.get()
 
 
 def _open_s3(text: str, endpoint_url: str | None) -> S3Store:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 import uuid
 from collections.abc import Sequence
@@ -30,6 +29,7 @@ from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from core.settings import TEST_PAUSE_AFTER_SUBMIT_S
 from core.types import Decoding, Part
 from providers.batch import BatchClient, BatchLine, LineResult, custom_id
 from providers.registry import ModelConfig
@@ -43,7 +43,7 @@ from tasks.work import WorkItem
 
 # Test hook: seconds between a submission and recording its id (a crash test kills the
 # driver in that window).
-SUBMIT_PAUSE_ENV = "EVALFLEET_TEST_PAUSE_AFTER_SUBMIT_S"
+SUBMIT_PAUSE_ENV = TEST_PAUSE_AFTER_SUBMIT_S.name
 
 
 @dataclass
@@ -169,7 +169,7 @@ async def submit(store: Store, client: BatchClient, job: Job, lines: list[BatchL
     job.lines = len(lines)
     write_job(store, job)
     job.provider_id = await client.submit(lines, job.job_id)
-    pause = float(os.environ.get(SUBMIT_PAUSE_ENV) or 0)
+    pause = TEST_PAUSE_AFTER_SUBMIT_S.get()
     if pause:
         time.sleep(pause)
     job.state, job.submitted_at = "submitted", time.time()

@@ -15,13 +15,13 @@ end and kills its own.
 from __future__ import annotations
 
 import logging
-import os
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
 import ray
 
+from core.settings import WORKER_PLACEMENT
 from tasks.limiter import NAMESPACE
 from tasks.worker import CompletionWorker, WorkerSetup, code_digest
 
@@ -42,7 +42,7 @@ def all_apis() -> list[str]:
 def _placement() -> str:
     # SPREAD: on a cluster the workers go to different nodes, so one node lost stops only
     # part of the run (its items are sent again to a replacement).
-    return os.environ.get("EVALFLEET_WORKER_PLACEMENT", "SPREAD")
+    return WORKER_PLACEMENT.get()
 
 
 def _own(apis: Sequence[str], claim: tuple[str, WorkerSetup] | None = None) -> Any:

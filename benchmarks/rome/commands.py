@@ -4,10 +4,10 @@ evaluate.py writes (`scores.json`, `updated_predictions.json`)."""
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from benchmarks.interface import Command, CommandContext
+from core.settings import SIMULATOR_URL
 from core.types import ConfigError
 
 
@@ -53,7 +53,7 @@ def _score(args: argparse.Namespace, context: CommandContext) -> int:
                 args.judge_model,
                 prompts,
                 RomeJudge.decoding,
-                args.simulator_url or os.environ.get("EVALFLEET_SIMULATOR_URL"),
+                args.simulator_url or SIMULATOR_URL.get(),
             )
 
     scores, updated = score_predictions(

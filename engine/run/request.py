@@ -10,7 +10,6 @@ the form and on the command line without any change here.
 from __future__ import annotations
 
 import math
-import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,6 +30,7 @@ from pydantic_core import core_schema
 
 from benchmarks import registry
 from benchmarks.protocols import PROTOCOLS, ProtocolName
+from core.settings import SIMULATOR_URL, check_http_url
 from core.types import ConfigError
 from providers.names import MODEL_ID_PATTERN, check_model_id
 from storage import store_url
@@ -237,7 +237,7 @@ def _store_schema(schema: dict[str, Any]) -> None:
 
 
 def _simulator_url() -> str | None:
-    return os.environ.get("EVALFLEET_SIMULATOR_URL") or None
+    return SIMULATOR_URL.get()
 
 
 class EndpointSpec(BaseModel):
@@ -263,6 +263,14 @@ class EndpointSpec(BaseModel):
 
 
 DAY_S = 86_400.0  # the longest wait a setting may ask for
+# Bounds far above any real use, so a slip (1e20) is refused, not tried
+MAX_SAMPLES = 100_000_000
+MAX_SEED = 1_000_000_000  # plus the epoch, within the 32-bit seeds some providers take
+MAX_TOKENS = 10_000_000
+MAX_IMAGE_SIDE = 100_000
+MAX_IN_FLIGHT = 65_536  # 64 workers of 1,024 calls each (tasks.pool.MAX_CONCURRENCY)
+MAX_RPM = 100_000_000
+MAX_TPM = 100_000_000_000
 
 
 class EvalRequest(BaseModel):
@@ -292,7 +300,10 @@ class EvalRequest(BaseModel):
         description="per benchmark, its options (part of the run identity)",
     )
     limit: Annotated[int | None, Flag(metavar="N")] = Field(
-        default=None, ge=1, description="first N samples of each benchmark, in dataset order"
+        default=None,
+        ge=1,
+        le=MAX_SAMPLES,
+        description="first N samples of each benchmark, in dataset order",
     )
     dataset_path: Annotated[str | None, Flag(composite=True)] = Field(
         default=None,
@@ -319,14 +330,18 @@ class EvalRequest(BaseModel):
     temperature: float = Field(default=0.7, ge=0, le=2, description="of sampled epochs")
     top_p: float = Field(default=0.95, gt=0, le=1, description="of sampled epochs")
     base_seed: Annotated[int, Flag(("--seed",), "N")] = Field(
-        default=42, description="epoch e is sent seed base_seed + e"
+        default=42,
+        ge=-MAX_SEED,
+        le=MAX_SEED,
+        description="epoch e is sent seed base_seed + e",
     )
     max_tokens: Annotated[int, Flag(metavar="N")] = Field(
-        default=16000, ge=1, description="output tokens, reasoning included"
+        default=16000, ge=1, le=MAX_TOKENS, description="output tokens, reasoning included"
     )
     max_image_side: Annotated[int | None, Flag(metavar="PIXELS")] = Field(
         default=None,
         ge=16,
+        le=MAX_IMAGE_SIDE,
         description="downscale images whose longer side exceeds this (1024 reproduces "
         "ZeroBench upstream); empty: send the original bytes",
     )
@@ -371,7 +386,7 @@ class EvalRequest(BaseModel):
         "(empty: $EVALFLEET_SIMULATOR_URL)",
     )
     max_in_flight: Annotated[int, Flag(metavar="N")] = Field(
-        default=256, ge=1, description="calls in flight in all"
+        default=256, ge=1, le=MAX_IN_FLIGHT, description="calls in flight in all"
     )
     workers: Annotated[int, Flag(metavar="N")] = Field(
         default=2, ge=1, le=64, description="Ray worker actors"
@@ -388,11 +403,11 @@ class EvalRequest(BaseModel):
         le=DAY_S,
         description="time one item may spend waiting out rate limits",
     )
-    rpm: Annotated[dict[str, Annotated[int, Field(ge=1)]], Flag(metavar="MODEL=N")] = Field(
-        default_factory=dict, description="requests/min limit per model id (at least 1)"
+    rpm: Annotated[dict[str, Annotated[int, Field(ge=1, le=MAX_RPM)]], Flag(metavar="MODEL=N")] = (
+        Field(default_factory=dict, description="requests/min limit per model id")
     )
-    tpm: Annotated[dict[str, Annotated[int, Field(ge=1)]], Flag(metavar="MODEL=N")] = Field(
-        default_factory=dict, description="tokens/min limit per model id (at least 1)"
+    tpm: Annotated[dict[str, Annotated[int, Field(ge=1, le=MAX_TPM)]], Flag(metavar="MODEL=N")] = (
+        Field(default_factory=dict, description="tokens/min limit per model id")
     )
     batch: Annotated[bool, Flag(composite=True)] = Field(
         default=False,
@@ -453,6 +468,20 @@ class EvalRequest(BaseModel):
     @classmethod
     def _store(cls, value: str) -> str:
         return store_url(value)
+
+    @field_validator("simulator_url")
+    @classmethod
+    def _simulator(cls, value: str | None) -> str | None:
+        """A URL to call, or nothing (a typo is refused here, not tried on every item)."""
+        if value:
+            try:
+                check_http_url(value)
+            except ValueError:
+                raise ValueError(
+                    f"{value!r} is not an http:// or https:// URL with a host, such as "
+                    "http://127.0.0.1:8765 (what `evalfleet simulate` prints)"
+                ) from None
+        return value or None
 
     @field_validator("run_id")
     @classmethod

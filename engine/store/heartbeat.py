@@ -21,11 +21,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from core.settings import HEARTBEAT_S
 from engine.run import control
 from storage import layout
 from storage.base import Store
 
-DEFAULT_INTERVAL_S = 10.0
+DEFAULT_INTERVAL_S = HEARTBEAT_S.default
 # Prefect's own heartbeat of a flow run, beside the manifest's: every 30 s (Prefect's
 # minimum) wherever a crash automation watches flow runs (the stack's runners, its deployments,
 # a command attached to it). The automation's window must exceed it.
@@ -35,7 +36,7 @@ _lock = threading.Lock()
 
 
 def interval_s() -> float:
-    return float(os.environ.get("EVALFLEET_HEARTBEAT_S") or DEFAULT_INTERVAL_S)
+    return HEARTBEAT_S.get()
 
 
 def crash_after(interval: float) -> float:

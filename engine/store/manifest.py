@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 from array import array
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.settings import CODE_VERSION
 from core.types import Sample
 from engine.run.identity import RunError, check_identity, run_identity
 from storage import layout
@@ -31,8 +31,8 @@ def code_version() -> str:
     image built with `--build-arg CODE_VERSION=$(git rev-parse --short=12 HEAD)`), else
     "unknown". Installed from a wheel, the packages' folder is no checkout: git is not asked
     there, where it would name the commit of whatever repository holds that folder."""
-    if os.environ.get("EVALFLEET_CODE_VERSION"):
-        return os.environ["EVALFLEET_CODE_VERSION"]
+    if CODE_VERSION.get():
+        return CODE_VERSION.get()
     root = Path(__file__).resolve().parents[2]
     if not (root / ".git").exists():  # .git: a clone's folder, or a worktree's file
         return "unknown"

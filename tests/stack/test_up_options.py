@@ -18,10 +18,14 @@ EVALFLEET = str(Path(sys.executable).with_name("evalfleet"))
     ("args", "env", "message"),
     [
         (["--pool", "--reevaluate-every", "5"], {}, "edit the schedules and parameters in"),
-        (["--ray-nodes", "-1"], {}, "--ray-nodes takes 0 or more"),
-        (["--pool", "--workers", "0"], {}, "--workers 1 or more"),
-        ([], {"EVALFLEET_CRASH_AFTER_S": "20"}, "EVALFLEET_CRASH_AFTER_S=20: give whole seconds"),
-        ([], {"EVALFLEET_CRASH_AFTER_S": "soon"}, "EVALFLEET_CRASH_AFTER_S=soon"),
+        (["--ray-nodes", "-1"], {}, "--ray-nodes takes a whole number from 0 to 64, not '-1'"),
+        (["--pool", "--workers", "0"], {}, "--workers takes a whole number from 1 to 64"),
+        (
+            [],
+            {"EVALFLEET_CRASH_AFTER_S": "20"},
+            "EVALFLEET_CRASH_AFTER_S=20 is not a whole number of seconds from 35 to 86400",
+        ),
+        ([], {"EVALFLEET_CRASH_AFTER_S": "soon"}, "EVALFLEET_CRASH_AFTER_S=soon is not"),
     ],
 )
 def test_up_refuses_bad_options_before_starting_anything(tmp_path, args, env, message):
