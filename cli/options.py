@@ -17,6 +17,8 @@ import typing
 from typing import Any
 
 from benchmarks import registry
+from core import settings
+from core.settings import flag_type
 from core.types import UsageError
 from engine.run.request import EndpointSpec, EvalRequest, Flag
 from storage import open_store
@@ -65,6 +67,16 @@ def schema_facts(prop: dict[str, Any]) -> dict[str, Any]:
     if "default" in prop:
         facts["default"] = prop["default"]
     return facts
+
+
+def number_kind(base: type, facts: dict[str, Any]) -> settings.Kind:
+    """What a numeric field takes, from its schema's bounds: its flag refuses the rest in
+    one line with the range (`--max-in-flight takes a whole number from 1 to 65536, not
+    '1e23'`), before the request is made."""
+    above = "exclusiveMinimum" in facts
+    low = facts.get("exclusiveMinimum", facts.get("minimum"))
+    high = facts.get("maximum", facts.get("exclusiveMaximum"))
+    return settings.number(base, low, high, above=above)
 
 
 def help_text(description: str, facts: dict[str, Any], *, repeatable: bool = False) -> str:
@@ -120,12 +132,17 @@ def add_request_options(parser: argparse.ArgumentParser) -> None:
             kwargs["help"] = help_text(info.description, facts, repeatable=True)
         elif origin is dict:
             kwargs.update(action="append", metavar=flag.metavar or "KEY=VALUE")
-            kwargs["help"] = help_text(info.description, facts) + " (repeatable)"
+            values = schema_facts(schema[name].get("additionalProperties") or {})
+            if values.keys() & {"minimum", "maximum"}:
+                described = f"{info.description}, N {number_kind(int, values).expect}"
+            else:
+                described = info.description
+            kwargs["help"] = help_text(described, facts) + " (repeatable)"
         else:
             if facts.get("choices"):
                 kwargs["choices"] = facts["choices"]
             elif base in (int, float):
-                kwargs["type"] = base
+                kwargs["type"] = flag_type(number_kind(base, facts))
             kwargs["metavar"] = None if "choices" in kwargs else (flag.metavar or "VALUE")
             kwargs["help"] = help_text(info.description, facts)
         parser.add_argument(*flag_names(name, info), **kwargs)
@@ -180,7 +197,9 @@ def request_fields(args: argparse.Namespace) -> dict[str, Any]:
         if origin is list:
             value = split_list(value)
         elif origin is dict:
-            value = model_limits(value, flag_names(name, info)[0])
+            prop = request_schema()["properties"][name]
+            bounds = schema_facts(prop.get("additionalProperties") or {})
+            value = model_limits(value, flag_names(name, info)[0], number_kind(int, bounds))
         fields[name] = value
     default_path, per_benchmark = _dataset_paths(args.dataset_path)
     if default_path is not None:
@@ -204,12 +223,22 @@ def split_list(values: list[str] | None) -> list[str]:
     return [v.strip() for value in values or [] for v in value.split(",") if v.strip()]
 
 
-def model_limits(values: list[str] | None, flag: str) -> dict[str, int]:
+def model_limits(
+    values: list[str] | None, flag: str, kind: settings.Kind | None = None
+) -> dict[str, int]:
+    """`MODEL=N` pairs; `kind` bounds N (a value out of it is refused with the range)."""
     limits: dict[str, int] = {}
     for value in values or []:
         model, sep, number = value.rpartition("=")
         if not sep or not model or not number.isdigit():
             raise UsageError(f"{flag} takes MODEL=N, e.g. {flag} openai/gpt-4o=500 (got {value!r})")
+        if kind is not None:
+            try:
+                kind.read(number)
+            except ValueError:
+                raise UsageError(
+                    f"{flag} {model}=N takes N {kind.expect}, not {number!r}"
+                ) from None
         limits[model] = int(number)
     return limits
 
@@ -348,21 +377,19 @@ def store_from(args: argparse.Namespace) -> Store:
 
 
 def add_history_option(parser: argparse.ArgumentParser) -> None:
-    """--keep-flow-runs: how much history the temporary Prefect server keeps."""
-    from stack.prefect_history import DEFAULT, ENV
-
+    """--keep-flow-runs: how much history the temporary Prefect server keeps (read as
+    $EVALFLEET_KEEP_FLOW_RUNS is)."""
+    kept = settings.KEEP_FLOW_RUNS
     parser.add_argument(
         "--keep-flow-runs",
         metavar="N",
+        type=flag_type(kept.kind),
         help="when no stack runs, the command's own Prefect server keeps the newest N flow "
-        f"runs in $EVALFLEET_HOME/prefect-runs.db and deletes older ones (default ${ENV}, "
-        f"else {DEFAULT})",
+        "runs in $EVALFLEET_HOME/prefect-runs.db and deletes older ones "
+        f"({kept.kind.expect}; default ${kept.name}, else {kept.default})",
     )
 
 
 def kept_flow_runs(args: argparse.Namespace) -> int | None:
-    """--keep-flow-runs checked (None: the environment's or the default)."""
-    from stack.prefect_history import parse_kept
-
-    raw = getattr(args, "keep_flow_runs", None)
-    return None if raw is None else parse_kept(raw)
+    """--keep-flow-runs (None: the environment's or the default)."""
+    return getattr(args, "keep_flow_runs", None)

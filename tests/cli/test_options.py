@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 import pytest
+from pydantic import ValidationError
 
 from benchmarks import registry
 from cli.main import build_parser
@@ -136,8 +137,13 @@ def test_the_form_and_the_command_line_refuse_the_same_out_of_range_value(value,
 
     assert main(["run", "-m", "openai/sim-0.5", "--temperature", value, "--estimate"]) == 2
     err = capsys.readouterr().err.strip()
+    assert err == (
+        f"error: --temperature takes a number from 0 to 2, not '{value}' "
+        "(`evalfleet run --help` lists the options)"
+    )
     bound = "less than or equal to 2" if value == "3" else "greater than or equal to 0"
-    assert err == f"error: invalid request: temperature: Input should be {bound}"
+    with pytest.raises(ValidationError, match=bound):  # the form's bounds are the flag's
+        EvalRequest(models=["openai/sim-0.5"], temperature=float(value))
 
 
 def test_one_store_resolution(monkeypatch, tmp_path):
