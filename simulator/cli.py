@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import signal
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
+from core.settings import flag_type, number
 from simulator.answering import AnswerKey, AnswerKeyError
 from simulator.config import (
     FAULT_KINDS,
@@ -25,16 +27,37 @@ if TYPE_CHECKING:  # the server (aiohttp, uvloop) loads only when the simulator 
     from simulator.server import SimulatorServer
 
 
+def _bounded(kind: type, low: float, high: float) -> Any:
+    """A flag's type: a number in [low, high], else one line with the range."""
+    return flag_type(number(kind, low, high))
+
+
+DAY_MS = 86_400_000
+SHARE = _bounded(float, 0, 1)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--answers", metavar="FILE", help="answer key (JSONL)")
-    parser.add_argument("--config", metavar="FILE", help="simulator config (YAML or JSON)")
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="simulator config (YAML or JSON; - reads JSON from standard input)",
+    )
     parser.add_argument("--host", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, help="port (default 8765; 0 picks a free one)")
+    parser.add_argument(
+        "--port", type=_bounded(int, 0, 65_535), help="port (default 8765; 0 picks a free one)"
+    )
     parser.add_argument("--log", metavar="FILE", help="append one JSON line per request here")
-    parser.add_argument("--latency-ms", type=float, help="fixed (or mean) latency")
-    parser.add_argument("--latency-jitter-ms", type=float, help="uniform jitter around the mean")
-    parser.add_argument("--rpm", type=int, help="requests per minute per model")
-    parser.add_argument("--tpm", type=int, help="tokens per minute per model")
+    parser.add_argument(
+        "--latency-ms", type=_bounded(float, 0, DAY_MS), help="fixed (or mean) latency"
+    )
+    parser.add_argument(
+        "--latency-jitter-ms",
+        type=_bounded(float, 0, DAY_MS),
+        help="uniform jitter around the mean",
+    )
+    parser.add_argument("--rpm", type=_bounded(int, 1, 10**9), help="requests per minute per model")
+    parser.add_argument("--tpm", type=_bounded(int, 1, 10**12), help="tokens per minute per model")
     parser.add_argument(
         "--fault",
         action="append",
@@ -42,25 +65,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KIND=RATE",
         help=f"fault rate, repeatable; KIND is one of {', '.join(FAULT_KINDS)}",
     )
-    parser.add_argument("--fail-first-n", type=int, help="fail the first N attempts of a request")
+    parser.add_argument(
+        "--fail-first-n",
+        type=_bounded(int, 0, 1_000_000),
+        help="fail the first N attempts of a request",
+    )
     parser.add_argument("--fail-first-status", type=int, choices=[429, 500, 503, 529])
-    parser.add_argument("--hang-s", type=float, help="how long a hang lasts")
-    parser.add_argument("--seed", type=int, help="seed of fault draws and latency jitter")
+    parser.add_argument(
+        "--hang-s", type=_bounded(float, 0.001, 86_400), help="how long a hang lasts"
+    )
+    parser.add_argument(
+        "--seed",
+        type=_bounded(int, -(2**63), 2**63 - 1),
+        help="seed of fault draws and latency jitter",
+    )
     parser.add_argument("--models", help="comma-separated model names for the list routes")
-    parser.add_argument("--reasoning-tokens", type=int, help="reasoning tokens of think models")
+    parser.add_argument(
+        "--reasoning-tokens",
+        type=_bounded(int, 0, 10_000_000),
+        help="reasoning tokens of think models",
+    )
     parser.add_argument(
         "--unformatted-rate",
-        type=float,
+        type=SHARE,
         help="share of answers given in prose without the asked-for format (0-1)",
     )
     parser.add_argument(
         "--batch-completion-s",
-        type=float,
+        type=_bounded(float, 0, 30 * 86_400),
         help="seconds from a batch's create to its completion (0: done at the first poll)",
     )
     parser.add_argument(
         "--batch-line-failure-rate",
-        type=float,
+        type=SHARE,
         help="share of batch lines answered with a 500-class error (0-1)",
     )
     parser.add_argument(
@@ -73,7 +110,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def build_config(args: argparse.Namespace) -> SimulatorConfig:
     """The config file (or defaults) with the command-line flags applied on top."""
-    config = load_config(args.config) if args.config else SimulatorConfig()
+    if args.config == "-":  # from the process that starts it: no file left behind
+        config = _config_from_stdin()
+    else:
+        config = load_config(args.config) if args.config else SimulatorConfig()
     data: dict[str, Any] = config.model_dump(exclude_unset=False)
     for flag, name in (
         ("host", "host"),
@@ -119,6 +159,16 @@ def build_config(args: argparse.Namespace) -> SimulatorConfig:
     return config_from_dict(data, source="command-line options")
 
 
+def _config_from_stdin() -> SimulatorConfig:
+    try:
+        data = json.loads(sys.stdin.read() or "{}")
+    except ValueError as err:
+        raise ConfigError(f"cannot parse the config on standard input: {err}") from None
+    if not isinstance(data, dict):
+        raise ConfigError("the config on standard input must be a JSON object")
+    return config_from_dict(data, source="config on standard input")
+
+
 async def _serve(server: SimulatorServer) -> None:
     url = await server.start()
     print(f"listening on {url}", flush=True)
@@ -156,14 +206,25 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """A malformed flag is one line (`error: argument --latency-ms: takes ...`), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="python -m simulator.cli",
         description="Provider simulator: OpenAI, Anthropic and Gemini protocols on one port.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     add_arguments(commands.add_parser("serve", help="run the simulator until interrupted"))
-    return run(parser.parse_args(argv))
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0), or a malformed flag, told already
+        return int(exc.code or 0)
+    return run(args)
 
 
 if __name__ == "__main__":

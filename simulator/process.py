@@ -4,11 +4,11 @@ background thread of this process (``start_simulator_in_thread``, faster to star
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
 import selectors
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,13 +39,13 @@ class SimulatorHandle:
         self,
         url: str,
         log_path: Path | None,
-        stop: Callable[[], None],
+        stop: Callable[[], object],
         pid: int | None = None,
     ) -> None:
         self.url = url
         self.log_path = log_path
         self.pid = pid  # the child process, or None when running on a thread
-        self._stop: Callable[[], None] | None = stop
+        self._stop: Callable[[], object] | None = stop
 
     @property
     def port(self) -> int:
@@ -157,24 +157,24 @@ def start_simulator(
 
     ``config`` may be a SimulatorConfig, a dict or a config file path; ``port=0`` picks a free
     port. Returns once ``GET /health`` answers. Stop it with ``.stop()`` or a ``with`` block.
+    Nothing is left on disk however the caller ends (SIGKILL included): the config goes on
+    the child's standard input and its standard error to a file without a name.
     """
     cfg = _as_config(config).model_copy(update={"host": host, "port": port})
-    workdir = tempfile.mkdtemp(prefix="evalfleet-sim-")
-    config_file = Path(workdir) / "config.json"
-    config_file.write_text(cfg.model_dump_json(), encoding="utf-8")
-    cmd = [sys.executable, "-m", "simulator.cli", "serve", "--config", str(config_file)]
+    cmd = [sys.executable, "-m", "simulator.cli", "serve", "--config", "-"]
     if answer_key_path is not None:
         cmd += ["--answers", str(answer_key_path)]
     if log_path is not None:
         cmd += ["--log", str(log_path)]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PROJECT_ROOT), env.get("PYTHONPATH")]))
-    stderr_path = Path(workdir) / "stderr.txt"
-    stderr: IO[str] = stderr_path.open("w", encoding="utf-8")
+    # unlinked already: gone with the last process that holds it; closed by end()
+    stderr: IO[str] = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115
     # Its own process group (a Ctrl-C meant for the caller does not cut it off mid-run) and
     # bound to the caller's life (core.fate), so it never outlives it.
     proc = subprocess.Popen(
         [sys.executable, "-m", "core.fate", str(os.getpid()), "--", *cmd],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=stderr,
         text=True,
@@ -182,9 +182,15 @@ def start_simulator(
         cwd=_PROJECT_ROOT,
         start_new_session=True,
     )
+    assert proc.stdin is not None
+    with contextlib.suppress(BrokenPipeError):  # a child that died at once says why below
+        proc.stdin.write(cfg.model_dump_json())
+    with contextlib.suppress(BrokenPipeError):
+        proc.stdin.close()
     deadline = time.monotonic() + startup_timeout_s
 
-    def terminate() -> None:
+    def end(last_line: bool = False) -> str:
+        """Stop the child; with `last_line`, the last line it wrote to standard error."""
         if proc.poll() is None:
             proc.terminate()
             try:
@@ -194,22 +200,20 @@ def start_simulator(
                 proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
+        lines = []
+        if last_line:
+            stderr.seek(0)
+            lines = stderr.read().strip().splitlines()
         stderr.close()
-
-    def stop() -> None:
-        terminate()
-        shutil.rmtree(workdir, ignore_errors=True)
+        return lines[-1] if lines else ""
 
     try:
         url = _read_listening_line(proc, deadline)
         _wait_healthy(url, deadline)
     except SimulatorStartError as err:
-        terminate()
-        lines = stderr_path.read_text(encoding="utf-8").strip().splitlines()
-        shutil.rmtree(workdir, ignore_errors=True)
-        detail = f": {lines[-1]}" if lines else ""
-        raise SimulatorStartError(f"{err}{detail}") from None
-    return SimulatorHandle(url, Path(log_path) if log_path is not None else None, stop, proc.pid)
+        last = end(last_line=True)
+        raise SimulatorStartError(f"{err}{f': {last}' if last else ''}") from None
+    return SimulatorHandle(url, Path(log_path) if log_path is not None else None, end, proc.pid)
 
 
 def start_simulator_in_thread(
