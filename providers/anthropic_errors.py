@@ -7,8 +7,9 @@ from typing import Any
 
 import anthropic
 
-from providers.openai_errors import kind_for_status
+from providers.openai_errors import kind_for_status, status_message
 from providers.retry_after import retry_after_seconds
+from providers.transport import transport_error
 from providers.types import ErrorKind, ProviderError
 
 # Anthropic has no error code for an over-long prompt; these are its 400 messages.
@@ -60,10 +61,10 @@ def map_error_body(body: Any, request_id: str | None = None) -> ProviderError:
 
 def map_anthropic_error(exc: Exception) -> ProviderError:
     """Classify one exception raised by the anthropic SDK."""
-    if isinstance(exc, anthropic.APITimeoutError):
-        return ProviderError(ErrorKind.TIMEOUT, "request timed out")
-    if isinstance(exc, anthropic.APIConnectionError):
-        return ProviderError(ErrorKind.CONNECTION, f"connection error: {exc}")
+    if isinstance(exc, anthropic.APIConnectionError):  # APITimeoutError too: read what it was
+        return transport_error(exc) or ProviderError(
+            ErrorKind.CONNECTION, f"connection error: {exc}"
+        )
     if isinstance(exc, anthropic.APIResponseValidationError):
         return ProviderError(
             ErrorKind.MALFORMED_RESPONSE,
@@ -72,12 +73,14 @@ def map_anthropic_error(exc: Exception) -> ProviderError:
             request_id=exc.response.headers.get("request-id"),
         )
     if isinstance(exc, anthropic.APIStatusError):
+        kind = _kind(exc)
+        retry_after = retry_after_seconds(exc.response.headers)
         return ProviderError(
-            _kind(exc),
-            str(exc),
+            kind,
+            status_message(kind, str(exc), retry_after),
             status=exc.status_code,
             request_id=exc.request_id,
-            retry_after_s=retry_after_seconds(exc.response.headers),
+            retry_after_s=retry_after,
         )
     if isinstance(exc, json.JSONDecodeError):  # a 200 whose body is cut off
         return ProviderError(ErrorKind.MALFORMED_RESPONSE, f"malformed response body: {exc}")

@@ -10,8 +10,9 @@ from typing import Any
 import httpx2
 from google.genai import errors
 
-from providers.openai_errors import kind_for_status
+from providers.openai_errors import kind_for_status, status_message
 from providers.retry_after import retry_after_seconds
+from providers.transport import transport_error
 from providers.types import ErrorKind, ProviderError
 
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
@@ -86,17 +87,18 @@ def map_google_error(exc: BaseException) -> ProviderError:
         retry_after = retry_delay_seconds(exc.details)
         if retry_after is None:
             retry_after = retry_after_seconds(headers)
+        kind = _kind(exc)
         return ProviderError(
-            _kind(exc),
-            f"{exc.code} {exc.status}: {exc.message}",
+            kind,
+            status_message(kind, f"{exc.code} {exc.status}: {exc.message}", retry_after),
             status=int(exc.code) if exc.code else None,
             request_id=headers.get("x-request-id") if headers is not None else None,
             retry_after_s=retry_after,
         )
-    if isinstance(exc, (httpx2.TimeoutException, TimeoutError)):
-        return ProviderError(ErrorKind.TIMEOUT, "request timed out")
-    if isinstance(exc, (httpx2.TransportError, OSError)):
-        return ProviderError(ErrorKind.CONNECTION, f"connection error: {type(exc).__name__}: {exc}")
+    if isinstance(exc, (httpx2.TransportError, OSError)):  # timeouts too: read what it was
+        return transport_error(exc) or ProviderError(
+            ErrorKind.CONNECTION, f"connection error: {type(exc).__name__}: {exc}"
+        )
     if isinstance(exc, json.JSONDecodeError):  # a 200 whose body is cut off
         return ProviderError(
             ErrorKind.MALFORMED_RESPONSE, f"malformed response body: {exc}", status=200

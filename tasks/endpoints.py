@@ -1,10 +1,15 @@
-"""Which models' endpoints are down: every call to them failed for good, with an error of the
-endpoint's (connection refused, timeouts, 5xx, a bad key, an unknown model), none answered.
+"""Which models' endpoints are down, or keep asking to wait, so the run stops asking them.
 
-A model whose first `DOWN_AFTER` calls all failed that way is not asked again in this run;
-one with fewer calls whose every call failed that way is down too once they have landed.
-Errors of a prompt's (a content filter, a context too long, a bad request) say nothing about
-the endpoint and are not counted.
+Down: every call to it failed for good, with an error of the endpoint's (connection refused,
+timeouts, 5xx, a bad key, an unknown model), none answered. A model whose first `DOWN_AFTER`
+calls all failed that way is not asked again in this run; one with fewer calls whose every
+call failed that way is down too once they have landed. Errors of a prompt's (a content
+filter, a context too long, a bad request) say nothing about the endpoint and are not counted.
+
+Waiting: a call that failed for good on rate limits was told to wait longer than an item may
+wait (`--max-rate-limited-seconds`), or than its `Retry-After` allows; the model's other calls
+would be told the same, so the model is not asked again in this run, whatever it answered
+before, and the run says what the provider asked (`stop_line`), not that the endpoint is down.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ PROMPT_ERRORS = frozenset(
         ErrorKind.BAD_USAGE,  # the endpoint answered; its usage is what failed
     }
 )
+RATE_LIMITED = str(ErrorKind.RATE_LIMITED)
 
 
 @dataclass
@@ -33,6 +39,7 @@ class _Calls:
     prompt_failed: int = 0
     last_error: str = ""
     stopped: bool = False  # not asked again in this run
+    waiting: str = ""  # the rate limit that stopped it
 
 
 @dataclass
@@ -42,10 +49,12 @@ class Endpoints:
     calls: dict[str, _Calls] = field(default_factory=dict)
 
     def land(self, caller: str, status: str, error_kind: str | None, error: str) -> bool:
-        """Count one outcome; True when it makes `caller` down (its first `DOWN_AFTER` calls
-        failed, each with an error of the endpoint's)."""
+        """Count one outcome; True when it stops `caller`: its first `DOWN_AFTER` calls
+        failed, each with an error of the endpoint's, or a call failed on rate limits."""
         calls = self.calls.setdefault(caller, _Calls())
-        if status == "failed":
+        if status == "failed" and error_kind == RATE_LIMITED:
+            calls.waiting = calls.waiting or (f"{RATE_LIMITED}: {error}" if error else RATE_LIMITED)
+        elif status == "failed":
             if error_kind in PROMPT_ERRORS:
                 calls.prompt_failed += 1
             else:
@@ -53,16 +62,34 @@ class Endpoints:
                 calls.last_error = f"{error_kind}: {error}" if error else str(error_kind)
         elif status in ("ok", "exists", "write_failed"):  # the endpoint answered
             calls.answered += 1
-        if calls.endpoint_failed >= DOWN_AFTER and not calls.answered and not calls.stopped:
+        down = calls.endpoint_failed >= DOWN_AFTER and not calls.answered
+        if (down or calls.waiting) and not calls.stopped:
             calls.stopped = True
             return True
         return False
 
     def down(self) -> dict[str, str]:
-        """Each caller every call to which failed with an endpoint's error: its last error."""
+        """Each caller stopped, or every call to which failed with an endpoint's error: why
+        (`kind: message`, the rate limit first)."""
         return {
-            caller: calls.last_error
+            caller: calls.waiting or calls.last_error
             for caller, calls in self.calls.items()
             if calls.stopped
             or (calls.endpoint_failed and not calls.answered and not calls.prompt_failed)
         }
+
+
+def stop_line(caller: str, why: str) -> str:
+    """What a run says of a model it stopped asking; `why` is `ENDPOINT (kind: message)` as
+    the run's outcome records it (`RunOutcome.endpoints_down`)."""
+    where, _, error = why.partition(f" ({RATE_LIMITED}: ")
+    if error:
+        return (
+            f"{caller} at {where} kept answering 429, rate limited ({error.removesuffix(')')}), "
+            "past what a call may wait (--max-rate-limited-seconds): it was not asked again in "
+            "this run; wait until its limit resets"
+        )
+    return (
+        f"every call to {caller} at {why} failed: it was not asked again; check that the "
+        "endpoint is up and its key is right"
+    )

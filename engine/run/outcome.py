@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from engine.run.interrupts import STOP
+from tasks.endpoints import stop_line
 
 
 @dataclass
@@ -101,10 +102,7 @@ def check_done(outcome: RunOutcome) -> None:
             "store"
         )
     for caller, why in outcome.endpoints_down.items():
-        problems.append(
-            f"every call to {caller} at {why} failed: it was not asked again; check that the "
-            "endpoint is up and its key is right"
-        )
+        problems.append(stop_line(caller, why))  # down, or rate limited past what it may wait
     if problems:
         raise RunFailed(
             f"run {outcome.run_id} stopped: {'; '.join(problems)}; then run the same command "

@@ -138,7 +138,8 @@ def test_a_status_error_is_the_sdks_exception() -> None:
 
 def test_a_refused_connection_fails_as_the_sdks_own_call_does() -> None:
     """The SDK's aiohttp transport reports a refused connection as httpx2.ConnectTimeout, so
-    its own call raises APITimeoutError: ours raises the same."""
+    its own call raises APITimeoutError: ours raises the same, and the error it is mapped to
+    says what happened (providers.transport), not a timeout."""
     config = chat_model("http://127.0.0.1:9/v1")
 
     async def sdk_call() -> BaseException:
@@ -155,7 +156,8 @@ def test_a_refused_connection_fails_as_the_sdks_own_call_does() -> None:
     sdk_error = asyncio.run(sdk_call())
     assert type(error.__cause__) is type(sdk_error) is openai.APITimeoutError
     assert type(error.__cause__.__cause__) is type(sdk_error.__cause__)
-    assert (error.kind, error.status) == (ErrorKind.TIMEOUT, None)
+    assert (error.kind, error.status) == (ErrorKind.CONNECTION, None)
+    assert error.message == "connection error: connection refused"
 
 
 def test_keys_never_show_in_the_client() -> None:
