@@ -13,8 +13,11 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 from benchmarks import registry
+from core.settings import SIMULATOR_URL
+from core.types import ConfigError
 from engine.prepare.resolve import (
     ResolvedRun,
     check_batch_modes,
@@ -29,6 +32,8 @@ from engine.store.manifest import build_manifest, precheck_run, read_manifest, r
 from engine.store.storable import check_storable
 from engine.store.stored import plan_data
 from providers.names import check_model_id
+from providers.reachable import unreachable
+from providers.registry import ModelConfig
 from storage import Store, layout
 
 
@@ -58,6 +63,8 @@ def judge_request(
         update["extra_judges"] = [*request.extra_judges, judge]
     else:
         update["judge_model"] = judge
+    # where a simulator listens now, before the one the run recorded (a demo's ended with it)
+    simulator_url = simulator_url or SIMULATOR_URL.get()
     if simulator_url:
         update["simulator_url"] = simulator_url
     return EvalRequest(**{**request.model_dump(), **update})
@@ -69,6 +76,7 @@ def resolve_stored(request: EvalRequest, store: Store) -> ResolvedRun:
     existing = read_manifest(store, run_id) or {}
     data = plan_data(store, existing, request)
     judges = resolve_models(request, only=request.judges())
+    check_answering(judges)
     check_storable(run_id, store, request.models, request.judges(), data)
     keys = collect_keys(judges)
     check_modalities(request.model_copy(update={"models": []}), judges, data)
@@ -79,6 +87,31 @@ def resolve_stored(request: EvalRequest, store: Store) -> ResolvedRun:
     manifest["datasets"] = existing["datasets"]
     precheck_run(store, manifest, extend=True)
     return ResolvedRun(request, run_id, store, judges, keys, data, manifest, api_models, False)
+
+
+def check_answering(judges: dict[str, ModelConfig]) -> None:
+    """One connection to each judge's endpoint before anything is written or asked: a dead one
+    is one line (a judge fanned out to a dead port would fail every call, each retried)."""
+    checked: set[str] = set()
+    for model_id, config in reversed(judges.items()):  # the judge added last first
+        where = urlsplit(config.base_url or "").netloc
+        if not where or where in checked:
+            continue  # no base URL: the provider's own API, not checked here
+        checked.add(where)
+        why = unreachable(config.base_url)
+        if why is None:
+            continue
+        if config.simulated:
+            fix = (
+                "start `evalfleet simulate` and pass its URL with --simulator-url (the simulator "
+                "a demo started ends with the demo)"
+            )
+        else:
+            fix = "check that the endpoint is up, then run the same command again"
+        raise ConfigError(
+            f"judge {model_id} at {config.base_url} does not answer ({why}): nothing was asked "
+            f"or written; {fix}"
+        )
 
 
 class NothingGraded(RunFailed):

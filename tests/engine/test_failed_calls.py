@@ -3,8 +3,9 @@
 - A run whose every call fails (the simulator answers 500 to everything) stops asking after
   the first few, writes no tables, and exits 4 with one line naming the model, its endpoint
   and the error, then the command that resumes it.
-- `evalfleet judge` whose every call fails (the judge's endpoint is down) exits 4 with that
-  line, and leaves the run as it was: every file of it byte for byte (identity, history,
+- `evalfleet judge` at a dead endpoint is refused in one line (exit 2) before anything is
+  asked or written; one whose every call fails (the endpoint answers 500) exits 4 with the
+  run's line, and leaves the run as it was: every file of it byte for byte (identity, history,
   heartbeat, results), nothing kept under the judge's judgements.
 - `evalfleet judge` with nothing to grade says so, exits 0, and leaves the run as it was.
 """
@@ -93,12 +94,25 @@ def test_a_judge_whose_every_call_fails_leaves_the_run_as_it_was(env, tmp_path):
         patch.chdir(tmp_path)
         assert main(["demo", "-b", "rome", "--run-id", "rome", "--store", str(runs)]) == 0
     before = files(runs / "rome")
-    url = dead_url()
     args = ["judge", "rome", "--judge", "openai/sim-0.8", "--store", str(runs)]
+    # a dead endpoint: checked once before anything is asked or written (one line, exit 2)
+    url = dead_url()
     done = evalfleet(env, *args, "--simulator-url", url)
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"error: judge openai/sim-0.8 at {url}/v1 does not answer (connection refused): "
+        "nothing was asked or written; start `evalfleet simulate` and pass its URL with "
+        "--simulator-url (the simulator a demo started ends with the demo)\n",
+    )
+    assert files(runs / "rome") == before
+    # an endpoint that answers 500 to every call
+    with start_simulator(None, {"latency": {"ms": 1}, "faults": {"http_500": 1.0}}) as sim:
+        done = evalfleet(env, *args, "--simulator-url", sim.url)
     assert done.returncode == 4, done.stderr
     (line,) = errors(done.stderr)
-    assert line.startswith(f"error: run rome stopped: every call to openai/sim-0.8 at {url}/v1 (")
+    assert line.startswith(
+        f"error: run rome stopped: every call to openai/sim-0.8 at {sim.url}/v1 (server_error: "
+    )
     assert "Traceback" not in done.stderr
     # the run as it was: its identity, history, heartbeat, plans, results, judgements
     assert files(runs / "rome") == before
