@@ -141,8 +141,10 @@ def add_request_options(parser: argparse.ArgumentParser) -> None:
         else:
             if facts.get("choices"):
                 kwargs["choices"] = facts["choices"]
-            elif base in (int, float):
+            elif base in (int, float) and facts.keys() & {"maximum", "exclusiveMaximum"}:
                 kwargs["type"] = flag_type(number_kind(base, facts))
+            elif base in (int, float):  # no upper bound (a cost cap): the model says why
+                kwargs["type"] = base
             kwargs["metavar"] = None if "choices" in kwargs else (flag.metavar or "VALUE")
             kwargs["help"] = help_text(info.description, facts)
         parser.add_argument(*flag_names(name, info), **kwargs)

@@ -226,7 +226,7 @@ class Setting:
 
 
 def _quoted(text: str) -> str:
-    shown = text if len(text) <= 80 else text[:77] + "..."
+    shown = text if len(text) <= 200 else text[:197] + "..."  # a path is shown whole
     return shown if re.fullmatch(r"[\w./:@+~,*=-]*", shown) else repr(shown)
 
 

@@ -76,7 +76,10 @@ def test_unreadable_dataset_path(capsys, store, tmp_path):
 def test_invalid_request_values(capsys, store):
     code, err = run_cli(capsys, "-m", "openai/sim-0.5", "--epochs", "0", "--store", str(store))
     assert code == 2
-    assert err == "error: invalid request: epochs: Input should be greater than or equal to 1"
+    assert err == (
+        "error: --epochs takes a whole number from 1 to 100, not '0' (`evalfleet run --help` "
+        "lists the options)"
+    )
 
 
 def test_malformed_limits_exit_2(capsys, store):

@@ -67,12 +67,14 @@ def test_demo_checks_its_run_id_before_it_writes_the_dataset(tmp_path, capsys, m
         (["run", "-m", "openai/sim-0.5", "--max-cost-usd", "abc"],
          "--max-cost-usd takes a number, not 'abc' (`evalfleet run --help` lists the options)"),
         (["run", "-m", "openai/sim-0.5", "--limit", "1.5"],
-         "--limit takes a whole number, not '1.5' (`evalfleet run --help` lists the options)"),
+         "--limit takes a whole number from 1 to 100000000, not '1.5' (`evalfleet run --help` "
+         "lists the options)"),
         (["run", "-m", "openai/sim-0.5", "--datbench-judge-layout", "x"],
          "--datbench-judge-layout: invalid choice: 'x' (choose from 'slots', 'append') "
          "(`evalfleet run --help` lists the options)"),
         (["up", "--port", "http"],
-         "--port takes a whole number, not 'http' (`evalfleet up --help` lists the options)"),
+         "--port takes a whole number from 1 to 65535, not 'http' (`evalfleet up --help` lists "
+         "the options)"),
         (["report"],
          "the following arguments are required: run_id (`evalfleet report --help` lists the "
          "options)"),

@@ -51,6 +51,7 @@ def test_optional_fields_are_plain_inputs_of_their_type(deployments):
     fields = form["definitions"]["EvalRequest"]["properties"]
     assert fields["limit"] == {
         "description": "first N samples of each benchmark, in dataset order",
+        "maximum": 100_000_000,
         "minimum": 1,
         "title": "Limit",
         "type": "integer",
