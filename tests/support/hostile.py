@@ -377,7 +377,15 @@ def money_cases() -> list[Case]:
 
 
 def all_cases() -> list[Case]:
-    return [*damaged_store_cases(), *name_cases(), *number_cases(), *money_cases()]
+    from tests.support.hostile_settings import settings_cases
+
+    return [
+        *damaged_store_cases(),
+        *name_cases(),
+        *number_cases(),
+        *money_cases(),
+        *settings_cases(),
+    ]
 
 
 # --- running a case ----------------------------------------------------------------------
