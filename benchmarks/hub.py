@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -96,7 +97,19 @@ def load_table(
             f"{where} lacks column(s) {', '.join(repr(c) for c in missing)} "
             f"(found: {', '.join(table.column_names)}): {fix}"
         )
+    if table.num_rows == 0:
+        raise DatasetError(f"{source} split {split!r} has no rows: {fix}")
     return table, source
+
+
+def required_text(row: Mapping[str, Any], column: str, sample: str, fix: str) -> str:
+    """A row's `column` as text, where the benchmark cannot do without it; a null there is
+    refused naming `sample` ("question 'q1'"): `str(None)` would send "None" as a question,
+    or grade answers against it."""
+    value = row.get(column)
+    if value is None:
+        raise DatasetError(f"{sample} has no {column} (null): {fix}")
+    return str(value)
 
 
 def _hub_table(hf_path: str, revision: str, split: str, config: str | None) -> pa.Table:
@@ -164,6 +177,8 @@ def _saved_table(directory: Path, expected_split: str | None, fix: str) -> pa.Ta
         from datasets import Dataset
 
         return Dataset.load_from_disk(str(directory)).with_format("arrow")[:]
+    if not state.get("_data_files"):  # what save_to_disk writes for a dataset of no rows
+        raise DatasetError(f"dataset path {directory} has no rows (no data files): {fix}")
     tables = [  # memory-mapped: left open, as the table's buffers point into the maps
         pa.ipc.open_stream(pa.memory_map(str(directory / entry["filename"]))).read_all()
         for entry in state["_data_files"]

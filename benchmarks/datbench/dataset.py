@@ -91,8 +91,11 @@ def load_capability(
 
 def to_sample(row: Mapping[str, Any], capability: str, *, blind: bool, judge_layout: str) -> Sample:
     sample_id = str(row["id"])
+    where = f"DatBench {capability} sample {sample_id!r}"
+    question = hub.required_text(row, "question", where, "fill it or drop the row")
+    answer = hub.required_text(row, "answer", where, "fill it or drop the row")
     fmt = row.get("prompt_format") or {}
-    text = f"{fmt.get('prefix') or ''}{row['question']}{fmt.get('suffix') or ''}"
+    text = f"{fmt.get('prefix') or ''}{question}{fmt.get('suffix') or ''}"
     parts = [Part.of_text(text)]
     if not blind:
         parts.append(image_part(row.get("image"), sample_id))
@@ -102,9 +105,9 @@ def to_sample(row: Mapping[str, Any], capability: str, *, blind: bool, judge_lay
     metadata = _row_metadata(row.get("metadata"), sample_id)
     inputs = scoring.ScorerInput(
         question_id=sample_id,
-        question=str(row["question"]),
-        answer=str(row["answer"]),
-        all_answers=[str(a) for a in (row.get("all_answers") or [row["answer"]])],
+        question=question,
+        answer=answer,
+        all_answers=[str(a) for a in (row.get("all_answers") or [answer]) if a is not None],
         dataset=str(source.get("dataset") or ""),
         metadata=metadata,
     )

@@ -127,7 +127,12 @@ def to_sample(row: Mapping[str, Any], *, use_image: bool = True, use_audio: bool
             f"row index {sample_id}: answer {answer!r} is not one of its options: "
             "the answer column must hold the text of one option"
         )
-    parts = [Part.of_text(prompt_text(str(row["question"]), [str(o) for o in options]))]
+    question = hub.required_text(
+        row, "question", f"row index {sample_id}", "fill it or drop the row"
+    )
+    if any(option is None for option in options):
+        raise DatasetError(f"row index {sample_id} has a null option: fill the options column")
+    parts = [Part.of_text(prompt_text(question, [str(o) for o in options]))]
     alternatives: list[str] = []
     if use_image:
         parts.append(_media_part("image", row.get("image"), sample_id))
@@ -145,7 +150,7 @@ def to_sample(row: Mapping[str, Any], *, use_image: bool = True, use_audio: bool
         target=LETTERS[options.index(answer)],
         choices=[str(o) for o in options],
         metadata={
-            "question": str(row["question"]),
+            "question": question,
             "task_type": row.get("task type"),
             "audio_type": row.get("audio type"),
             "text_alternatives": alternatives,

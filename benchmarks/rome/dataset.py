@@ -160,6 +160,8 @@ def check_item(item: dict[str, Any]) -> None:
         raise DatasetError(f"{where}: question must be a string")
     if "reference" not in item:
         raise DatasetError(f"{where}: reference is missing")
+    if item["reference"] is None:  # json.dumps(None) would grade answers against "null"
+        raise DatasetError(f"{where}: reference is null: fill it or drop the question")
 
 
 def is_chinese(text: str) -> bool:

@@ -87,7 +87,10 @@ def to_sample(row: Mapping[str, Any], *, split: str = "zerobench") -> Sample:
             f"question {question_id!r} lists {len(names)} question_images but has "
             f"{len(images)} question_images_decoded: fix the dataset so both lists match"
         )
-    parts = [Part.of_text(str(row["question_text"]) + INSTRUCTION)]
+    where = f"question {question_id!r}"
+    question = hub.required_text(row, "question_text", where, "fill it or drop the row")
+    answer = hub.required_text(row, "question_answer", where, "fill it or drop the row")
+    parts = [Part.of_text(question + INSTRUCTION)]
     for index, item in enumerate(images):
         data = image_bytes(item, question_id, index)
         try:
@@ -98,10 +101,10 @@ def to_sample(row: Mapping[str, Any], *, split: str = "zerobench") -> Sample:
     return Sample(
         id=question_id,
         parts=parts,
-        target=str(row["question_answer"]),
+        target=answer,
         group_id=group_id,
         metadata={
-            "question": str(row["question_text"]),
+            "question": question,
             "question_images": names,
             "image_attribution": row.get("image_attribution"),
         },
