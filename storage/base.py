@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
@@ -59,13 +59,43 @@ class Store(ABC):
 
     def iter_pages(self, prefix: str) -> Iterator[list[tuple[str, int | None]]]:
         """``(key, size)`` of ``list(prefix)`` in pages, in its order, so a caller can work
-        while the rest arrive. The size is None where the listing does not give it for free."""
+        while the rest arrive. The size is None where the listing does not give it for free.
+        A store with folders also lists, with size 0 and its name ending in '/', a folder that
+        holds nothing: it may sit where a key belongs (`put_if_absent` could not write there)."""
         yield [(key, None) for key in self.list(prefix)]
 
     @abstractmethod
     def check_writable(self) -> None:
         """Raise a one-line StoreError unless a record can be written here (writes nothing
         that stays)."""
+
+    def check_folders(self, folders: Iterable[str]) -> None:
+        """Raise a one-line StoreError, naming the path and the fix, unless a key can be
+        written under each of `folders` (prefixes 'a/b/'). Writes nothing that stays. A store
+        without folders (S3) has no folder of the wrong type: `check_writable` is enough."""
+        self.check_writable()
+
+    def in_the_way(self, folder: str, names: Collection[str]) -> list[str]:
+        """The keys `folder` + name, of `names` (one segment each), that exist as something
+        other than a folder, where a writer will need one (a file in place of a sample's
+        folder). A store without folders has none."""
+        return []
+
+    def set_aside(self, key: str, to: str) -> str:
+        """Move what is at `key` to `to`, or to a free name beside it (`to` + ".2", ".3", …)
+        when `to` is taken: nothing is overwritten. Returns where it went, "" when `key` held
+        nothing. A store with folders also moves a folder or a link that stands at `key`."""
+        data = self.get(key)
+        if data is None:
+            return ""
+        where = to
+        number = 1
+        while self.exists(where):
+            number += 1
+            where = f"{to}.{number}"
+        self.put(where, data)
+        self.delete(key)
+        return where
 
     @abstractmethod
     def list_dirs(self, prefix: str) -> list[str]:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import os
 import secrets
-from collections.abc import Iterable, Iterator
+import shlex
+import stat
+from collections.abc import Collection, Iterable, Iterator
 
 from storage.base import Store, StoreError
 from storage.keys import TMP_PREFIX, check_key, norm_prefix
@@ -90,9 +93,11 @@ class LocalStore(Store):
         """Write `data` under `key` unless it exists, atomically: readers never see part of
         it, and of two writers one wins and the other is told. An unnamed file (O_TMPFILE)
         written and then linked under its name: open, write, link, close, nothing to clean
-        up; where the filesystem has no O_TMPFILE, a named temp file linked and removed."""
+        up; where the filesystem has no O_TMPFILE, a named temp file linked and removed.
+        Something at `key` that is not a file (a folder, a link to nothing) is no record: a
+        StoreError names it, never "it exists"."""
         path = self._path(key)
-        directory = self._directory(path)
+        directory = self._directory(path, key)
         if _TMPFILE is not None and not self.fsync:
             try:
                 fd = os.open(directory, os.O_WRONLY | _TMPFILE, 0o666)
@@ -111,7 +116,7 @@ class LocalStore(Store):
                     )
                     return True
                 except FileExistsError:
-                    return False
+                    return self._taken(path, key)
                 except OSError as exc:
                     raise StoreError(f"cannot create {key!r} in {self.root}: {exc}") from exc
                 finally:
@@ -120,17 +125,23 @@ class LocalStore(Store):
         try:
             os.link(tmp, path)
         except FileExistsError:
-            return False
+            return self._taken(path, key)
         except OSError as exc:
             raise StoreError(
                 f"cannot create {key!r} in {self.root}: {exc} "
                 "(the store needs a filesystem with hard links)"
             ) from exc
         finally:
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
         self._sync_dir(path)
         return True
+
+    def _taken(self, path: str, key: str) -> bool:
+        """False when `key` holds a file (a record written before); else a StoreError."""
+        if os.path.isfile(path):
+            return False
+        raise StoreError(f"{_not_a_file(path)} where the record {key!r} belongs: {_fix(path)}")
 
     def put(self, key: str, data: bytes) -> None:
         path = self._path(key)
@@ -138,10 +149,60 @@ class LocalStore(Store):
         try:
             os.replace(tmp, path)
         except OSError as exc:
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
+            if os.path.isdir(path):
+                raise StoreError(f"{path} is a folder where a file belongs: {_fix(path)}") from None
             raise StoreError(f"cannot write {key!r} in {self.root}: {exc}") from exc
         self._sync_dir(path)
+
+    def set_aside(self, key: str, to: str) -> str:
+        """Renamed, whatever it is (a file, a folder, a link): nothing read or copied."""
+        path = self._path(key)
+        if not os.path.lexists(path):
+            return ""
+        where = to
+        number = 1
+        while os.path.lexists(self._path(where)):
+            number += 1
+            where = f"{to}.{number}"
+        target = self._path(where)
+        self._directory(target, where)
+        try:
+            os.rename(path, target)
+        except FileNotFoundError:
+            return ""  # moved by another process meanwhile
+        except OSError as exc:
+            raise StoreError(
+                f"cannot move {key!r} aside to {where!r} in {self.root}: {exc}"
+            ) from exc
+        self._sync_dir(target)
+        return where
+
+    def check_folders(self, folders: Iterable[str]) -> None:
+        """Each folder, and every folder above it, is a folder (or missing: it will be made),
+        and the deepest of them that exists takes a new file (a probe made and removed)."""
+        if not os.path.isdir(self.root):
+            self.check_writable()  # a store made by the first write: its nearest ancestor
+            return
+        probed: set[str] = set()
+        for folder in sorted(set(folders)):
+            deepest = self._deepest_folder(norm_prefix(folder))
+            if deepest not in probed:
+                probed.add(deepest)
+                self._probe(deepest)
+
+    def in_the_way(self, folder: str, names: Collection[str]) -> list[str]:
+        """One read of `folder`: its entries named in `names` that are not folders (a link
+        to a folder is one)."""
+        base = norm_prefix(folder)
+        try:
+            with os.scandir(os.path.join(self.root, base)) as entries:
+                return sorted(base + e.name for e in entries if e.name in names and not e.is_dir())
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as exc:
+            raise StoreError(f"cannot read the folder {base!r} in {self.root}: {exc}") from exc
 
     def check_writable(self) -> None:
         """Probe the root, or the nearest ancestor that exists, without creating the root."""
@@ -153,17 +214,52 @@ class LocalStore(Store):
                 f"cannot write to the store {self.root} ({existing} is a file): pick a "
                 "writable directory with --store"
             )
-        probe = os.path.join(existing, f"{TMP_PREFIX}probe-{os.getpid()}-{next(_names)}")
         try:
-            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            os.close(fd)
-            os.unlink(probe)
+            self._try_probe(existing)
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             raise StoreError(
                 f"cannot write to the store {self.root} ({reason}): pick a writable directory "
                 "with --store"
             ) from None
+
+    def _deepest_folder(self, base: str) -> str:
+        """The deepest folder of root/`base` ('a/b/') that exists; a StoreError naming the
+        first path on the way that is not a folder."""
+        path = self.root
+        for name in base.split("/")[:-1]:
+            below = os.path.join(path, name)
+            try:
+                is_folder = stat.S_ISDIR(os.stat(below).st_mode)
+            except FileNotFoundError:
+                if os.path.islink(below):  # a link to nothing
+                    raise StoreError(f"{_not_a_file(below)}: {_fix(below)}") from None
+                return path
+            except OSError as exc:  # a link that loops, a folder that cannot be entered
+                raise StoreError(
+                    f"cannot use the folder {below} ({exc.strerror}): {_fix(below)}"
+                ) from None
+            if not is_folder:
+                raise StoreError(f"{below} is a file where the store keeps a folder: {_fix(below)}")
+            path = below
+        return path
+
+    def _probe(self, folder: str) -> None:
+        try:
+            self._try_probe(folder)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise StoreError(
+                f"cannot write into {folder} ({reason}): make it writable (`chmod u+w "
+                f"{shlex.quote(folder)}`, or `chattr -i` where it is immutable) and run again"
+            ) from None
+
+    @staticmethod
+    def _try_probe(folder: str) -> None:
+        probe = os.path.join(folder, f"{TMP_PREFIX}probe-{os.getpid()}-{next(_names)}")
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        os.close(fd)
+        os.unlink(probe)
 
     # -- reads ----------------------------------------------------------------
 
@@ -179,6 +275,8 @@ class LocalStore(Store):
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
         except OSError as exc:
+            if exc.errno == errno.ELOOP:  # a link that loops: no bytes, as a folder has none
+                return None
             raise StoreError(f"cannot read {key!r} in {self.root}: {exc}") from exc
 
     def exists(self, key: str) -> bool:
@@ -199,21 +297,26 @@ class LocalStore(Store):
         self, prefix: str, page_size: int = 10_000
     ) -> Iterator[list[tuple[str, int | None]]]:
         """The keys of `list` in pages, without sizes (a stat each would cost a system call),
-        as the walk finds them: a caller works on the first page before the walk is done."""
+        as the walk finds them: a caller works on the first page before the walk is done. An
+        empty folder below `prefix` comes too, as 'a/b/' with size 0 (`Store.iter_pages`)."""
         page: list[tuple[str, int | None]] = []
-        for run in self._walk(norm_prefix(prefix)):
-            page.extend(zip(run, itertools.repeat(None)))
+        for run in self._walk(norm_prefix(prefix), folders=True):
+            if isinstance(run, str):  # an empty folder
+                page.append((run, 0))
+            else:
+                page.extend(zip(run, itertools.repeat(None)))
             while len(page) >= page_size:
                 yield page[:page_size]
                 page = page[page_size:]
         if page:
             yield page
 
-    def _walk(self, base: str) -> Iterator[list[str]]:
+    def _walk(self, base: str, folders: bool = False) -> Iterator[list[str] | str]:
         """The keys under `base` ('' or 'a/b/') in sorted order, in runs of a directory's
         files, one directory read at a time. Depth first with each directory's entries sorted,
         a directory's name counted with its '/', so the keys come out in the order a sort of
-        all of them gives, without that sort (500,000 keys: about a second)."""
+        all of them gives, without that sort (500,000 keys: about a second). With `folders`,
+        an empty directory below `base` comes in its place as its name with its '/'."""
         stack: list[str | list[str]] = [base]
         root = os.path.join(self.root, "")
         while stack:
@@ -225,6 +328,10 @@ class LocalStore(Store):
                 with os.scandir(root + top) as entries:
                     listed = [e for e in entries if not e.name.startswith(TMP_PREFIX)]
             except (FileNotFoundError, NotADirectoryError):
+                continue
+            if not listed:
+                if folders and top != base:
+                    yield top
                 continue
             files = [top + e.name for e in listed if not e.is_dir(follow_symlinks=False)]
             if len(files) < len(listed):
@@ -267,11 +374,14 @@ class LocalStore(Store):
             self._fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
         return self._fd
 
-    def _directory(self, path: str) -> str:
+    def _directory(self, path: str, key: str) -> str:
         """The directory of `path`, made if this store has not seen it yet."""
         directory = os.path.dirname(path)
         if directory not in self._made:
-            os.makedirs(directory, exist_ok=True)
+            try:
+                os.makedirs(directory, exist_ok=True)
+            except OSError as exc:
+                raise self._write_error(directory, key, exc) from None
             if len(self._made) > 100_000:
                 self._made.clear()
             self._made.add(directory)
@@ -291,10 +401,27 @@ class LocalStore(Store):
                     f.flush()
                     os.fsync(f.fileno())
         except OSError as exc:
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            raise StoreError(f"cannot write {key!r} in {self.root}: {exc}") from exc
+            raise self._write_error(directory, key, exc) from None
         return tmp
+
+    def _write_error(self, directory: str, key: str, exc: OSError) -> StoreError:
+        """Why `key` cannot be written in `directory`, in one line: a file (or a link to
+        nothing) where the store keeps a folder is named, with the fix."""
+        if exc.errno in (errno.ENOTDIR, errno.EEXIST, errno.ELOOP, errno.ENOENT):
+            path = directory
+            blocking = None
+            while len(path) > len(self.root):
+                if os.path.lexists(path) and not os.path.isdir(path):
+                    blocking = path
+                path = os.path.dirname(path)
+            if blocking is not None:
+                return StoreError(
+                    f"cannot write {key!r}: {_not_a_file(blocking)} where the store keeps a "
+                    f"folder: {_fix(blocking)}"
+                )
+        return StoreError(f"cannot write {key!r} in {self.root}: {exc}")
 
     def _sync_dir(self, path: str) -> None:
         if not self.fsync:
@@ -304,3 +431,18 @@ class LocalStore(Store):
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def _not_a_file(path: str) -> str:
+    """What stands at `path`, as a message's subject: "PATH is a folder", "… a file", …"""
+    if os.path.islink(path):
+        return f"{path} is a link that leads to {'a folder' if os.path.isdir(path) else 'nothing'}"
+    if os.path.isdir(path):
+        return f"{path} is a folder"
+    return f"{path} is a file"
+
+
+def _fix(path: str) -> str:
+    """The repair of a path of the wrong type: moved aside by hand, nothing deleted."""
+    quoted = shlex.quote(path)
+    return f"move it aside (`mv {quoted} {shlex.quote(path + '.moved')}`) and run again"

@@ -10,7 +10,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -222,6 +222,19 @@ class S3Store(Store):
         """A probe object is written and removed: only a real PUT proves the permission."""
         probe = f"{self.prefix}{TMP_PREFIX}probe-{uuid.uuid4().hex}"
         with self._errors("write", _BUCKET):
+            self.client.put_object(Bucket=self.bucket, Key=probe, Body=b"")
+        with contextlib.suppress(ClientError, BotoCoreError):
+            self.client.delete_object(Bucket=self.bucket, Key=probe)
+
+    def check_folders(self, folders: Iterable[str]) -> None:
+        """S3 has no folders, so none is of the wrong type: one probe object written and
+        removed under the folders' common prefix (a bucket policy may grant some prefixes
+        only), whatever their number."""
+        common = os.path.commonprefix([norm_prefix(f) for f in folders])
+        probe = (
+            f"{self.prefix}{common[: common.rfind('/') + 1]}{TMP_PREFIX}probe-{uuid.uuid4().hex}"
+        )
+        with self._errors("write", probe[len(self.prefix) :]):
             self.client.put_object(Bucket=self.bucket, Key=probe, Body=b"")
         with contextlib.suppress(ClientError, BotoCoreError):
             self.client.delete_object(Bucket=self.bucket, Key=probe)

@@ -53,15 +53,24 @@ class Listing:
 
 @collector.held_back()
 def list_records(store: Store, run_id: str, stages: tuple[str, ...]) -> Listing:
+    """One listing of the stages' records. Something of the wrong type where a record belongs
+    (a folder, empty or not: a local store lists it as 'key/' or keys below it) is listed as
+    that record, empty, so it is set aside like one and its item asked once (a write there
+    would fail, or be taken for the record it is not)."""
     listing = Listing()
     ok, failed = listing.ok, listing.failed
     for stage in stages:
+        prefix = layout.stage_prefix(run_id, stage)
         # Pages are parsed while the store fetches the next ones (S3 listings are slow).
-        for page in store.iter_pages(layout.stage_prefix(run_id, stage)):
-            listing.empty.update(key for key, size in page if size == 0)
-            for item, hash_prefix, is_failed, key in layout.parse_record_keys(
-                run_id, [key for key, _ in page]
-            ):
+        for page in store.iter_pages(prefix):
+            keys = [key for key, _ in page]
+            listing.empty.update(key for key, size in page if size == 0 and key[-1] != "/")
+            names = layout.parse_record_keys(run_id, keys)
+            if len(names) < len(keys):  # not all records: a folder where one belongs?
+                places = _misplaced(run_id, prefix, keys, {name.key for name in names})
+                listing.empty.update(places)
+                names += layout.parse_record_keys(run_id, places)
+            for item, hash_prefix, is_failed, key in names:
                 side = failed if is_failed else ok
                 per_item = side.get(item)
                 if per_item is None:
@@ -71,6 +80,22 @@ def list_records(store: Store, run_id: str, stages: tuple[str, ...]) -> Listing:
                 if previous is None or key > previous:  # the latest failure wins (ms in key)
                     per_item[hash_prefix] = key
     return listing
+
+
+def _misplaced(run_id: str, prefix: str, keys: list[str], records: set[str]) -> list[str]:
+    """The record keys, among the places of `keys` that are not records, where a folder
+    stands: an empty one ('…/0.h.json/') or one with keys below it ('…/0.h.json/x')."""
+    depth = prefix.count("/") + (3 if prefix == layout.stage_prefix(run_id, layout.ANSWER) else 4)
+    places = []
+    for key in keys:
+        if key in records:
+            continue
+        parts = key.split("/")
+        if len(parts) > depth + 1:  # below a record's place
+            place = "/".join(parts[: depth + 1])
+            if layout.parse_record_key(run_id, place) is not None:
+                places.append(place)
+    return sorted(set(places))
 
 
 class AnswerCounts(NamedTuple):
@@ -203,15 +228,14 @@ def _set_missing(state: Reconciled, bad: list[str]) -> None:
 
 
 def quarantine(store: Store, run_id: str, keys: list[str]) -> None:
-    """Move undecodable records aside (kept under quarantine/) so they can be asked again.
-    Moving answers voids the counts the last aggregation recorded (`storage.changes`)."""
+    """Move undecodable records aside (kept under quarantine/, never over one kept before) so
+    they can be asked again; what stands at a record's place and is no file (a folder, a link
+    to nothing) goes the same way. Moving answers voids the counts the last aggregation
+    recorded (`storage.changes`)."""
     if not keys:
         return
     answers = layout.stage_prefix(run_id, layout.ANSWER)
     changing = any(key.startswith(answers) for key in keys)
     with records_changing(store, run_id, "quarantine") if changing else contextlib.nullcontext():
         for key in keys:
-            data = store.get(key)
-            if data is not None:
-                store.put(layout.quarantine_key(run_id, key), data)
-            store.delete(key)
+            store.set_aside(key, layout.quarantine_key(run_id, key))

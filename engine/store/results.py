@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 from typing import TYPE_CHECKING, Any
 
 from engine.run.identity import RunError
@@ -68,6 +69,8 @@ def results_about(store: Store, run_id: str, version: str | None = None) -> dict
             from engine.store.damage import results_damaged
 
             raise results_damaged(store, key, "missing, though results versions are there")
+        if blob is None and store.in_the_way(f"{run_id}/", {"results"}):
+            raise results_in_the_way(store, run_id)
         if blob is None:
             raise NoResults(
                 f"run {run_id} has no results in {store.describe()}: run `evalfleet aggregate "
@@ -86,6 +89,21 @@ def results_about(store: Store, run_id: str, version: str | None = None) -> dict
     if store.get(layout.results_key(run_id, version, "samples.parquet")) is None:
         raise RunError(f"run {run_id} has no results version {version} in {store.describe()}")
     return {"version": version}
+
+
+def results_in_the_way(store: Store, run_id: str) -> RunError:
+    """`{run}/results` is a file (or a link to nothing) where its folder belongs."""
+    from engine.store.damage import DamagedFile
+
+    key = f"{run_id}/results"
+    where = shlex.quote(f"{store.url.rstrip('/')}/{key}")
+    return DamagedFile(
+        store,
+        key,
+        "not a folder",
+        f"move it aside (`mv {where} {where}.moved`), then `evalfleet aggregate {run_id}` "
+        "writes the results again",
+    )
 
 
 def check_results(store: Store, run_id: str) -> dict[str, Any] | None:

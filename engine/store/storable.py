@@ -1,5 +1,6 @@
 """Every record a run will write can be stored: checked when the run is resolved, before any
-request, so no answer is paid for that cannot be kept.
+request, so no answer is paid for that cannot be kept. Its keys fit (below), and the folders
+they go to can take them (`engine.store.places`).
 
 A record's key holds the model (and judge) id and the sample id, each percent-encoded into one
 segment. The longest key a run may write is, per (stage, caller, model, benchmark), that of
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from core.types import ConfigError
+from engine.store.places import check_places
 from storage import layout
 from storage.base import Store
 from storage.keys import KEY_BYTES, SEGMENT_BYTES, oversize
@@ -34,7 +36,8 @@ def check_storable(
     judges: Sequence[str],
     data: dict[str, BenchmarkData],
 ) -> None:
-    """Raise a one-line ConfigError naming the name that makes a record's key too long."""
+    """Raise a one-line ConfigError naming the name that makes a record's key too long, or a
+    StoreError naming a place of the run that cannot take its files."""
     for name, bench_data in data.items():
         if not bench_data.samples:
             continue
@@ -45,6 +48,7 @@ def check_storable(
             answer = ItemKey.answer(model, name, sample, epoch)
             for key in (answer, *(answer.judged_by(judge) for judge in judged)):
                 _check(run_id, store, key)
+    check_places(run_id, store, models, judges, data)
 
 
 def _check(run_id: str, store: Store, key: ItemKey) -> None:
