@@ -4,12 +4,16 @@ command that has already imported Prefect forks it instead (`stack.children.Fork
 and the server then skips that import (two seconds of CPU). Given its database, it first
 trims the history there to the newest KEEP flow runs (`stack.prefect_history`).
 
+Its port is one the command holds (`stack.services.reserve_port`): the server listens on it
+beside that hold (both set SO_REUSEPORT), so no other program can take it in between.
+
 Its imports run with the collector held back (`core.collector`): about a second less before
 it answers.
 """
 
 from __future__ import annotations
 
+import socket
 import sys
 from pathlib import Path
 
@@ -36,7 +40,8 @@ def serve(port: int, database: Path | None = None, keep: int = 0) -> None:
         refresh_global_settings_context()
     import uvicorn
 
-    uvicorn.run(
+    sock = listen(port)
+    config = uvicorn.Config(
         "stack.prefect_app:create_app",
         factory=True,
         host="127.0.0.1",
@@ -44,6 +49,20 @@ def serve(port: int, database: Path | None = None, keep: int = 0) -> None:
         log_level="error",
         lifespan="on",
     )
+    server = uvicorn.Server(config)
+    server.run(sockets=[sock])
+    if not server.started:
+        sys.exit(3)  # what uvicorn.run exits with when the app did not start
+
+
+def listen(port: int) -> socket.socket:
+    """A socket listening on 127.0.0.1:`port`, beside the command's hold on it."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen(2048)
+    return sock
 
 
 def trim_history(database: Path, keep: int) -> None:

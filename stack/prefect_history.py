@@ -11,6 +11,10 @@ about N runs' worth; it is compacted when over half of it is free (a lower N, an
 This writes Prefect's tables with SQL, so it knows their names (checked by
 tests/stack/test_prefect_history.py against the Prefect this project pins); it skips a file
 whose tables it does not find. Standard library only.
+
+A file SQLite cannot read (truncated, overwritten) would stop every command's server: it is
+found before the server starts (`damage`, a quick check of a few milliseconds) and moved aside
+(`set_aside`), and a new history begins; the old file is kept for whoever wants it.
 """
 
 from __future__ import annotations
@@ -50,6 +54,59 @@ def parse_kept(raw: str, source: str = "--keep-flow-runs") -> int:
 def kept_from_env() -> int:
     raw = os.environ.get(ENV)
     return DEFAULT if raw is None else parse_kept(raw, ENV)
+
+
+def damage(database: Path) -> str | None:
+    """Why SQLite cannot serve `database` (its words, one line), or None: the file is whole,
+    or not there yet."""
+    if not database.exists():
+        return None
+    try:
+        con = _read_only(database)
+        with contextlib.closing(con):
+            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            found = con.execute("PRAGMA quick_check(1)").fetchone()
+    except sqlite3.OperationalError:
+        return None  # locked, busy: not damage; the server waits for it as it does
+    except sqlite3.DatabaseError as exc:  # not a database, malformed
+        return " ".join(str(exc).split()) or type(exc).__name__
+    if not found or found[0] != "ok":
+        return f"its quick check says: {found[0] if found else 'nothing'}"
+    return None
+
+
+def has_tables(database: Path) -> bool:
+    """Whether `database` holds Prefect's tables (an empty file does not: it is migrated)."""
+    try:
+        con = _read_only(database)
+        with contextlib.closing(con):
+            names = {row[0] for row in con.execute("SELECT name FROM sqlite_master")}
+    except sqlite3.Error:
+        return False
+    return not TABLES - names
+
+
+def _read_only(database: Path) -> sqlite3.Connection:
+    """A connection that changes nothing: one that writes would checkpoint, or drop, the
+    write-ahead log of a file being looked at."""
+    return sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+
+
+def set_aside(database: Path) -> Path:
+    """Move `database` and its SQLite companions (-wal, -shm) to a free name beside it:
+    `NAME.damaged-YYYYmmdd-HHMMSS`. Returns the new path of the database."""
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    target = database.with_name(f"{database.name}.damaged-{stamp}")
+    number = 1
+    while target.exists():
+        number += 1
+        target = database.with_name(f"{database.name}.damaged-{stamp}-{number}")
+    for suffix in ("-wal", "-shm"):
+        companion = database.with_name(database.name + suffix)
+        with contextlib.suppress(FileNotFoundError):
+            companion.rename(target.with_name(target.name + suffix))
+    database.rename(target)
+    return target
 
 
 @dataclass(frozen=True)

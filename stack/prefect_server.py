@@ -5,12 +5,14 @@ its heartbeats stop (its process or machine is gone)."""
 from __future__ import annotations
 
 import os
+import shlex
 import socket
 import sys
 from pathlib import Path
 
 from core.settings import CRASH_AFTER_S, SCHEDULER_LOOP_S
 from core.types import ConfigError
+from stack import prefect_history
 from stack.services import ServiceError, free_port
 from stack.state import Daemon, get_json, post_json, spawn, wait_ready
 
@@ -48,6 +50,15 @@ def prefect_env(folder: Path, port: int) -> dict[str, str]:
 
 
 def start_prefect(folder: Path, port: int | None) -> Daemon:
+    database = folder / "prefect.db"
+    problem = prefect_history.damage(database)
+    if problem is not None:  # the server would exit, or hang on its first query
+        moved = shlex.quote(f"{database}.damaged")
+        raise ServiceError(
+            f"the Prefect database {database} is damaged ({problem}): move it aside (`mv "
+            f"{shlex.quote(str(database))} {moved}`) and start again: the server makes a new "
+            "one (past flow runs stay in the old file)"
+        )
     if port is None:
         port = 4200 if port_free(4200) else free_port()
     elif not port_free(port):

@@ -56,11 +56,34 @@ def _marker(database: Path) -> Path:
 
 
 def _prepared_for(database: Path) -> str | None:
-    """The Prefect version that last migrated `database`, if it still exists."""
+    """The Prefect version that last migrated `database`, if it still exists and holds
+    Prefect's tables (an emptied file must be migrated again)."""
     try:
-        return _marker(database).read_text().strip() if database.exists() else None
+        version = _marker(database).read_text().strip() if database.exists() else None
     except OSError:
         return None
+    return version if version and prefect_history.has_tables(database) else None
+
+
+def _history_checked(database: Path) -> None:
+    """A history SQLite cannot read is moved aside, said in one line, and a new one begins:
+    it holds past flow runs for the UI, nothing a run needs (the store holds every result)."""
+    problem = prefect_history.damage(database)
+    if problem is None:
+        return
+    try:
+        moved = prefect_history.set_aside(database)
+    except OSError as exc:
+        raise ServiceError(
+            f"the temporary Prefect server's history {database} is damaged ({problem}) and "
+            f"could not be moved aside ({exc.strerror}): move or delete it and run again"
+        ) from None
+    print(
+        f"the temporary Prefect server's history {database} was damaged ({problem}): moved "
+        f"to {moved.name}; a new history begins (the store holds every result)",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _mark_prepared(database: Path, version: str) -> None:
@@ -73,9 +96,25 @@ class ServiceError(RuntimeError):
 
 
 def free_port() -> int:
+    """A port free now; another process may take it before it is bound (`reserve_port`)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def reserve_port() -> socket.socket:
+    """A port of 127.0.0.1 held by this socket, bound and not listening, with SO_REUSEPORT:
+    no other program can bind it, while a server of this user that sets SO_REUSEPORT too
+    (`stack.prefect_app.listen`) listens on it. Its number is the socket's; close it to let
+    the port go."""
+    sock = socket.socket()
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(("127.0.0.1", 0))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 class LocalStack:
@@ -93,7 +132,7 @@ class LocalStack:
         self.ray: Child | None = None
         self.prefect_url: str | None = None
         self.ray_address: str | None = None
-        self._prefect_port = 0
+        self._port_held: socket.socket | None = None  # held from the first start to stop
         self._prefect_prepared = False
         self._stopping = threading.Event()
         self._watchdog: threading.Thread | None = None
@@ -123,8 +162,13 @@ class LocalStack:
             self._start_ray(ray_cpus)
 
     def _start_prefect(self) -> None:
-        port = self._prefect_port = self._prefect_port or free_port()
+        # The port is held here from the start to the end (a restart takes it again): no
+        # other program can take it between its choice and the server's bind.
+        if self._port_held is None:
+            self._port_held = reserve_port()
+        port = self._port_held.getsockname()[1]
         database = state_dir() / "prefect-runs.db"
+        _history_checked(database)
         self._prefect_prepared = _prepared_for(database) == _prefect_version()
         env = {
             **os.environ,
@@ -270,6 +314,7 @@ class LocalStack:
             self.ray.stop(grace_s=0)
         if self.prefect is not None:
             self.prefect.stop(grace_s=5)
+        self._release_port()
         kept = self.scratch.keep_logs() if keep_logs and (self.ray or self.prefect) else None
         self.scratch.remove()
         return kept
@@ -279,4 +324,10 @@ class LocalStack:
         for child in (self.ray, self.prefect):
             if child is not None:
                 child.kill()
+        self._release_port()
         self.scratch.remove()
+
+    def _release_port(self) -> None:
+        if self._port_held is not None:
+            self._port_held.close()
+            self._port_held = None
