@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
@@ -75,10 +75,10 @@ class Store(ABC):
         without folders (S3) has no folder of the wrong type: `check_writable` is enough."""
         self.check_writable()
 
-    def in_the_way(self, folder: str, names: Collection[str]) -> list[str]:
-        """The keys `folder` + name, of `names` (one segment each), that exist as something
-        other than a folder, where a writer will need one (a file in place of a sample's
-        folder). A store without folders has none."""
+    def not_folders(self, folder: str) -> list[str]:
+        """The names of what stands directly in `folder` and is no folder (files, links to
+        nothing), sorted: what would be in the way of a writer that needs a folder by one of
+        those names. A store without folders (S3) has none."""
         return []
 
     def set_aside(self, key: str, to: str) -> str:

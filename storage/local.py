@@ -9,7 +9,7 @@ import os
 import secrets
 import shlex
 import stat
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from storage.base import Store, StoreError
 from storage.keys import TMP_PREFIX, check_key, norm_prefix
@@ -192,13 +192,16 @@ class LocalStore(Store):
                 probed.add(deepest)
                 self._probe(deepest)
 
-    def in_the_way(self, folder: str, names: Collection[str]) -> list[str]:
-        """One read of `folder`: its entries named in `names` that are not folders (a link
-        to a folder is one)."""
+    def not_folders(self, folder: str) -> list[str]:
+        """One read of `folder` (a link to a folder is a folder; temp files are left out)."""
         base = norm_prefix(folder)
         try:
             with os.scandir(os.path.join(self.root, base)) as entries:
-                return sorted(base + e.name for e in entries if e.name in names and not e.is_dir())
+                return sorted(
+                    e.name
+                    for e in entries
+                    if not _is_folder(e) and not e.name.startswith(TMP_PREFIX)
+                )
         except (FileNotFoundError, NotADirectoryError):
             return []
         except OSError as exc:
@@ -431,6 +434,14 @@ class LocalStore(Store):
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    """A folder, or a link to one (a link that loops is neither)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def _not_a_file(path: str) -> str:

@@ -51,8 +51,10 @@ def check_places(
     files, and the repair."""
     store.check_folders(run_folders(run_id, models, judges, data))
     for folder, name in _benchmark_folders(run_id, models, judges, data):
-        segments = {layout.segment(sample.id) for sample in data[name].samples}
-        blocked = store.in_the_way(folder, segments)
+        samples = data[name].by_id
+        # the files beside sample folders are few (none, or a stray .DS_Store): each one's
+        # name is looked up, not every sample's
+        blocked = [folder + n for n in store.not_folders(folder) if layout.unsegment(n) in samples]
         if blocked:
             raise StoreError(_blocked(store, blocked))
 

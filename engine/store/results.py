@@ -69,7 +69,7 @@ def results_about(store: Store, run_id: str, version: str | None = None) -> dict
             from engine.store.damage import results_damaged
 
             raise results_damaged(store, key, "missing, though results versions are there")
-        if blob is None and store.in_the_way(f"{run_id}/", {"results"}):
+        if blob is None and "results" in store.not_folders(run_id):
             raise results_in_the_way(store, run_id)
         if blob is None:
             raise NoResults(

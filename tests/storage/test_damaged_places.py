@@ -135,13 +135,14 @@ def test_a_new_store_is_checked_at_its_nearest_folder(tmp_path):
     assert not (tmp_path / "new").exists()
 
 
-def test_things_in_the_way_of_sample_folders_are_found_by_name(store):
+def test_what_is_no_folder_in_a_folder_is_listed_by_name(store):
     base = f"{RUN}/completions/openai%2Fm/zerobench/"
     Path(store.root, base, "7").mkdir(parents=True)
     Path(store.root, base, "8").write_text("x")
-    Path(store.root, base, ".DS_Store").write_text("x")  # not a sample's name: not in the way
-    assert store.in_the_way(base, {"7", "8", "9"}) == [f"{base}8"]
-    assert store.in_the_way(f"{RUN}/nothing/", {"7"}) == []
+    Path(store.root, base, "9").symlink_to("7")  # a link to a folder is a folder
+    Path(store.root, base, "10").symlink_to("10")  # a link to nothing is not
+    assert store.not_folders(base) == ["10", "8"]
+    assert store.not_folders(f"{RUN}/nothing/") == []
 
 
 def test_s3_checks_the_run_prefix_with_one_probe_and_leaves_nothing(moto_server):
@@ -150,4 +151,26 @@ def test_s3_checks_the_run_prefix_with_one_probe_and_leaves_nothing(moto_server)
     store = open_store(f"s3://{bucket}/team", s3_endpoint_url=moto_server.endpoint)
     store.check_folders([f"{RUN}/results/", f"{RUN}/completions/openai%2Fm/zerobench/"])
     assert store.list("") == []
-    assert store.in_the_way(f"{RUN}/", {"results"}) == []
+    assert store.not_folders(RUN) == []
+
+
+def test_a_run_is_refused_for_a_file_in_place_of_a_planned_sample_folder_only(store):
+    from types import SimpleNamespace
+
+    from engine.store.places import check_places
+
+    data = {"zerobench": SimpleNamespace(by_id={"7": None, "a/b": None}, benchmark=None)}
+    data["zerobench"].benchmark = SimpleNamespace(judge=None)
+    base = Path(store.root, RUN, "completions/openai%2Fm/zerobench")
+    base.mkdir(parents=True)
+    (base / ".DS_Store").write_text("x")  # no sample's name: not in the way
+    (base / "8").write_text("x")  # no planned sample
+    check_places(RUN, store, ["openai/m"], [], data)
+    (base / "a%2Fb").write_text("x")  # sample "a/b", percent-encoded
+    with pytest.raises(StoreError) as refused:
+        check_places(RUN, store, ["openai/m"], [], data)
+    path = base / "a%2Fb"
+    assert str(refused.value) == (
+        f"{path} is not a folder, where the run keeps a sample's records: move it aside "
+        f"(`mv {path} {path}.moved`) and run again"
+    )
