@@ -242,7 +242,8 @@ def _record_places() -> list[Case]:
 
 def _folders() -> list[Case]:
     """Where a folder belongs: a file, or a folder that takes no new file. A run (or `judge`)
-    is refused before its first request; readers name the path."""
+    is refused before its first request; readers name the path (results/, leaderboard/), or
+    count the items below it missing and send to the run, which names it."""
     cases = [
         Case(
             "run resumed | completions/<model> a file",
@@ -284,6 +285,21 @@ def _folders() -> list[Case]:
         )
     results = file_for_folder("results")
     cases += [
+        Case(
+            "status | completions/<model> a file",
+            ("status", BASE_RUN, "--store", "{store}"),
+            model_folder_a_file,
+            must_show=("results:",),
+            exit_codes=(0,),
+        ),
+        Case(
+            "aggregate | completions/<model> a file",
+            ("aggregate", BASE_RUN, "--store", "{store}"),
+            model_folder_a_file,
+            (f"{BASE_RUN}/results/", f"{BASE_RUN}/counts.json", "leaderboard/"),
+            ("items have no record yet: run again with the same run id",),
+            (0,),
+        ),
         Case(
             "aggregate | results/ a file",
             ("aggregate", BASE_RUN, "--store", "{store}"),
