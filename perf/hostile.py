@@ -71,6 +71,9 @@ def main() -> None:
                         print(f"{case.name}: {', '.join(outcome.problems())}", flush=True)
         ray.shutdown()
     finally:
+        from tests.support.hostile_places import release
+
+        release(work)  # the read-only cases' immutable copies
         shutil.rmtree(work, ignore_errors=True)
     print(f"elapsed_s={time.monotonic() - started:.0f}")
     print(summary(outcomes))

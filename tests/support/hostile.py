@@ -377,6 +377,7 @@ def money_cases() -> list[Case]:
 
 
 def all_cases() -> list[Case]:
+    from tests.support.hostile_places import places_cases
     from tests.support.hostile_settings import settings_cases
 
     return [
@@ -385,6 +386,7 @@ def all_cases() -> list[Case]:
         *number_cases(),
         *money_cases(),
         *settings_cases(),
+        *places_cases(),
     ]
 
 
