@@ -15,6 +15,10 @@ refuses one with nothing in flight. A record that cannot be stored ends submissi
 the calls in flight land (their records are written if they can be), nothing more is sent. A
 model whose every call fails with an error of its endpoint's (`tasks.endpoints`) is not asked
 again.
+
+What is left when the run ends is counted by what was sent: `abandoned` were asked and have
+no record (in flight when the drain time ran out, or sent by a worker lost since and not sent
+again), so they may have been paid for; `not_started` were never sent.
 """
 
 from __future__ import annotations
@@ -59,8 +63,8 @@ class Dispatched:
     errors: Counter[str] = field(default_factory=Counter)  # terminal errors by kind
     cost_usd: Counter[str] = field(default_factory=Counter)  # by stage
     stopped: bool = False  # a stop was requested before everything was submitted
-    abandoned: int = 0  # in flight when the drain time ran out (nothing stored for them)
-    not_started: int = 0
+    abandoned: int = 0  # sent, and no record came back: may have been paid for
+    not_started: int = 0  # never sent
     redispatched: int = 0  # sent again after their worker was lost
     budget_reached: bool = False
     write_failed: str = ""  # the first record that could not be stored, and why
@@ -111,7 +115,7 @@ def dispatch(
 
     def enqueue(item: WorkItem, prompt: Any, front: bool = False) -> None:
         if item.key.caller in result.down:  # its endpoint is down: not asked in this run
-            result.not_started += 1
+            unsent([(item, prompt)])
             return
         queue = queues.setdefault(item.key.caller, deque())
         (queue.appendleft if front else queue.append)((item, prompt))
@@ -124,6 +128,15 @@ def dispatch(
             taken += 1
             enqueue(item, prompt)
         return taken > before
+
+    def unsent(left: Iterable[tuple[WorkItem, Any]]) -> None:
+        """Count jobs this run will not send: one sent by a worker lost since (`recheck`) was
+        asked all the same."""
+        for item, _ in left:
+            if item.recheck:
+                result.abandoned += 1
+            else:
+                result.not_started += 1
 
     def left_untaken() -> int:
         nonlocal total
@@ -216,7 +229,7 @@ def dispatch(
                 log.error("a record could not be stored (%s): nothing more is sent", outcome.error)
             if endpoints.land(caller, outcome.status, outcome.error_kind, outcome.error):
                 result.down[caller] = error = endpoints.down()[caller]
-                result.not_started += len(queues.pop(caller, ()))
+                unsent(queues.pop(caller, ()))
                 log.error("every call to %s failed (%s): it is not asked again", caller, error)
         result.count(outcomes)
         if follow_up is not None:
@@ -269,8 +282,10 @@ def dispatch(
             deadline = time.monotonic() + drain_s
             while in_flight() and time.monotonic() < deadline:
                 collect(timeout=min(POLL_S, max(0.0, deadline - time.monotonic())))
-            result.abandoned = in_flight()
-        result.not_started += sum(len(q) for q in queues.values()) + left_untaken()
+        result.abandoned += in_flight()
+        for queue in queues.values():
+            unsent(queue)
+        result.not_started += left_untaken()
         result.down.update(endpoints.down())
     finally:
         for ref in collecting:

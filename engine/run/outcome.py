@@ -1,6 +1,7 @@
 """What a run's evaluation did (`RunOutcome`), and how a run that did not finish says so:
 stopped by a signal (what was kept, how to resume), or failed (a record it could not store,
-a model every call to which failed)."""
+a model every call to which failed). What is left is told by what was sent:
+asked and not stored (may have been paid for; asked again by a resume), and never sent."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ class RunOutcome:
     cost_usd: float = 0.0  # what this command's answers cost
     judge_cost_usd: float = 0.0
     stopped: bool = False  # a stop (Ctrl-C, SIGTERM) was requested
-    abandoned: int = 0  # in flight when the drain time ran out
-    not_started: int = 0
+    abandoned: int = 0  # sent, and no record came back (may have been paid for)
+    not_started: int = 0  # never sent
     redispatched: int = 0  # sent again after their worker was lost
     budget_reached: str | None = None  # the line a run stopped by its cap ends with
     finish_cap_usd: float | None = None  # a cap that would finish it
@@ -65,9 +66,18 @@ class Interrupted(Exception):
     """The run stopped on a signal; the message says what was kept and how to resume."""
 
 
-def interrupted_message(outcome: RunOutcome) -> str:
+def what_was_sent(outcome: RunOutcome) -> str:
+    """The records this command stored, the items it asked that have none (in flight when it
+    ended, or a record the store refused), and the items it never sent."""
     stored = outcome.statuses["ok"] + outcome.statuses["failed"]
-    left = outcome.not_started + outcome.abandoned
+    unstored = outcome.abandoned + outcome.statuses["write_failed"]
+    return (
+        f"{stored} new {_plural(stored, 'record')} stored, {unstored} asked and not stored "
+        f"(possibly paid for; asked again on resume), {outcome.not_started} never sent"
+    )
+
+
+def interrupted_message(outcome: RunOutcome) -> str:
     waiting = ""
     if outcome.batch_jobs_open:
         lines, jobs = outcome.batch_lines_open, outcome.batch_jobs_open
@@ -77,9 +87,8 @@ def interrupted_message(outcome: RunOutcome) -> str:
             "poll`) collects without sending them again"
         )
     return (
-        f"run {outcome.run_id} interrupted by {STOP.name}: {stored} new records stored, "
-        f"{left} items not asked{waiting}; everything stored is kept and a rerun with run id "
-        f"{outcome.run_id} asks only the rest"
+        f"run {outcome.run_id} interrupted by {STOP.name}: {what_was_sent(outcome)}{waiting}; "
+        f"everything stored is kept and a rerun with run id {outcome.run_id} asks only the rest"
     )
 
 

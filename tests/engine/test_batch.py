@@ -305,9 +305,10 @@ def test_an_interrupted_batch_run_says_how_many_lines_wait_and_that_a_resume_col
         said = output.read_text()
         assert "Traceback" not in said, said
         assert (
-            "run cut interrupted by SIGINT: 0 new records stored, 0 items not asked; 24 lines "
-            "wait in 1 open batch job at the provider, which a rerun (or `evalfleet batches "
-            "poll`) collects without sending them again; everything stored is kept"
+            "run cut interrupted by SIGINT: 0 new records stored, 0 asked and not stored "
+            "(possibly paid for; asked again on resume), 0 never sent; 24 lines wait in 1 open "
+            "batch job at the provider, which a rerun (or `evalfleet batches poll`) collects "
+            "without sending them again; everything stored is kept"
         ) in said
         sim.advance_batches(600)
         resumed = cli(env, *args)
