@@ -11,7 +11,8 @@
 3. The `evaluate-and-aggregate` flow runs. If the Prefect server goes away mid-run the work
    goes on; the command finishes the same steps without Prefect and says so once.
 4. Whatever happens, what step 2 started is stopped; the exit code is 0, 2 (bad input),
-   130 / 143 (interrupted: everything stored is kept) or 1 (a bug).
+   3 (the cost cap), 4 (the run did not do its job: a record not stored, a model down, the
+   Ray head lost), 130 / 143 (interrupted: everything stored is kept) or 1 (a bug).
 """
 
 from __future__ import annotations

@@ -14,11 +14,12 @@ whose reservation it refuses until the calls in flight settle, and ends submissi
 refuses one with nothing in flight. A record that cannot be stored ends submission at once:
 the calls in flight land (their records are written if they can be), nothing more is sent. A
 model whose every call fails with an error of its endpoint's (`tasks.endpoints`) is not asked
-again.
+again. A Ray head that stops answering (`tasks.head`) ends the run: nothing more is sent or
+replaced, and the calls in flight are counted as sent and not stored.
 
 What is left when the run ends is counted by what was sent: `abandoned` were asked and have
-no record (in flight when the drain time ran out, or sent by a worker lost since and not sent
-again), so they may have been paid for; `not_started` were never sent.
+no record (in flight when the drain time ran out or the head was lost, or sent by a lost
+worker and not sent again), so they may have been paid for; `not_started` were never sent.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from core.types import Part
 from storage.layout import ItemKey
 from tasks.budget import Budget
 from tasks.endpoints import Endpoints
+from tasks.head import HeadWatch
 from tasks.pool import Crew
 from tasks.work import WorkItem
 from tasks.worker import ClaimLost, Outcome
@@ -69,6 +71,7 @@ class Dispatched:
     budget_reached: bool = False
     write_failed: str = ""  # the first record that could not be stored, and why
     down: dict[str, str] = field(default_factory=dict)  # caller -> its endpoint's last error
+    head_lost: str = ""  # the Ray head stopped answering: what the watch said
 
     def count(self, outcomes: list[Outcome]) -> None:
         self.submitted += len(outcomes)
@@ -97,6 +100,7 @@ def dispatch(
     stop_requested: Callable[[], bool] = lambda: False,
     drain_s: float = 10.0,
     budget: Budget | None = None,
+    head: HeadWatch | None = None,
 ) -> Dispatched:
     """Run every job on the crew's `workers` (claimed, see `tasks.pool`); never more than
     the limits in flight. The workers, replacements included, are ended with the crew.
@@ -203,6 +207,8 @@ def dispatch(
         """The worker died (node lost) or no longer serves the run's claim: replace it and
         send its items again, rechecked."""
         worker = pool[index]
+        if head is not None and not head.answers():  # the head is lost: nothing is replaced
+            return
         if isinstance(exc, ClaimLost) or _is_dead(worker.actor):
             log.warning("a worker was lost (%s); starting a replacement", type(exc).__name__)
             pool[index] = _Worker(crew.new())
@@ -264,23 +270,28 @@ def dispatch(
                 continue
             landed(index, outcomes)
 
+    def head_lost() -> bool:
+        if head is not None and not result.head_lost:
+            result.head_lost = head.lost() or ""
+        return bool(result.head_lost)
+
     def sending() -> bool:
-        return not (stop_requested() or result.write_failed)
+        return not (stop_requested() or result.write_failed or head_lost())
 
     try:
         if sending():
             fill()
         # After a failed write nothing more is sent, but what is in flight lands.
-        while in_flight() and not stop_requested():
+        while in_flight() and not stop_requested() and not head_lost():
             collect(timeout=POLL_S)
             if sending():
                 fill()
         left = sum(len(q) for q in queues.values()) + left_untaken()
-        ended = result.budget_reached or bool(result.write_failed)
-        result.stopped = bool(in_flight() or (left and not ended))
-        if in_flight():
+        ended = result.budget_reached or bool(result.write_failed) or head_lost()
+        result.stopped = not head_lost() and bool(in_flight() or (left and not ended))
+        if in_flight() and not head_lost():
             deadline = time.monotonic() + drain_s
-            while in_flight() and time.monotonic() < deadline:
+            while in_flight() and time.monotonic() < deadline and not head_lost():
                 collect(timeout=min(POLL_S, max(0.0, deadline - time.monotonic())))
         result.abandoned += in_flight()
         for queue in queues.values():
@@ -288,9 +299,10 @@ def dispatch(
         result.not_started += left_untaken()
         result.down.update(endpoints.down())
     finally:
-        for ref in collecting:
-            ray.cancel(ref)
-        crew.end([*(w.actor for w in pool), *retired])
+        if not head_lost():  # with the head gone there is no one to cancel or end them
+            for ref in collecting:
+                ray.cancel(ref)
+            crew.end([*(w.actor for w in pool), *retired])
     return result
 
 

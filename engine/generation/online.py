@@ -35,7 +35,7 @@ def generate(run_plan: RunPlan) -> RunOutcome:
     """
 
     from engine.generation.progress import Progress
-    from engine.generation.ray_session import ensure_ray
+    from engine.generation.ray_session import ensure_ray, watch_head
     from providers.retry import RetryPolicy
     from tasks.budget import Budget
     from tasks.dispatch import dispatch
@@ -99,18 +99,20 @@ def generate(run_plan: RunPlan) -> RunOutcome:
     workers = crew.gather(workers_for(request.workers, total))  # ended by dispatch
     started = time.monotonic()
     try:
-        dispatched = dispatch(
-            jobs,
-            crew,
-            workers,
-            max_in_flight=request.max_in_flight,
-            per_model_limit={m: c.max_concurrency for m, c in run.configs.items()},
-            on_progress=progress.update,
-            follow_up=follow_up,
-            stop_requested=STOP.requested,
-            drain_s=DRAIN_S,
-            budget=budget,
-        )
+        with watch_head() as head:  # a head lost ends the run (`tasks.head`)
+            dispatched = dispatch(
+                jobs,
+                crew,
+                workers,
+                max_in_flight=request.max_in_flight,
+                per_model_limit={m: c.max_concurrency for m, c in run.configs.items()},
+                on_progress=progress.update,
+                follow_up=follow_up,
+                stop_requested=STOP.requested,
+                drain_s=DRAIN_S,
+                budget=budget,
+                head=head,
+            )
     finally:
         progress.close()
     outcome = summarize_outcomes(run.run_id, dispatched, time.monotonic() - started)
@@ -122,6 +124,7 @@ def generate(run_plan: RunPlan) -> RunOutcome:
         )
         log.warning("run %s: budget reached: %s", run.run_id, outcome.budget_reached)
     outcome.store_failed = dispatched.write_failed or None
+    outcome.ray_lost = dispatched.head_lost or None
     outcome.endpoints_down = {
         caller: f"{run.configs[caller].endpoint()} ({error})"
         for caller, error in dispatched.down.items()

@@ -1,14 +1,17 @@
 """Joining Ray: the cluster RAY_ADDRESS names (the private head `evalfleet run` starts, or a
-real cluster), else a local instance started here."""
+real cluster), else a local instance started here; and watching that its head still answers."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import threading
 
 import ray
+
+from tasks.head import HeadWatch
 
 
 def ensure_ray() -> None:
@@ -35,3 +38,14 @@ def _join() -> None:
     if main:
         # ray.init installs a SIGTERM handler that exits at once; keep ours (graceful stop).
         signal.signal(signal.SIGTERM, sigterm)
+
+
+def watch_head() -> contextlib.AbstractContextManager[HeadWatch | None]:
+    """A watch on the head of the Ray this process joined (`tasks.head`), while entered; None
+    where Ray does not say where its head is (a Ray Client connection)."""
+    try:
+        address = ray.get_runtime_context().gcs_address
+    except Exception as exc:  # Ray Client and other modes: no address to watch
+        logging.getLogger("evalfleet").debug("the Ray head is not watched: %r", exc)
+        address = None
+    return HeadWatch(address) if address else contextlib.nullcontext(None)

@@ -1,6 +1,6 @@
 """What a run's evaluation did (`RunOutcome`), and how a run that did not finish says so:
 stopped by a signal (what was kept, how to resume), or failed (a record it could not store,
-a model every call to which failed). What is left is told by what was sent:
+a model every call to which failed, a Ray head lost). What is left is told by what was sent:
 asked and not stored (may have been paid for; asked again by a resume), and never sent."""
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ class RunOutcome:
     finish_cap_usd: float | None = None  # a cap that would finish it
     store_failed: str | None = None  # a record the store refused: nothing more was sent
     endpoints_down: dict[str, str] = field(default_factory=dict)  # model -> endpoint (error)
+    ray_lost: str | None = None  # the Ray head stopped answering: the run ended there
     batch: Counter[str] = field(default_factory=Counter)  # batch rounds: submitted, ended, ...
     batch_jobs_open: int = 0
     batch_lines_open: int = 0
@@ -38,7 +39,7 @@ class RunOutcome:
     @property
     def failed(self) -> bool:
         """The run did not do its job (`check_done` says why)."""
-        return bool(self.store_failed or self.endpoints_down)
+        return bool(self.store_failed or self.endpoints_down or self.ray_lost)
 
     def add(self, later: RunOutcome) -> RunOutcome:
         """This outcome followed by `later`'s (the batch rounds after the online step)."""
@@ -56,6 +57,7 @@ class RunOutcome:
         self.finish_cap_usd = self.finish_cap_usd or later.finish_cap_usd
         self.store_failed = self.store_failed or later.store_failed
         self.endpoints_down = {**self.endpoints_down, **later.endpoints_down}
+        self.ray_lost = self.ray_lost or later.ray_lost
         self.batch.update(later.batch)
         self.batch_jobs_open = later.batch_jobs_open
         self.batch_lines_open = later.batch_lines_open
@@ -93,16 +95,24 @@ def interrupted_message(outcome: RunOutcome) -> str:
 
 
 class RunFailed(Exception):
-    """The run did not do its job: a record could not be stored, or every call to a model
-    failed. The message says what failed; the same command resumes it once that is fixed."""
+    """The run did not do its job: a record could not be stored, every call to a model
+    failed, or the Ray head was lost. The message says what failed; the same command resumes
+    it once that is fixed."""
 
     exit_code = 4
 
 
 def check_done(outcome: RunOutcome) -> None:
-    """Raise RunFailed when the evaluation stopped on a record it could not store, or a model
-    every call to which failed (`tasks.dispatch`); nothing is aggregated then."""
+    """Raise RunFailed when the evaluation stopped on a record it could not store, a model
+    every call to which failed, or a lost Ray head (`tasks.dispatch`); nothing is aggregated
+    then."""
     problems = []
+    if outcome.ray_lost:
+        problems.append(
+            f"{outcome.ray_lost}, so the run ended: {what_was_sent(outcome)}; start the Ray "
+            "cluster again (its head's logs say why it stopped; without RAY_ADDRESS a run "
+            "starts a Ray of its own)"
+        )
     if outcome.store_failed:
         unstored = outcome.statuses["write_failed"]
         problems.append(
