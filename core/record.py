@@ -162,6 +162,11 @@ class Record:
         """Some of its cost comes from locally counted tokens, not the provider's usage."""
         return any(attempt.estimated for attempt in self.ledger)
 
+    @property
+    def estimated_cost_usd(self) -> float:
+        """The part of its cost priced on locally counted tokens."""
+        return sum(attempt.cost_usd for attempt in self.ledger if attempt.estimated)
+
     def to_bytes(self) -> bytes:
         return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":")).encode()
 

@@ -49,6 +49,8 @@ class Listing:
     ok: dict[ItemKey, dict[str, str]] = field(default_factory=dict)
     failed: dict[ItemKey, dict[str, str]] = field(default_factory=dict)
     empty: set[str] = field(default_factory=set)  # zero-byte records (known from S3 sizes)
+    # older failures of an item's request, behind its latest one (each a call that was billed)
+    superseded: list[str] = field(default_factory=list)
 
 
 @collector.held_back()
@@ -79,7 +81,32 @@ def list_records(store: Store, run_id: str, stages: tuple[str, ...]) -> Listing:
                 previous = per_item.get(hash_prefix)
                 if previous is None or key > previous:  # the latest failure wins (ms in key)
                     per_item[hash_prefix] = key
+                    if previous is not None:
+                        listing.superseded.append(previous)
+                else:
+                    listing.superseded.append(key)
     return listing
+
+
+def unscored_keys(listing: Listing, scored: dict[ItemKey, str]) -> list[str]:
+    """The record keys of a listing no table scores, whose calls were billed all the same:
+    failures answered again later, older failures of the same request, and records of a
+    request asked differently before (stale). `scored` is the answers' scored records; a
+    judgement's scored record is its answer, else its latest failure (a judgement asked
+    differently before is not counted here)."""
+    out = list(listing.superseded)
+    answer = layout.ANSWER
+    for side in (listing.ok, listing.failed):
+        for item, per_prefix in side.items():
+            if item.stage == answer:
+                chosen = scored.get(item)
+                if len(per_prefix) > 1 or chosen is None or side is listing.failed:
+                    out.extend(key for key in per_prefix.values() if key != chosen)
+            elif side is listing.failed:
+                answered = listing.ok.get(item)
+                if answered:
+                    out.extend(key for prefix, key in per_prefix.items() if prefix in answered)
+    return out
 
 
 def _misplaced(run_id: str, prefix: str, keys: list[str], records: set[str]) -> list[str]:

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from benchmarks.interface import Answered, Benchmark, ScoredItem
+from core.record import Record
 from engine.run.ledger import unrecorded
 from engine.run.state import Listing, Reconciled
 from engine.scoring.shards import SAMPLES_SCHEMA, Shard, score_shard
@@ -147,7 +148,14 @@ def score_run(run: StoredRun, pool: WorkerPool | None = None) -> Scored:
             files = data.benchmark.extra_files(answered[name], data.by_id, data.options)
             for path, blob in files.items():
                 extra_files[f"{name}/{path}"] = blob
-    # billed attempts of calls that stored no record cost the run too (their ledger entries)
+    # Billed calls no table scores cost the run too: records of failures answered again
+    # later or of requests asked differently before, and the ledger entries of calls that
+    # stored no record.
+    for key, blob in run.store.get_many(run.unscored).items():
+        record = Record.read(blob)
+        if record is not None:
+            usage.add_unscored(record)
+            scored_keys.append(f"billed:{key}")
     for entry in unrecorded(run.store, run.run_id):
         usage.add_unrecorded(entry)
         scored_keys.append(f"ledger:{entry.call_id}-{entry.attempt.number}")

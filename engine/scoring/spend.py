@@ -94,6 +94,36 @@ class UsageSums:
         row["reasoning_tokens"] += tokens.reasoning_tokens
         row["cost_usd"] += record.spent_usd
 
+    def add_unscored(self, record: Record) -> None:
+        """A record no table scores (a failure answered again later, a request asked
+        differently before): its billed attempts, all of them before the item's last."""
+        prefix = "judge_" if record.stage == JUDGE else ""
+        row = self._row(record.model, record.benchmark)
+        tokens, cost = record.tokens, record.cost
+        row[prefix + "input_tokens"] += tokens.input_tokens
+        row[prefix + "output_tokens"] += tokens.output_tokens
+        row[prefix + "reasoning_tokens"] += tokens.reasoning_tokens
+        row[prefix + "cached_input_tokens"] += tokens.cached_input_tokens
+        row[prefix + "cost_usd"] += record.spent_usd
+        row[prefix + "billed_attempts"] += record.billed_attempts
+        row[prefix + "retry_cost_usd"] += record.spent_usd
+        row[prefix + "estimated_cost_usd"] += record.estimated_cost_usd
+        if cost is not None:
+            row[prefix + "cached_input_cost_usd"] += cost.cached_input
+            row[prefix + "reasoning_cost_usd"] += cost.reasoning
+            if not prefix:
+                row["input_cost_usd"] += cost.input
+                row["output_cost_usd"] += cost.output
+        if record.stage == JUDGE and record.judge_model:
+            judge = self.judge_rows.setdefault(
+                (record.model, record.benchmark, record.judge_model),
+                dict.fromkeys(JUDGE_USAGE_COLUMNS[3:], 0),
+            )
+            judge["input_tokens"] += tokens.input_tokens
+            judge["output_tokens"] += tokens.output_tokens
+            judge["reasoning_tokens"] += tokens.reasoning_tokens
+            judge["cost_usd"] += record.spent_usd
+
     def add_unrecorded(self, entry: LedgerEntry) -> None:
         """A billed attempt of a call that stored no record (its ledger entry), under the
         model whose answer it was for."""
@@ -213,8 +243,7 @@ def _add(spent: dict[str, float], prefix: str, record: Record) -> None:
     spent[billed] += record.billed_attempts
     if record.ledger:
         spent[retried] += record.retry_cost_usd
-        if record.cost_estimated:
-            spent[estimated] += sum(a.cost_usd for a in record.ledger if a.estimated)
+        spent[estimated] += record.estimated_cost_usd
     cost = record.cost
     if cost is not None:
         spent[cached_cost] += cost.cached_input

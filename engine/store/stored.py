@@ -19,6 +19,7 @@ from engine.run.state import (
     list_records,
     reconcile,
     reconcile_keys,
+    unscored_keys,
 )
 from engine.store.manifest import read_plan, require_manifest
 from storage import layout
@@ -40,6 +41,8 @@ class StoredRun:
     judgements: list[WorkItem]
     judge_state: Reconciled
     judge_listing: Listing = field(default_factory=Listing)  # when read without records
+    # records no table scores, whose calls were billed (`unscored_keys`; when read without)
+    unscored: list[str] = field(default_factory=list)
     listed: AnswerCounts | None = None  # answers done and failed as `runs` counts them
 
     @property
@@ -75,6 +78,7 @@ def read_states(run: StoredRun, *, read: bool = True) -> None:
         pairs = (pair for name in space.names for pair in space.keys_and_hashes(name))
         run.answer_state = reconcile_keys(listing, pairs)
         run.judge_listing = _judgements_of(listing) if run.judges else Listing()
+        run.unscored = unscored_keys(listing, run.answer_state.record_key)
         return
     answers = answer_items(run)
     run.answer_state = reconcile(run.store, listing, answers, read=True)

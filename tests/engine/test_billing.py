@@ -27,6 +27,7 @@ RULES = [
     {"match": "*-spent", "faults": {"empty_length": 1.0}},
     {"match": "*-nousage", "faults": {"no_usage": 1.0}},
     {"match": "*-negusage", "faults": {"negative_usage": 1.0}},
+    {"match": "*-halfempty", "faults": {"empty_content": 0.5}},
 ]
 ITEMS = 4  # --limit 2, --epochs 1: two samples, greedy and one sampled epoch
 
@@ -165,3 +166,33 @@ def test_a_cap_below_the_bill_of_retried_answers_stops_the_run(
     assert recorded_attempts(runs, "cap") == pytest.approx(bill, abs=1e-12)
     line = [x for x in done.stderr.splitlines() if x.startswith("budget reached")][0]
     assert line.startswith(f"budget reached: spent ${paid:.4f} of the $0.0030 cap")
+
+
+def test_the_tables_count_failures_answered_again_on_resume(
+    run_cli, demo_dataset, answer_key, tmp_path
+):
+    """A failed call's record stays beside the answer a resume got: the table scores the
+    answer and counts what both cost."""
+    import pandas as pd
+
+    runs, log = tmp_path / "runs", tmp_path / "sim.jsonl"
+    model = "openai/sim-0.5-halfempty"
+    with start_simulator(answer_key, {"rules": RULES, "latency": {"ms": 2}}, log) as sim:
+        args = ["run", "-m", model, "-b", "zerobench", "--epochs", "5"]
+        args += ["--dataset-path", demo_dataset, "--store", str(runs), "--run-id", "again"]
+        args += ["--simulator-url", sim.url]
+        first = run_cli(*args)
+        failed = [r for r in records(runs, "again") if r.failed]
+        second = run_cli(*args)
+        sim.flush_log()
+        bill = billed(log, sim.url)
+    assert first.returncode == 0 and second.returncode == 0, second.stderr
+    assert failed  # 24 items, each failing all three of its attempts with odds 1/8
+    stored = records(runs, "again")
+    assert len(stored) == 24 + len(failed)  # the failures are kept beside the answers
+    assert recorded_attempts(runs, "again") == pytest.approx(bill, abs=1e-12)
+    latest = json.loads((runs / "again" / "results" / "latest.json").read_text())["version"]
+    usage = pd.read_parquet(runs / "again" / "results" / latest / "usage.parquet")
+    assert usage["cost_usd"].sum() == pytest.approx(round(sum(bill.values()), 6), abs=2e-6)
+    assert usage["billed_attempts"].sum() == len(bill)
+    assert usage["answers"].sum() == 24
