@@ -275,6 +275,23 @@ def dispatch(
             result.head_lost = head.lost() or ""
         return bool(result.head_lost)
 
+    def unsent_in_workers() -> int:
+        """Of the items still in flight, how many no request went out for (each worker is
+        asked; one that does not answer within a second counts all its own as sent)."""
+        asks = {
+            worker.actor.unsent.remote(crew.claim, list(worker.outstanding)): worker
+            for worker in pool
+            if worker.outstanding
+        }
+        ready, _ = ray.wait(list(asks), num_returns=len(asks), timeout=1.0)
+        count = 0
+        for ref in ready:
+            try:
+                count += len(ray.get(ref))
+            except (*WORKER_LOST, ray.exceptions.RayTaskError):
+                continue
+        return count
+
     def sending() -> bool:
         return not (stop_requested() or result.write_failed or head_lost())
 
@@ -293,7 +310,12 @@ def dispatch(
             deadline = time.monotonic() + drain_s
             while in_flight() and time.monotonic() < deadline and not head_lost():
                 collect(timeout=min(POLL_S, max(0.0, deadline - time.monotonic())))
-        result.abandoned += in_flight()
+        if in_flight() and not head_lost():
+            never_asked = unsent_in_workers()
+            result.not_started += never_asked
+            result.abandoned += in_flight() - never_asked
+        else:
+            result.abandoned += in_flight()
         for queue in queues.values():
             unsent(queue)
         result.not_started += left_untaken()

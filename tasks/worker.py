@@ -238,6 +238,7 @@ class CompletionWorker:
         self._landed: list[Outcome | BaseException] = []
         self._landing: asyncio.Event | None = None  # made on the actor's event loop
         self._running: set[asyncio.Task] = set()
+        self._sent: set[ItemKey] = set()  # in flight with a request sent (not only queued)
 
     # -- claims --------------------------------------------------------------------------
 
@@ -348,11 +349,19 @@ class CompletionWorker:
             self._landing = asyncio.Event()
         return self._landing
 
+    async def unsent(self, claim: str, keys: list[ItemKey]) -> list[ItemKey]:
+        """Of these items in flight here, those whose request has not gone out yet (waiting
+        for a rate-limit slot or their prompt): what an interrupted run never asked."""
+        self._check(claim)
+        return [key for key in keys if key not in self._sent]
+
     async def _land(self, item: WorkItem, prompt: Any) -> None:
         try:
             outcome: Outcome | BaseException = await self.run(item, prompt)
         except Exception as exc:  # surfaced to the driver by the next collect
             outcome = exc
+        finally:
+            self._sent.discard(item.key)
         self._landed.append(outcome)
         self._event().set()
 
@@ -406,6 +415,7 @@ class CompletionWorker:
                 charge = lease.charge_for(estimate)
                 await lease.acquire(charge)
             t0 = time.monotonic()
+            self._sent.add(item.key)
             try:
                 answer = await client.complete(parts, item.decoding)
             except ProviderError as exc:

@@ -4,7 +4,9 @@ simulator's own request log.
 Two models at once: one answers in 1.5 s (its calls in flight at the stop land during the
 drain and are stored), the other in 30 s (its calls are cut off when the drain time runs out:
 the simulator logs each as status 499, client closed). The run is `evalfleet run` in its own
-process group, joined to the session's Ray and Prefect server; Ctrl-C goes to the group.
+process group, joined to the session's Ray and Prefect server; Ctrl-C goes to the group. With
+the slow model rate limited, calls wait in the workers for their slot: handed to a worker,
+but never sent.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ SAID = re.compile(
 )
 
 
+@pytest.mark.parametrize("limits", [(), ("--rpm", f"{SLOW}=3")], ids=["free", "rate-limited"])
 def test_an_interrupt_tells_sent_and_unsent_apart(
-    ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path
+    limits, ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path
 ):
     assert LATENCY["sim-0.5-slow"] / 1000 > DRAIN_S + 10  # the slow calls outlast the drain
     tag = uuid.uuid4().hex
@@ -50,7 +53,7 @@ def test_an_interrupt_tells_sent_and_unsent_apart(
     with start_simulator(answer_key, {"rules": rules}, sim_log) as sim:
         args = ["run", "-m", FAST, "-m", SLOW, "--dataset-path", demo_dataset, "--epochs", "2"]
         args += ["--run-id", "counts", "--store", str(runs), "--simulator-url", sim.url]
-        args += ["--max-in-flight", "8", "--workers", "1"]
+        args += ["--max-in-flight", "8", "--workers", "1", *limits]
         process = start(args, env, log)
         deadline = time.monotonic() + 120
         # Fast answers have landed, so the slow model's calls have been in flight a while.
