@@ -63,7 +63,9 @@ def keep(path: Path) -> None:
 
 
 def _remove(path: Path) -> None:
-    if path in _kept or os.environ.get("EVALFLEET_KEEP_WORK"):
+    from core import settings
+
+    if path in _kept or settings.KEEP_WORK.get():
         print(f"work folder kept: {path}", file=sys.stderr)
         return
     shutil.rmtree(path, ignore_errors=True)

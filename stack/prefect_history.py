@@ -20,7 +20,6 @@ found before the server starts (`damage`, a quick check of a few milliseconds) a
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -52,8 +51,9 @@ def parse_kept(raw: str, source: str = "--keep-flow-runs") -> int:
 
 
 def kept_from_env() -> int:
-    raw = os.environ.get(ENV)
-    return DEFAULT if raw is None else parse_kept(raw, ENV)
+    from core import settings
+
+    return int(settings.KEEP_FLOW_RUNS.get())
 
 
 def damage(database: Path) -> str | None:

@@ -111,8 +111,8 @@ def test_how_many_runs_to_keep_is_a_whole_number_of_at_least_one(raw, monkeypatc
     with pytest.raises(ConfigError) as caught:
         kept_from_env()
     assert str(caught.value) == (
-        f"{ENV} {raw!r}: give how many flow runs the temporary Prefect server keeps, a whole "
-        "number of at least 1"
+        f"{ENV}={raw} is not a whole number from 1 to 1000000; set it to one, such as 10, or "
+        "unset it"
     )
     assert parse_kept("7") == 7
 
