@@ -21,7 +21,7 @@ ENV UV_COMPILE_BYTECODE=1 \
     EVALFLEET_HOME=/home/evalfleet/.evalfleet \
     PREFECT_SERVER_ANALYTICS_ENABLED=false \
     RAY_USAGE_STATS_ENABLED=0 \
-    RAY_preload_python_modules=tasks.ray_setup \
+    RAY_preload_python_modules=evalfleet.tasks.ray_setup \
     MPLBACKEND=Agg
 
 WORKDIR /app
@@ -30,8 +30,7 @@ COPY pyproject.toml uv.lock README.md ./
 RUN uv sync --frozen --no-dev --no-install-project
 COPY . .
 RUN uv sync --frozen --no-dev \
-    && python -m compileall -q cli flows stack reports engine tasks providers simulator \
-       benchmarks storage metrics core deployments
+    && python -m compileall -q src/evalfleet
 
 RUN useradd --create-home --uid 1000 evalfleet && chown -R evalfleet /app
 USER 1000

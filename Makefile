@@ -34,7 +34,7 @@ endif
 # about 9 s compiling some 6,000 modules from source.
 install: $(UV)
 	$(UV) sync --frozen --compile-bytecode
-	$(VENV)/bin/python -m compileall -q -j 0 cli flows stack reports engine tasks providers simulator benchmarks storage metrics core deployments >/dev/null
+	$(VENV)/bin/python -m compileall -q -j 0 src/evalfleet >/dev/null
 
 .bootstrap/bin/uv:
 	$(PYTHON) -m venv .bootstrap

@@ -42,7 +42,7 @@ def main(argv: list[str]) -> int:
 
 
 def page() -> str:
-    from cli.main import build_parser
+    from evalfleet.cli.main import build_parser
 
     commands = subcommands(build_parser())
     lines = [
@@ -96,8 +96,8 @@ def subcommands(parser: argparse.ArgumentParser, prefix: str = "") -> dict[str, 
 
 
 def run_options(run_parser: argparse.ArgumentParser) -> list[str]:
-    from cli.options import PREFIX, _base, _flag, flag_names, request_schema, schema_facts
-    from engine.run.request import EvalRequest
+    from evalfleet.cli.options import PREFIX, _base, _flag, flag_names, request_schema, schema_facts
+    from evalfleet.engine.run.request import EvalRequest
 
     schema = request_schema()["properties"]
     rows = []
@@ -202,8 +202,8 @@ def limits_of(facts: dict[str, Any]) -> str:
 
 
 def benchmark_options() -> list[str]:
-    from benchmarks import registry
-    from cli.options import _base, _inline, option_flag, schema_facts
+    from evalfleet.benchmarks import registry
+    from evalfleet.cli.options import _base, _inline, option_flag, schema_facts
 
     lines = []
     for bench in registry.all_benchmarks():

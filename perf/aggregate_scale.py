@@ -35,10 +35,10 @@ def write_run(work: Path, models: int, samples: int, epochs: int) -> int:
     """The run's manifest and plan, and one record per answer (about a third right)."""
     from synthetic import synthetic_run
 
-    from core.record import Cost, Record, Usage
-    from engine.run.items import answer_items
-    from engine.store.manifest import open_run
-    from storage.local import LocalStore
+    from evalfleet.core.record import Cost, Record, Usage
+    from evalfleet.engine.run.items import answer_items
+    from evalfleet.engine.store.manifest import open_run
+    from evalfleet.storage.local import LocalStore
 
     run = synthetic_run(RUN_ID, work / "runs", models=models, samples=samples, epochs=epochs)
     open_run(run.store, run.manifest, run.data, extend=False)
@@ -97,7 +97,7 @@ def main() -> None:
         else:
             records = args.models * args.samples * args.epochs
         print(f"wrote {records} records in {time.monotonic() - started:.0f} s", flush=True)
-        command = [sys.executable, "-m", "cli.main", "aggregate", RUN_ID]
+        command = [sys.executable, "-m", "evalfleet.cli.main", "aggregate", RUN_ID]
         command += ["--store", str(work / "runs")]
         from throughput import TreePeak
 

@@ -39,8 +39,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.protocols import Sampling, decodings  # noqa: E402
-from core.types import Decoding, Part, Sample  # noqa: E402
+from evalfleet.benchmarks.protocols import Sampling, decodings  # noqa: E402
+from evalfleet.core.types import Decoding, Part, Sample  # noqa: E402
 
 API_KEY = "simulator-key"  # what the pipeline sends the simulator (EVALFLEET_SIMULATOR_API_KEY)
 
@@ -280,7 +280,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--simulator-pid", type=int, default=None, help="report its CPU too")
     args = parser.parse_args(argv)
 
-    from benchmarks.zerobench.dataset import load_samples
+    from evalfleet.benchmarks.zerobench.dataset import load_samples
 
     samples, _ = load_samples("zerobench", args.dataset)
     sampling = Sampling(args.temperature, args.top_p, args.max_tokens, args.base_seed)

@@ -48,8 +48,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from evalfleet.tasks.ray_setup import RAY_SYSTEM_CONFIG  # noqa: E402
 from perf.work import keep, work_folder  # noqa: E402
-from tasks.ray_setup import RAY_SYSTEM_CONFIG  # noqa: E402
 from tests.support.leftovers import removed_afterwards  # noqa: E402
 
 CANARY = "sk-chaos-canary-" + uuid.uuid4().hex
@@ -87,7 +87,7 @@ class Chaos:
         args += ["--dataset-path", self.dataset, "--run-id", "chaos", "--store", self.store]
         args += ["--s3-endpoint-url", self.s3.endpoint, "--simulator-url", self.sim_url]
         args += ["--timeout-s", "4", "--max-in-flight", "32", "--workers", "2"]
-        return [sys.executable, "-m", "cli.main", *args, *extra]
+        return [sys.executable, "-m", "evalfleet.cli.main", *args, *extra]
 
     def start(self, *extra: str) -> subprocess.Popen:
         out = self.work / f"run-{len(self.outputs)}.log"
@@ -156,9 +156,9 @@ class Chaos:
         from prefect.testing.utilities import prefect_test_harness
         from ray.cluster_utils import Cluster
 
-        from benchmarks.answer_key import write_answer_key
+        from evalfleet.benchmarks.answer_key import write_answer_key
+        from evalfleet.simulator.process import start_simulator
         from perf.throughput import write_dataset
-        from simulator.process import start_simulator
         from tests.support.s3_server import FAKE_AWS_ENV, Chaos, MotoS3Server
 
         os.environ.update(FAKE_AWS_ENV)
@@ -216,8 +216,8 @@ class Chaos:
     # --- the figures ----------------------------------------------------------------------
 
     def report(self, logs: list[Path], prefect_texts: list[str], cluster) -> None:
-        from simulator.answering import prompt_sha256
-        from storage import layout
+        from evalfleet.simulator.answering import prompt_sha256
+        from evalfleet.storage import layout
 
         entries = [json.loads(x) for path in logs for x in path.read_text().splitlines()]
         usable = [e for e in entries if e["status"] == 200 and e.get("outcome") in USABLE]
@@ -254,9 +254,9 @@ class Chaos:
 
     def items(self, prompt_sha256) -> dict[tuple[str, str, int], object]:
         """(simulator model name, prompt sha256, seed) -> the run's item key."""
-        from engine.prepare.resolve import resolve
-        from engine.run.items import answer_items
-        from engine.run.request import EvalRequest
+        from evalfleet.engine.prepare.resolve import resolve
+        from evalfleet.engine.run.items import answer_items
+        from evalfleet.engine.run.request import EvalRequest
 
         os.environ["EVALFLEET_SIMULATOR_API_KEY"] = CANARY
         request = EvalRequest(

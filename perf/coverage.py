@@ -1,6 +1,6 @@
 """How often the 95 % intervals hold the truth at ZeroBench's scores: 2,000 simulated runs of
 100 questions a model gets right with p = 0.03, each run's interval by Wilson (the leaderboard's,
-`metrics.intervals.wilson`) and by Wald (value ± 1.959964·SE, clipped to [0, 1]).
+`evalfleet.metrics.intervals.wilson`) and by Wald (value ± 1.959964·SE, clipped to [0, 1]).
 
 Exact binomial arithmetic gives 0.969 for Wilson and 0.802 for Wald
 (`reference/statistics.md`); the simulated figures scatter around those.
@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from metrics.intervals import Z95, wilson  # noqa: E402
+from evalfleet.metrics.intervals import Z95, wilson  # noqa: E402
 
 
 def wald(k: int, n: int) -> tuple[float, float]:

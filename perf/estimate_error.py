@@ -44,9 +44,9 @@ def real_cost(run: Path) -> float:
 def main() -> None:
     import datasets
 
-    from benchmarks import registry
-    from benchmarks.answer_key import write_answer_key
-    from simulator.process import start_simulator
+    from evalfleet.benchmarks import registry
+    from evalfleet.benchmarks.answer_key import write_answer_key
+    from evalfleet.simulator.process import start_simulator
 
     datasets.disable_progress_bars()
     work = work_folder("estimate-error")

@@ -46,8 +46,8 @@ def main() -> None:
     parser.add_argument("--warm-runs", type=int, default=3)
     options = parser.parse_args()
 
-    from benchmarks.answer_key import write_answer_key
-    from simulator.process import start_simulator
+    from evalfleet.benchmarks.answer_key import write_answer_key
+    from evalfleet.simulator.process import start_simulator
 
     work = work_folder("first-result")
     dataset = write_dataset(work / "zerobench", 10)

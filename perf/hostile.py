@@ -33,10 +33,10 @@ def main() -> None:
     from prefect.settings import PREFECT_API_URL
     from prefect.testing.utilities import prefect_test_harness
 
-    from benchmarks.answer_key import write_answer_key
-    from benchmarks.zerobench.demo import write_demo_dataset
-    from simulator.process import start_simulator
-    from tasks.ray_setup import RAY_SYSTEM_CONFIG
+    from evalfleet.benchmarks.answer_key import write_answer_key
+    from evalfleet.benchmarks.zerobench.demo import write_demo_dataset
+    from evalfleet.simulator.process import start_simulator
+    from evalfleet.tasks.ray_setup import RAY_SYSTEM_CONFIG
     from tests.support.hostile import (
         SIMULATOR_CONFIG,
         all_cases,

@@ -82,9 +82,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from evalfleet.providers.retry import RetryPolicy  # noqa: E402
 from perf.throughput import descendants, proc_status_kb  # noqa: E402
 from perf.work import keep, work_folder  # noqa: E402
-from providers.retry import RetryPolicy  # noqa: E402
 from tests.support.leftovers import removed_afterwards  # noqa: E402
 
 FULL_QUESTIONS = 83_334  # x 2 models x 6 epochs = 1,000,008 items
@@ -188,9 +188,9 @@ class ItemIndex:
     run plans, nothing assumed."""
 
     def __init__(self, dataset: str, simulator_url: str, plan_store: Path) -> None:
-        from engine.prepare.resolve import resolve
-        from engine.run.request import EvalRequest
-        from simulator.answering import prompt_sha256
+        from evalfleet.engine.prepare.resolve import resolve
+        from evalfleet.engine.run.request import EvalRequest
+        from evalfleet.simulator.answering import prompt_sha256
 
         request = EvalRequest(
             models=list(MODELS),
@@ -262,7 +262,7 @@ def tally(
     (killed at, resumed at) when its request was in flight then: sent before the resume,
     its record perhaps not yet written WRITE_S after its answer left the simulator. One
     answer again per kill is `resent`; any more is `repeated`."""
-    from storage import LocalStore, layout
+    from evalfleet.storage import LocalStore, layout
 
     out = Tally(index.size)
     answered: Counter[int] = Counter()
@@ -355,10 +355,10 @@ class World:
         return self
 
     def _start(self) -> None:
-        from benchmarks.answer_key import write_answer_key
+        from evalfleet.benchmarks.answer_key import write_answer_key
+        from evalfleet.simulator.process import start_simulator
+        from evalfleet.stack import ray_cluster
         from perf.throughput import write_dataset
-        from simulator.process import start_simulator
-        from stack import ray_cluster
 
         o = self.options
         say(f"writing {o.questions} questions ({o.items} items) and {o.bare_questions} more")
@@ -382,7 +382,7 @@ class World:
         self.index = ItemIndex(self.dataset, self.sim.url, self.work / "plan-store")
 
     def add_node(self) -> None:
-        from stack import ray_cluster
+        from evalfleet.stack import ray_cluster
 
         index = len(self.nodes) + 1
         start = partial(ray_cluster.start_node, self.cluster, self.head.address, self.token, index)
@@ -392,8 +392,8 @@ class World:
         """A Ray head or node, started again if it failed to: Ray gives a raylet 30 s to
         register with the GCS, which a loaded 2-core machine can exceed. What the failed
         `ray start` left (its group: a raylet that came up late) is killed first."""
-        from stack.pidfiles import recorded
-        from stack.services import ServiceError
+        from evalfleet.stack.pidfiles import recorded
+        from evalfleet.stack.services import ServiceError
 
         for attempt in range(1, tries + 1):
             try:
@@ -410,7 +410,7 @@ class World:
         raise AssertionError("not reached")
 
     def __exit__(self, *exc: object) -> None:
-        from stack.state import stop
+        from evalfleet.stack.state import stop
 
         if self.sim is not None:
             self.sim.stop()
@@ -424,7 +424,7 @@ class World:
         Prefect server named (a run starts its own), a stack state folder of its own (never
         attached to a stack `evalfleet up` keeps on this machine), the home, and a tag every
         process of the command inherits."""
-        from stack.ray_cluster import ray_client_env
+        from evalfleet.stack.ray_cluster import ray_client_env
 
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "RAY_"))}
         for name in ("EVALFLEET_STORE", "EVALFLEET_SIMULATOR_URL"):
@@ -465,7 +465,7 @@ class World:
 
     def outage(self, seconds: float) -> tuple[float, float]:
         """Stop the simulator, wait, start it again on its port: (stopped at, back at)."""
-        from simulator.process import start_simulator
+        from evalfleet.simulator.process import start_simulator
 
         down = time.time()
         self.sim.stop()
@@ -535,7 +535,7 @@ class Run:
         self.output = self.world.work / f"{self.name}{suffix}.log"
         with self.output.open("w") as out:
             return subprocess.Popen(
-                [sys.executable, "-m", "cli.main", *self.args()],
+                [sys.executable, "-m", "evalfleet.cli.main", *self.args()],
                 cwd=ROOT,
                 env=self.world.env(self.tag),
                 stdout=out,
@@ -727,7 +727,7 @@ def timed_command(work: Path, env: dict[str, str], *args: str) -> tuple[float, f
     with out.open("w") as sink:
         started = time.perf_counter()
         process = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", *args],
+            [sys.executable, "-m", "evalfleet.cli.main", *args],
             cwd=ROOT,
             env=env,
             stdout=sink,

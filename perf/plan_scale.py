@@ -45,8 +45,8 @@ def main() -> None:
     import ray  # noqa: F401
     from synthetic import synthetic_run
 
-    import flows.evaluate  # noqa: F401  (what a run's driver holds: Prefect's engine, Ray)
-    from engine.prepare.plan import plan
+    import evalfleet.flows.evaluate  # noqa: F401  (what a run's driver holds: Prefect's engine, Ray)
+    from evalfleet.engine.prepare.plan import plan
 
     work = work_folder("plan-scale")
     started = time.perf_counter()

@@ -47,7 +47,7 @@ def flow_runs(database: Path) -> int:
 
 def forked_run(request, keep: int) -> None:
     """`run_request` in a child process, as the launcher runs a command; raises if it failed."""
-    from cli.launch import run_request
+    from evalfleet.cli.launch import run_request
 
     names = [t.name for t in threading.enumerate()]
     assert len(names) == 1, f"a fork copies a thread's locks, not the thread: {names}"
@@ -83,12 +83,12 @@ def main() -> None:
     for name in ("PREFECT_API_URL", "RAY_ADDRESS"):
         os.environ.pop(name, None)
 
-    from benchmarks.answer_key import write_answer_key
-    from benchmarks.zerobench.demo import write_demo_dataset
-    from cli.launcher import preload
-    from engine.run.request import EvalRequest
-    from simulator.process import start_simulator
-    from stack.services import LocalStack, state_dir
+    from evalfleet.benchmarks.answer_key import write_answer_key
+    from evalfleet.benchmarks.zerobench.demo import write_demo_dataset
+    from evalfleet.cli.launcher import preload
+    from evalfleet.engine.run.request import EvalRequest
+    from evalfleet.simulator.process import start_simulator
+    from evalfleet.stack.services import LocalStack, state_dir
 
     dataset = str(write_demo_dataset(work / "zerobench"))
     key = write_answer_key(dataset, ["zerobench"], work / "answers.jsonl")

@@ -39,9 +39,9 @@ RPM_MODEL, TPM_MODEL = "sim-0.5-rpm", "sim-0.5-tpm"
 
 def child(args: argparse.Namespace) -> None:
     """One run: a driver joined to the cluster (RAY_ADDRESS), no Prefect."""
-    from engine.pipeline import evaluate, plain_steps
-    from engine.prepare.resolve import resolve
-    from engine.run.request import EvalRequest
+    from evalfleet.engine.pipeline import evaluate, plain_steps
+    from evalfleet.engine.prepare.resolve import resolve
+    from evalfleet.engine.run.request import EvalRequest
 
     kind, value = args.limit.split("=")
     limits = {kind: {args.model: int(value)}}
@@ -111,9 +111,9 @@ def main() -> None:
 
     import ray
 
-    from benchmarks.answer_key import write_answer_key
+    from evalfleet.benchmarks.answer_key import write_answer_key
+    from evalfleet.simulator.process import start_simulator
     from perf.throughput import write_dataset
-    from simulator.process import start_simulator
 
     work = work_folder("ratelimit")
     dataset = write_dataset(work / "zerobench", args.questions)
@@ -125,7 +125,7 @@ def main() -> None:
             {"match": TPM_MODEL, "tokens_per_minute": args.tpm},
         ],
     }
-    from tasks.ray_setup import RAY_SYSTEM_CONFIG
+    from evalfleet.tasks.ray_setup import RAY_SYSTEM_CONFIG
 
     context = ray.init(include_dashboard=False, num_cpus=2, _system_config=RAY_SYSTEM_CONFIG)
     env = {**os.environ, "RAY_ADDRESS": context.address_info["gcs_address"]}

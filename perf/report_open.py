@@ -10,7 +10,7 @@ own tokens, latency and cost, so the index weighs what a real one does, and aggr
 for a million: about 10 minutes to write, 15 to aggregate here) with 64-pixel images
 (`--image-side`); `--work` runs again on a folder a run kept (EVALFLEET_KEEP_WORK=1),
 aggregating only a run without results. The report is written by
-`reports.report.write_report` in a child process (its time and peak memory measured); then
+`evalfleet.reports.report.write_report` in a child process (its time and peak memory measured); then
 Debian's chromium opens the page three times, applies filters and a sort over every item,
 and searches the responses for a text.
 
@@ -54,7 +54,7 @@ def write_dataset(path: Path, questions: int, side: int) -> str:
     import numpy as np
     from PIL import Image
 
-    from benchmarks.zerobench.dataset import upstream_features
+    from evalfleet.benchmarks.zerobench.dataset import upstream_features
 
     rng = np.random.default_rng(0)
 
@@ -81,11 +81,11 @@ def write_dataset(path: Path, questions: int, side: int) -> str:
 
 
 def build_run(work: Path, questions: int, epochs: int, side: int) -> tuple[object, int]:
-    from engine.prepare.resolve import resolve
-    from engine.run.items import answer_items
-    from engine.run.request import EvalRequest
-    from engine.store.manifest import open_run
-    from storage import open_store
+    from evalfleet.engine.prepare.resolve import resolve
+    from evalfleet.engine.run.items import answer_items
+    from evalfleet.engine.run.request import EvalRequest
+    from evalfleet.engine.store.manifest import open_run
+    from evalfleet.storage import open_store
 
     dataset = write_dataset(work / "zerobench", questions, side)
     request = EvalRequest(
@@ -157,7 +157,7 @@ def build_report(work: Path) -> tuple[Path, float, float]:
     """`write_report` in a child process: the page's path, seconds, peak RSS in MB."""
     # its own peak (VmHWM): ru_maxrss of a child counts what it had when forked from here
     code = (
-        "from reports.report import write_report; from storage import open_store;"
+        "from evalfleet.reports.report import write_report; from storage import open_store;"
         f"print(write_report(open_store({str(work / 'runs')!r}), 'big'));"
         "print(open('/proc/self/status').read().split('VmHWM:')[1].split()[0])"
     )
@@ -209,11 +209,11 @@ def main() -> None:
     large = questions * epochs * len(MODELS) > PAGED_ABOVE
     side = options.image_side or (64 if large else 384)
 
-    from engine.scoring.aggregate import aggregate_run
+    from evalfleet.engine.scoring.aggregate import aggregate_run
     from tests.support.browser import close, headless_chromium
 
     if options.work:  # the records of a kept work folder
-        from storage import open_store
+        from evalfleet.storage import open_store
 
         work, items = Path(options.work), questions * epochs * len(MODELS)
         store = open_store(str(work / "runs"))

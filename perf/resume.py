@@ -50,8 +50,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from evalfleet.storage.base import Store  # noqa: E402
 from perf.work import work_folder  # noqa: E402
-from storage.base import Store  # noqa: E402
 
 RUN_ID = "perf-resume"
 BUCKET = "evalfleet-perf"
@@ -66,14 +66,14 @@ def synthetic_items(samples: int, models: int, epochs: int, work: Path):
     """The synthetic run and its work items (real keys and request hashes)."""
     from synthetic import synthetic_run
 
-    from engine.run.items import answer_items
+    from evalfleet.engine.run.items import answer_items
 
     run = synthetic_run(RUN_ID, work / "plan-store", models=models, samples=samples, epochs=epochs)
     return run, answer_items(run)
 
 
 def record_bytes(item) -> bytes:
-    from core.record import Record
+    from evalfleet.core.record import Record
 
     key = item.key
     return Record(
@@ -97,11 +97,11 @@ def plan(store, run) -> tuple[float, Counter, int]:
 
 
 def planned(store, run):
-    """The plan's own listing and sweep (`engine.prepare.plan`), timed."""
-    from engine.prepare.plan import _sweep
-    from engine.run.items import AnswerSpace
-    from engine.run.state import list_records
-    from storage import layout
+    """The plan's own listing and sweep (`evalfleet.engine.prepare.plan`), timed."""
+    from evalfleet.engine.prepare.plan import _sweep
+    from evalfleet.engine.run.items import AnswerSpace
+    from evalfleet.engine.run.state import list_records
+    from evalfleet.storage import layout
 
     started = time.perf_counter()
     listing = list_records(store, RUN_ID, (layout.ANSWER,))
@@ -111,8 +111,8 @@ def planned(store, run):
 
 def read_back(local, run) -> float:
     """The read-back after the first requests: every record the plan counted, read and
-    decoded (`engine.run.state.undecodable`), none found undecodable."""
-    from engine.run.state import undecodable
+    decoded (`evalfleet.engine.run.state.undecodable`), none found undecodable."""
+    from evalfleet.engine.run.state import undecodable
 
     _, swept = planned(local, run)
     keys = swept.unverified
@@ -305,7 +305,7 @@ def time_s3(endpoint: str, run, items, stored: int, figures: Figures, args) -> N
     import boto3
     from botocore.config import Config
 
-    from storage import layout, open_store
+    from evalfleet.storage import layout, open_store
 
     s3 = open_store(f"s3://{BUCKET}/{PREFIX}", s3_endpoint_url=endpoint)
     if stored:
@@ -330,8 +330,8 @@ def time_s3(endpoint: str, run, items, stored: int, figures: Figures, args) -> N
 
 def planner_cpu(local, run, items, stored: int) -> None:
     """What the plan adds to the listing: the planner's own work on the same keys, no I/O."""
-    from core import collector
-    from storage import layout
+    from evalfleet.core import collector
+    from evalfleet.storage import layout
 
     keys = local.list(layout.stage_prefix(RUN_ID, layout.ANSWER))
     cpu, states, todo = plan(ListedKeys(keys), run)
@@ -358,7 +358,7 @@ def main() -> None:
         serve_s3(args.serve_s3)
         return
 
-    from storage import LocalStore
+    from evalfleet.storage import LocalStore
 
     work = work_folder("resume")
     t0 = time.perf_counter()

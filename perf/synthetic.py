@@ -6,20 +6,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.prepare.resolve import ResolvedRun
+from evalfleet.engine.prepare.resolve import ResolvedRun
 
 
 def synthetic_run(
     run_id: str, store_path: Path, *, models: int, samples: int, epochs: int
 ) -> ResolvedRun:
-    from benchmarks import registry
-    from benchmarks.protocols import Sampling, decodings
-    from core.types import Part, Sample
-    from engine.prepare.resolve import collect_keys, resolve_models
-    from engine.run.items import BenchmarkData
-    from engine.run.request import EvalRequest
-    from engine.store import manifest as manifests
-    from storage import open_store
+    from evalfleet.benchmarks import registry
+    from evalfleet.benchmarks.protocols import Sampling, decodings
+    from evalfleet.core.types import Part, Sample
+    from evalfleet.engine.prepare.resolve import collect_keys, resolve_models
+    from evalfleet.engine.run.items import BenchmarkData
+    from evalfleet.engine.run.request import EvalRequest
+    from evalfleet.engine.store import manifest as manifests
+    from evalfleet.storage import open_store
 
     request = EvalRequest(
         models=[f"openai/sim-0.{3 + i % 6}-m{i}" for i in range(models)],

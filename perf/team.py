@@ -89,10 +89,10 @@ class Rehearsal:
         return now
 
     def main(self) -> None:
-        from benchmarks.answer_key import write_answer_key
+        from evalfleet.benchmarks.answer_key import write_answer_key
+        from evalfleet.simulator.process import start_simulator
+        from evalfleet.stack.services import free_port
         from perf.throughput import write_dataset
-        from simulator.process import start_simulator
-        from stack.services import free_port
         from tests.support.helpers import wait_for_no_processes
         from tests.support.s3_server import FAKE_AWS_ENV, MotoS3Server
         from tests.support.stack import Stack
@@ -206,11 +206,11 @@ class Rehearsal:
 
     def count(self, log: Path) -> tuple[int, int]:
         """Usable answers without a stored record, and repeats no kill explains."""
-        from engine.prepare.resolve import resolve
-        from engine.run.items import answer_items
-        from engine.run.request import EvalRequest
-        from simulator.answering import prompt_sha256
-        from storage import layout, open_store
+        from evalfleet.engine.prepare.resolve import resolve
+        from evalfleet.engine.run.items import answer_items
+        from evalfleet.engine.run.request import EvalRequest
+        from evalfleet.simulator.answering import prompt_sha256
+        from evalfleet.storage import layout, open_store
 
         entries = [json.loads(x) for x in log.read_text().splitlines()]
         usable = [e for e in entries if e["status"] == 200 and e.get("outcome") in USABLE]

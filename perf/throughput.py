@@ -39,7 +39,7 @@ and the whole machine's busy cores (another user's load shows up there); memory:
   bytes_per_item         the driver's growth while dispatching: its peak RSS during dispatch
                          (VmHWM reset with /proc/self/clear_refs as dispatch starts) minus its
                          RSS then, over N (what holding the outcomes of N items costs)
-The probes wrap `tasks.dispatch.dispatch` from here; no pipeline code changes.
+The probes wrap `evalfleet.tasks.dispatch.dispatch` from here; no pipeline code changes.
 
 Usage: python perf/throughput.py [--questions 500] [--models 2] [--latency-ms 200]
                                  [--in-flight 256] [--workers 2] [--scale]
@@ -74,7 +74,7 @@ from perf.work import work_folder  # noqa: E402
 
 
 def write_key(dataset: str, path: Path) -> Path:
-    from benchmarks.answer_key import write_answer_key
+    from evalfleet.benchmarks.answer_key import write_answer_key
 
     return write_answer_key(dataset, ["zerobench"], path)
 
@@ -83,7 +83,7 @@ def write_dataset(path: Path, questions: int) -> str:
     import datasets
     from PIL import Image
 
-    from benchmarks.zerobench.dataset import upstream_features
+    from evalfleet.benchmarks.zerobench.dataset import upstream_features
 
     def png(i: int) -> bytes:
         buffer = io.BytesIO()
@@ -221,9 +221,9 @@ class DispatchProbe:
         self.done = threading.Event()
 
     def install(self) -> None:
-        import tasks.dispatch
+        import evalfleet.tasks.dispatch
 
-        original = tasks.dispatch.dispatch
+        original = evalfleet.tasks.dispatch.dispatch
 
         def probed(*args, **kwargs):
             self.start()
@@ -232,7 +232,7 @@ class DispatchProbe:
             finally:
                 self.end()
 
-        tasks.dispatch.dispatch = probed
+        evalfleet.tasks.dispatch.dispatch = probed
 
     def look(self) -> None:
         for pid in worker_pids() | set(self.workers):
@@ -285,15 +285,15 @@ def run_pipeline(args, dataset: str, work: Path, sim, models: list[str]) -> dict
     """The `evaluate` flow in this process, as `evalfleet run` runs it: against a temporary
     Prefect server and a private Ray head that this process starts (not Prefect's in-process
     ephemeral mode, which would load Prefect's server into the driver)."""
-    from stack.services import LocalStack
+    from evalfleet.stack.services import LocalStack
 
     stack = LocalStack()
     stack.use_private_ray()
     stack.start(prefect=True, ray=True)
     try:
         stack.wait()
-        from engine.run.request import EvalRequest
-        from flows.evaluate import evaluate
+        from evalfleet.engine.run.request import EvalRequest
+        from evalfleet.flows.evaluate import evaluate
 
         probe = DispatchProbe(sim.pid)
         probe.install()
@@ -313,7 +313,7 @@ def run_pipeline(args, dataset: str, work: Path, sim, models: list[str]) -> dict
     finally:
         import ray
 
-        from flows.in_process import drain_prefect
+        from evalfleet.flows.in_process import drain_prefect
 
         drain_prefect()  # Prefect's logs and events, sent while its server is up
         ray.shutdown()  # its daemons stay out of the bare pass
@@ -351,10 +351,10 @@ def run_bare(args, dataset: str, work: Path, sim, api_models: list[str], per_mod
 def check_same_bodies(dataset: str, api_model: str, config) -> None:
     """The bare client's bodies are what the pipeline hands the openai SDK (which sends them
     as given: checked with a capturing server when this benchmark was written)."""
-    from benchmarks.zerobench.dataset import load_samples
-    from engine.prepare.reading import load_benchmarks
-    from engine.run.request import EvalRequest
-    from providers.openai_chat import chat_content, decoding_arguments
+    from evalfleet.benchmarks.zerobench.dataset import load_samples
+    from evalfleet.engine.prepare.reading import load_benchmarks
+    from evalfleet.engine.run.request import EvalRequest
+    from evalfleet.providers.openai_chat import chat_content, decoding_arguments
 
     sample = load_samples("zerobench", dataset, limit=1)[0][0]
     request = EvalRequest(
@@ -396,8 +396,8 @@ def main() -> None:
         for name, value in SCALE.items():
             setattr(args, name, value)
 
-    from providers.registry import resolve_model
-    from simulator.process import start_simulator
+    from evalfleet.providers.registry import resolve_model
+    from evalfleet.simulator.process import start_simulator
 
     work = work_folder("throughput")
     # The harness's own work runs in a child process: making the dataset imports `datasets`

@@ -63,7 +63,7 @@ def keep(path: Path) -> None:
 
 
 def _remove(path: Path) -> None:
-    from core import settings
+    from evalfleet.core import settings
 
     if path in _kept or settings.KEEP_WORK.get():
         print(f"work folder kept: {path}", file=sys.stderr)

@@ -44,7 +44,7 @@ def ray_address():
 
     # A short folder of its own (Ray's socket paths are limited), removed afterwards.
     sessions = tempfile.mkdtemp(prefix="evalfleet-test-ray-")
-    from tasks.ray_setup import RAY_SYSTEM_CONFIG
+    from evalfleet.tasks.ray_setup import RAY_SYSTEM_CONFIG
 
     context = ray.init(
         num_cpus=2,
@@ -69,14 +69,14 @@ def prefect_api_url():
 
 @pytest.fixture(scope="session")
 def demo_dataset(tmp_path_factory) -> str:
-    from benchmarks.zerobench.demo import write_demo_dataset
+    from evalfleet.benchmarks.zerobench.demo import write_demo_dataset
 
     return str(write_demo_dataset(tmp_path_factory.mktemp("data") / "zerobench"))
 
 
 @pytest.fixture(scope="session")
 def answer_key(demo_dataset, tmp_path_factory) -> Path:
-    from benchmarks.answer_key import write_answer_key
+    from evalfleet.benchmarks.answer_key import write_answer_key
 
     DEMO_BENCHMARKS = ["zerobench", "zerobench_subquestions"]
 
@@ -141,7 +141,7 @@ def pytest_sessionfinish(session, exitstatus):
 def hostile_store(ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path_factory):
     """The hostile matrix's base store (`tests/support/hostile.py`) and a simulator that stays
     up for the session: (store, the simulator's handle, its request log)."""
-    from simulator.process import start_simulator
+    from evalfleet.simulator.process import start_simulator
     from tests.support.hostile import SIMULATOR_CONFIG, build_base
 
     work = tmp_path_factory.mktemp("hostile")

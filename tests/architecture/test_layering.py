@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import registry
-from core.checkout import PROJECT_PACKAGES
+from evalfleet.benchmarks import registry
+from evalfleet.core.checkout import PROJECT_PACKAGES
 
 REPO = Path(__file__).resolve().parents[2]
+CODE = REPO / "src" / "evalfleet"  # the one package, `evalfleet`; its sub-packages are the rooms
 ROOMS = list(PROJECT_PACKAGES)  # the rooms are the project's packages
 BASE = {"storage", "metrics", "core"}
 # room -> the rooms it may import (its own always)
@@ -37,28 +38,50 @@ PREFECT_ROOMS = {"flows", "stack", "deployments"}
 def test_the_rooms_are_every_package_of_the_checkout():
     """The launcher's code digest and these rules both read PROJECT_PACKAGES: a new package
     left out of it would be neither checked here nor noticed by a warm launcher."""
-    packages = {
-        path.parent.name
-        for path in REPO.glob("*/__init__.py")
-        if path.parent.name not in {"tests", "perf"}
-    }
+    packages = {path.parent.name for path in CODE.glob("*/__init__.py")}
     assert packages == set(ROOMS)
     assert set(ALLOWED) == set(ROOMS)
 
 
 def modules(room: str) -> list[Path]:
-    return sorted((REPO / room).rglob("*.py"))
+    return sorted((CODE / room).rglob("*.py"))
 
 
 def imported(path: Path) -> set[str]:
-    """Top-level names of every module `path` imports, anywhere in it."""
+    """What `path` imports, anywhere in it: the room of each of evalfleet's modules
+    (`evalfleet.engine.x` is "engine"), the top-level name of anything else."""
     names = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
-            names |= {alias.name.split(".")[0] for alias in node.names}
+            names |= {_room(alias.name) for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
+            if node.module == "evalfleet":  # `from evalfleet import engine`
+                names |= {alias.name for alias in node.names}
+            else:
+                names.add(_room(node.module))
     return names
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "evalfleet" and len(parts) > 1 else parts[0]
+
+
+def test_every_import_of_our_code_is_through_evalfleet():
+    """A bare `import core` or `from engine import x` would find whatever module of that name
+    the environment or the current folder holds."""
+    bare = {}
+    for path in sorted(CODE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            found = [n for n in names if n.split(".")[0] in ROOMS]
+            if found:
+                bare.setdefault(str(path.relative_to(REPO)), []).extend(found)
+    assert bare == {}
 
 
 @pytest.mark.parametrize("room", ROOMS)
@@ -79,7 +102,7 @@ def test_only_flows_stack_and_deployments_import_prefect():
     ]
     assert importers == []
     # the check itself sees a lazy import inside a function
-    assert "prefect" in imported(REPO / "flows" / "in_process.py")
+    assert "prefect" in imported(CODE / "flows" / "in_process.py")
 
 
 def _string_constants(path: Path) -> set[str]:
@@ -151,7 +174,7 @@ ENGINE_ROOMS = ["run", "store", "prepare", "scoring", "generation"]
 
 
 def _engine_room(path: Path) -> str | None:
-    parts = path.relative_to(REPO / "engine").parts
+    parts = path.relative_to(CODE / "engine").parts
     return parts[0] if len(parts) > 1 else None
 
 
@@ -166,7 +189,9 @@ def _engine_imports(path: Path) -> set[str]:
             names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
         for name in names:
             parts = name.split(".")
-            if parts[0] == "engine" and len(parts) > 1 and parts[1] in ENGINE_ROOMS:
+            if parts[0] == "evalfleet":
+                parts = parts[1:]
+            if parts and parts[0] == "engine" and len(parts) > 1 and parts[1] in ENGINE_ROOMS:
                 rooms.add(parts[1])
     return rooms
 
@@ -183,14 +208,14 @@ def test_engine_rooms_import_only_the_rooms_below_them():
             wrong[str(path.relative_to(REPO))] = sorted(extra)
     assert wrong == {}
     # and nothing is left at engine/'s root but its face, the pipeline and the jobs
-    loose = {p.name for p in (REPO / "engine").glob("*.py")}
+    loose = {p.name for p in (CODE / "engine").glob("*.py")}
     assert loose == {"__init__.py", "pipeline.py", "judges.py", "reevaluate.py"}
 
 
 def test_no_room_holds_more_than_about_ten_files():
     crowded = {
         str(folder.relative_to(REPO)): count
-        for folder in [*(REPO / room for room in ROOMS), *(REPO / "engine").iterdir()]
+        for folder in [*(CODE / room for room in ROOMS), *(CODE / "engine").iterdir()]
         if folder.is_dir() and folder.name != "__pycache__"
         if (count := len(list(folder.glob("*.py")))) > 12 and folder.parent.name == "engine"
     }
@@ -239,7 +264,7 @@ def test_no_module_reads_a_record_field_by_string_outside_the_record():
         for room in ROOMS
         if room not in WIRE_ROOMS
         for path in modules(room)
-        if path != REPO / "core" / "record.py"
+        if path != CODE / "core" / "record.py"
         if (found := _string_key_reads(path))
     }
     assert readers == {}

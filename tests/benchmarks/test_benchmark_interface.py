@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import registry
-from benchmarks.answer_key import write_answer_key
-from benchmarks.interface import Benchmark, Command, Demo, LoadedData, MetricRow
-from benchmarks.omnibench.demo import write_omnibench_demo
-from benchmarks.omnibench.parsing import parse_answer_evalscope
-from cli.main import main
-from core.types import Part, Sample, Score
-from metrics.intervals import wilson
-from simulator.process import start_simulator
+from evalfleet.benchmarks import registry
+from evalfleet.benchmarks.answer_key import write_answer_key
+from evalfleet.benchmarks.interface import Benchmark, Command, Demo, LoadedData, MetricRow
+from evalfleet.benchmarks.omnibench.demo import write_omnibench_demo
+from evalfleet.benchmarks.omnibench.parsing import parse_answer_evalscope
+from evalfleet.cli.main import main
+from evalfleet.core.types import Part, Sample, Score
+from evalfleet.metrics.intervals import wilson
+from evalfleet.simulator.process import start_simulator
 from tests.support.helpers import result_table
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
@@ -201,7 +201,7 @@ def test_omnibench_end_to_end_by_task_and_audio_type(attached, tmp_path, capsys)
         )
     assert code == 0, capsys.readouterr().err
 
-    from benchmarks.omnibench.dataset import load
+    from evalfleet.benchmarks.omnibench.dataset import load
 
     samples = {s.id: s for s in load(dataset)[0]}
     correct: dict[tuple[str, str], float] = {}

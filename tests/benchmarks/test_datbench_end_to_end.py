@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.answer_key import write_answer_key
-from benchmarks.datbench import DATBENCH, dataset, judge_prompt, scoring
-from benchmarks.datbench.curation import vision_delta
-from benchmarks.datbench.demo import write_datbench_demo
-from cli.main import main
-from reports.stored_results import StoreResults
-from simulator.process import start_simulator
-from storage import open_store
+from evalfleet.benchmarks.answer_key import write_answer_key
+from evalfleet.benchmarks.datbench import DATBENCH, dataset, judge_prompt, scoring
+from evalfleet.benchmarks.datbench.curation import vision_delta
+from evalfleet.benchmarks.datbench.demo import write_datbench_demo
+from evalfleet.cli.main import main
+from evalfleet.reports.stored_results import StoreResults
+from evalfleet.simulator.process import start_simulator
+from evalfleet.storage import open_store
 from tests.support.helpers import result_table
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from benchmarks.datbench.scoring import (
+from evalfleet.benchmarks.datbench.scoring import (
     REGISTRY_KEYS,
     ScoreDetails,
     ScorerInput,
@@ -20,7 +20,7 @@ from benchmarks.datbench.scoring import (
     score,
     scorer_name,
 )
-from core.types import DatasetError
+from evalfleet.core.types import DatasetError
 
 TOL = 1e-6
 TABLE_1 = "<table><tr><td>1</td></tr></table>"

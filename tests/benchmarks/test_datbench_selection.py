@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.datbench import blind, judge_prompt, selection
-from core.types import DatasetError
+from evalfleet.benchmarks.datbench import blind, judge_prompt, selection
+from evalfleet.core.types import DatasetError
 
 MODELS = ["m1", "m2", "m3", "m4", "m5"]
 # chart: model totals over its 6 items are 4, 3, 2, 3, 2, so y = [2/3, 1/2, 1/3, 1/2, 1/3]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.process import start_simulator
+from evalfleet.simulator.process import start_simulator
 from tests.support.helpers import result_table
 from tests.support.launcher import launched, running_launcher
 from tests.support.plugin_benchmark import (
@@ -118,7 +118,7 @@ def test_the_command_line_runs_it_end_to_end(site, ray_address, prefect_api_url,
 
 FORM = """
 import json
-from deployments.serve import build_deployments
+from evalfleet.deployments.serve import build_deployments
 served = next(d for d in build_deployments() if d.flow_name == "evaluate-and-aggregate")
 schema = served._parameter_openapi_schema.model_dump(mode="json")  # what serve registers
 print(json.dumps(schema["definitions"]["EvalRequest"]["properties"]))

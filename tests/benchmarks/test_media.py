@@ -8,7 +8,7 @@ import struct
 import pytest
 from PIL import Image
 
-from benchmarks.media import downscale_image, sniff_media_type
+from evalfleet.benchmarks.media import downscale_image, sniff_media_type
 
 
 def encode(fmt: str, size: tuple[int, int] = (6, 4), mode: str = "RGB") -> bytes:

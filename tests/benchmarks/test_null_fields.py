@@ -10,12 +10,12 @@ import pyarrow.parquet as pq
 import pytest
 from datasets import Dataset, DatasetDict
 
-from benchmarks.datbench.dataset import to_sample as datbench_sample
-from benchmarks.omnibench.dataset import to_sample as omnibench_sample
-from benchmarks.rome.dataset import check_item
-from benchmarks.zerobench.dataset import load_samples, to_sample, upstream_features
-from benchmarks.zerobench.demo import demo_questions
-from core.types import DatasetError
+from evalfleet.benchmarks.datbench.dataset import to_sample as datbench_sample
+from evalfleet.benchmarks.omnibench.dataset import to_sample as omnibench_sample
+from evalfleet.benchmarks.rome.dataset import check_item
+from evalfleet.benchmarks.zerobench.dataset import load_samples, to_sample, upstream_features
+from evalfleet.benchmarks.zerobench.demo import demo_questions
+from evalfleet.core.types import DatasetError
 
 
 def zerobench_row(**over) -> dict:

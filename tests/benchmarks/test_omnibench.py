@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from benchmarks.hub import fingerprint
-from benchmarks.interface import Exclusion, MetricRow, ScoredItem
-from benchmarks.omnibench import OMNIBENCH, OmniBenchOptions, dataset
-from benchmarks.omnibench.dataset import (
+from evalfleet.benchmarks.hub import fingerprint
+from evalfleet.benchmarks.interface import Exclusion, MetricRow, ScoredItem
+from evalfleet.benchmarks.omnibench import OMNIBENCH, OmniBenchOptions, dataset
+from evalfleet.benchmarks.omnibench.dataset import (
     AUDIO_ALT_PREFIX,
     FIX,
     IMAGE_ALT_PREFIX,
@@ -25,8 +25,8 @@ from benchmarks.omnibench.dataset import (
     to_sample,
     wav_bytes,
 )
-from benchmarks.omnibench.demo import build_dataset
-from core.types import DatasetError, Part, Sample, Score
+from evalfleet.benchmarks.omnibench.demo import build_dataset
+from evalfleet.core.types import DatasetError, Part, Sample, Score
 
 
 @dataclass

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from benchmarks.hub import fingerprint as dataset_revision
-from benchmarks.omnibench.dataset import load as load_omnibench
-from benchmarks.omnibench.demo import ROWS, demo_rows, write_omnibench_demo
+from evalfleet.benchmarks.hub import fingerprint as dataset_revision
+from evalfleet.benchmarks.omnibench.dataset import load as load_omnibench
+from evalfleet.benchmarks.omnibench.demo import ROWS, demo_rows, write_omnibench_demo
 
 
 class Loaded:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.omnibench.parsing import parse_answer_evalscope, parse_multi_choice_original
+from evalfleet.benchmarks.omnibench.parsing import (
+    parse_answer_evalscope,
+    parse_multi_choice_original,
+)
 
 # Every row of the reference §3.2 table, one completion per case.
 EVALSCOPE_TABLE = [

@@ -8,8 +8,8 @@ from importlib.metadata import EntryPoint
 
 import pytest
 
-from benchmarks import registry
-from core.types import ConfigError
+from evalfleet.benchmarks import registry
+from evalfleet.core.types import ConfigError
 
 
 def entry(name: str, value: str) -> EntryPoint:
@@ -27,12 +27,16 @@ def entry(name: str, value: str) -> EntryPoint:
         ),
         (
             "abstract",
-            "benchmarks.interface:Benchmark",
+            "evalfleet.benchmarks.interface:Benchmark",
             "is abstract: it does not implement answer_key, load, metrics, score; point the "
             "entry point at a complete Benchmark",
         ),
         ("a-path", "pathlib:Path", "is a PosixPath, not a Benchmark"),
-        ("renamed", "benchmarks.rome:ROME", "is named 'rome': name the entry point after it"),
+        (
+            "renamed",
+            "evalfleet.benchmarks.rome:ROME",
+            "is named 'rome': name the entry point after it",
+        ),
     ],
 )
 def test_an_entry_point_it_cannot_use_is_one_line_naming_it(name, value, why):

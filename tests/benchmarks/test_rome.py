@@ -12,13 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.rome import ROME, correct_answer
-from benchmarks.rome import dataset as rome_data
-from benchmarks.rome.judge import PROMPT, PROMPT_SHA256, grader_prompt, parse_robust, parse_upstream
-from benchmarks.rome.offline import read_predictions
-from benchmarks.rome.scoring import score_annotation
-from cli.main import main
-from core.types import DatasetError
+from evalfleet.benchmarks.rome import ROME, correct_answer
+from evalfleet.benchmarks.rome import dataset as rome_data
+from evalfleet.benchmarks.rome.judge import (
+    PROMPT,
+    PROMPT_SHA256,
+    grader_prompt,
+    parse_robust,
+    parse_upstream,
+)
+from evalfleet.benchmarks.rome.offline import read_predictions
+from evalfleet.benchmarks.rome.scoring import score_annotation
+from evalfleet.cli.main import main
+from evalfleet.core.types import DatasetError
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "rome_example"  # see its SOURCE.md
 
@@ -250,7 +256,7 @@ def test_load_checks_evaluators_and_their_arguments(tmp_path, caplog):
         load([item("number_matching", value_to_match=3, tolerance=1)])
     with pytest.raises(DatasetError, match="evaluator_kwargs.interval must be two numbers"):
         load([item("interval_matching", interval=[1], units=[])])
-    with caplog.at_level(logging.WARNING, logger="benchmarks.rome.dataset"):
+    with caplog.at_level(logging.WARNING, logger="evalfleet.benchmarks.rome.dataset"):
         samples = load(
             [
                 item("choices_matching", label="B"),

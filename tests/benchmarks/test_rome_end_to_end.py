@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.answer_key import write_answer_key
-from benchmarks.rome.demo import demo_items, write_rome_demo
-from benchmarks.rome.judge import parse_robust
-from benchmarks.rome.scoring import score_annotation
-from cli.main import main
-from metrics.intervals import unit_mean_interval
-from simulator.process import start_simulator
+from evalfleet.benchmarks.answer_key import write_answer_key
+from evalfleet.benchmarks.rome.demo import demo_items, write_rome_demo
+from evalfleet.benchmarks.rome.judge import parse_robust
+from evalfleet.benchmarks.rome.scoring import score_annotation
+from evalfleet.cli.main import main
+from evalfleet.metrics.intervals import unit_mean_interval
+from evalfleet.simulator.process import start_simulator
 from tests.support.helpers import result_table, results_dir
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack

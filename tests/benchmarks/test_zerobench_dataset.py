@@ -13,13 +13,13 @@ import pytest
 from datasets import Dataset, DatasetDict
 from PIL import Image as PILImage
 
-from benchmarks.hub import fingerprint, revision_of
-from benchmarks.zerobench import ZEROBENCH
-from benchmarks.zerobench import dataset as zerobench_data
-from benchmarks.zerobench.dataset import INSTRUCTION, REVISION, to_sample
-from benchmarks.zerobench.demo import write_demo_dataset
-from core.types import DatasetError, Part, Sample, Score
-from engine.prepare.reading import downscaled
+from evalfleet.benchmarks.hub import fingerprint, revision_of
+from evalfleet.benchmarks.zerobench import ZEROBENCH
+from evalfleet.benchmarks.zerobench import dataset as zerobench_data
+from evalfleet.benchmarks.zerobench.dataset import INSTRUCTION, REVISION, to_sample
+from evalfleet.benchmarks.zerobench.demo import write_demo_dataset
+from evalfleet.core.types import DatasetError, Part, Sample, Score
+from evalfleet.engine.prepare.reading import downscaled
 
 
 def load_samples(split: str, path: Path | str | None, limit: int | None = None) -> list[Sample]:
@@ -394,7 +394,7 @@ def test_image_without_bytes(tmp_path: Path) -> None:
 
 
 def test_demo_dataset_round_trips(tmp_path: Path) -> None:
-    from benchmarks.zerobench.demo import DOTS, draw_dots, draw_maze
+    from evalfleet.benchmarks.zerobench.demo import DOTS, draw_dots, draw_maze
 
     path = write_demo_dataset(tmp_path / "demo")
     assert path == tmp_path / "demo"
@@ -450,7 +450,14 @@ def test_demo_dataset_refuses_a_foreign_directory(tmp_path: Path) -> None:
 
 
 def test_demo_answers_follow_from_the_drawings() -> None:
-    from benchmarks.zerobench.demo import BARS, MAZE, RGB, draw_bars, draw_maze, shortest_path
+    from evalfleet.benchmarks.zerobench.demo import (
+        BARS,
+        MAZE,
+        RGB,
+        draw_bars,
+        draw_maze,
+        shortest_path,
+    )
 
     with PILImage.open(io.BytesIO(draw_maze())) as img:
         rgb = img.convert("RGB")

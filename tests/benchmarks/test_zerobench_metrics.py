@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from benchmarks.interface import ScoredItem
-from benchmarks.zerobench.metrics import metric_rows, summary_table
+from evalfleet.benchmarks.interface import ScoredItem
+from evalfleet.benchmarks.zerobench.metrics import metric_rows, summary_table
 
 GROUPS = {"a": "a", "b": "b"}
 

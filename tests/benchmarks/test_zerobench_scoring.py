@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.zerobench.scoring import SCORERS, score_robust, score_upstream
-from core.types import Score
+from evalfleet.benchmarks.zerobench.scoring import SCORERS, score_robust, score_upstream
+from evalfleet.core.types import Score
 
 LOREM = (
     "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor "

@@ -23,13 +23,13 @@ import pytest
 from google import genai
 from google.genai import types as genai_types
 
-from cli.main import build_parser, main
-from cli.run import request_from_args
-from core.types import ConfigError
-from engine.prepare.resolve import resolve
-from simulator.answering import prompt_sha256
-from simulator.process import SimulatorHandle, start_simulator
-from storage import layout
+from evalfleet.cli.main import build_parser, main
+from evalfleet.cli.run import request_from_args
+from evalfleet.core.types import ConfigError
+from evalfleet.engine.prepare.resolve import resolve
+from evalfleet.simulator.answering import prompt_sha256
+from evalfleet.simulator.process import SimulatorHandle, start_simulator
+from evalfleet.storage import layout
 from tests.support.helpers import result_table, zerobench_samples
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.answer_key import answer_key_lines
-from cli.main import main
+from evalfleet.benchmarks.answer_key import answer_key_lines
+from evalfleet.cli.main import main
 from tests.support.helpers import zerobench_samples
 
 EVALFLEET = str(Path(sys.executable).with_name("evalfleet"))

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from cli.main import main
-from storage import layout
+from evalfleet.cli.main import main
+from evalfleet.storage import layout
 
 
 @pytest.fixture
@@ -102,9 +102,9 @@ def test_unknown_benchmark_lists_the_registry(capsys, store):
 
 
 def test_incompatible_run_id_is_refused_and_manifest_kept(capsys, store, demo_dataset):
-    from engine.prepare.plan import plan
-    from engine.prepare.resolve import resolve
-    from engine.run.request import EvalRequest
+    from evalfleet.engine.prepare.plan import plan
+    from evalfleet.engine.prepare.resolve import resolve
+    from evalfleet.engine.run.request import EvalRequest
 
     base = dict(
         models=["openai/sim-0.5"],
@@ -143,8 +143,8 @@ def test_incompatible_run_id_is_refused_and_manifest_kept(capsys, store, demo_da
 
 
 def test_datbench_flags_apply_to_the_blind_variant_too(tmp_path):
-    from cli.main import build_parser
-    from cli.run import request_from_args
+    from evalfleet.cli.main import build_parser
+    from evalfleet.cli.run import request_from_args
 
     subset = tmp_path / "subset.json"
     args = build_parser().parse_args(
@@ -171,7 +171,7 @@ def test_datbench_judge_prompt_without_response_slot_fails_before_any_request(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from benchmarks.datbench.demo import write_datbench_demo
+    from evalfleet.benchmarks.datbench.demo import write_datbench_demo
 
     data = write_datbench_demo(tmp_path / "db")
     shard = data / "chart" / "test-00000-of-00001.parquet"
@@ -226,9 +226,9 @@ def test_batch_mode_for_a_model_the_run_does_not_ask(capsys, store, demo_dataset
 
 
 def test_batch_mode_on_a_server_without_a_batch_api():
-    from core.types import ConfigError
-    from providers.batch import check_batch_support
-    from providers.registry import Endpoint, resolve_model
+    from evalfleet.core.types import ConfigError
+    from evalfleet.providers.batch import check_batch_support
+    from evalfleet.providers.registry import Endpoint, resolve_model
 
     vllm = resolve_model(
         "openai-compatible/qwen", endpoint=Endpoint("http://127.0.0.1:9/v1", None, ("text",))

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from cli import launcher_client
-from core.places import process_start_ticks
-from simulator.process import start_simulator
+from evalfleet.cli import launcher_client
+from evalfleet.core.places import process_start_ticks
+from evalfleet.simulator.process import start_simulator
 from tests.support.helpers import wait_for_no_processes
 from tests.support.launcher import launched, running_launcher
 

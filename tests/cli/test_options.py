@@ -9,12 +9,12 @@ import argparse
 import pytest
 from pydantic import ValidationError
 
-from benchmarks import registry
-from cli.main import build_parser
-from cli.options import PREFIX, flag_names, schema_facts
-from cli.run import request_from_args
-from engine.run.request import EvalRequest, Flag
-from storage import store_url
+from evalfleet.benchmarks import registry
+from evalfleet.cli.main import build_parser
+from evalfleet.cli.options import PREFIX, flag_names, schema_facts
+from evalfleet.cli.run import request_from_args
+from evalfleet.engine.run.request import EvalRequest, Flag
+from evalfleet.storage import store_url
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -133,7 +133,7 @@ def test_each_flag_reaches_its_field():
 
 @pytest.mark.parametrize("value", ["3", "-0.1"])
 def test_the_form_and_the_command_line_refuse_the_same_out_of_range_value(value, capsys):
-    from cli.main import main
+    from evalfleet.cli.main import main
 
     assert main(["run", "-m", "openai/sim-0.5", "--temperature", value, "--estimate"]) == 2
     err = capsys.readouterr().err.strip()

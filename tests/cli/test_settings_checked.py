@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from core.settings import SettingError
+from evalfleet.core.settings import SettingError
 
 REPO = Path(__file__).resolve().parents[2]
 EVALFLEET = str(Path(sys.executable).with_name("evalfleet"))
@@ -40,7 +40,7 @@ def test_the_executable_refuses_a_bad_setting_before_the_launcher_is_asked(tmp_p
 
 def test_the_deployments_refuse_a_bad_setting_before_they_are_served(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "deployments.serve"],
+        [sys.executable, "-m", "evalfleet.deployments.serve"],
         cwd=REPO,
         env=bare_env(tmp_path, EVALFLEET_BATCH_POLL_EVERY_S="0"),
         capture_output=True,
@@ -55,7 +55,7 @@ def test_the_deployments_refuse_a_bad_setting_before_they_are_served(tmp_path):
 
 
 def test_a_flow_refuses_a_bad_setting_before_its_body(monkeypatch, tmp_path):
-    from flows.aggregate import aggregate
+    from evalfleet.flows.aggregate import aggregate
 
     monkeypatch.setenv("EVALFLEET_HEARTBEAT_S", "0")
     with pytest.raises(SettingError, match=r"^EVALFLEET_HEARTBEAT_S=0 is not a number of"):

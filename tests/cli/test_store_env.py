@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from cli.main import main
-from simulator.process import start_simulator
+from evalfleet.cli.main import main
+from evalfleet.simulator.process import start_simulator
 from tests.support.helpers import results_dir
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli.main import main
+from evalfleet.cli.main import main
 
 RULE = "a run id is 1-128 letters, digits, '.', '_' or '-', the first a letter or a digit"
 
@@ -50,8 +50,8 @@ def test_a_bad_run_id_is_named_as_a_run_id(command, run_id, store, capsys):
 
 
 def test_demo_checks_its_run_id_before_it_writes_the_dataset(tmp_path, capsys, monkeypatch):
-    from cli.demo import run_demo
-    from core.types import ConfigError
+    from evalfleet.cli.demo import run_demo
+    from evalfleet.core.types import ConfigError
 
     monkeypatch.chdir(tmp_path)
     assert main(["demo", "--run-id", "../x", "--store", str(tmp_path / "runs")]) == 2
@@ -131,8 +131,8 @@ def test_the_request_names_a_bad_option_value_as_the_form_does():
     the option named by its place in the request."""
     from pydantic import ValidationError
 
-    from cli.errors import one_line
-    from engine.run.request import EvalRequest
+    from evalfleet.cli.errors import one_line
+    from evalfleet.engine.run.request import EvalRequest
 
     with pytest.raises(ValidationError) as refused:
         EvalRequest(

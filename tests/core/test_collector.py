@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import threading
 
-from core import collector
+from evalfleet.core import collector
 
 
 def test_held_back_sets_the_thresholds_back_after_the_last_holder(monkeypatch):

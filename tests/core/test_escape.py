@@ -1,5 +1,5 @@
 """The one escaping helper every writer uses (`core.escape`), and the Markdown tables of the
-summaries and the leaderboard (`core.text_tables.markdown`), with exact outputs."""
+summaries and the leaderboard (`evalfleet.core.text_tables.markdown`), with exact outputs."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 
 import pandas as pd
 
-from core.escape import html_text, json_for_html, markdown_cell, markdown_rows
-from core.text_tables import markdown
+from evalfleet.core.escape import html_text, json_for_html, markdown_cell, markdown_rows
+from evalfleet.core.text_tables import markdown
 
 IMG = "<img src=x onerror=alert(1)>"
 

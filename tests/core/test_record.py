@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from core.record import CallError, Cost, Graded, Record, UnreadableRecord, Usage
-from core.types import Decoding
+from evalfleet.core.record import CallError, Cost, Graded, Record, UnreadableRecord, Usage
+from evalfleet.core.types import Decoding
 
 # a record as evalfleet wrote them before the type existed (record_version 2)
 STORED = {

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from core import settings
-from core.settings import SettingError, check_all, flag_type
+from evalfleet.core import settings
+from evalfleet.core.settings import SettingError, check_all, flag_type
 
 REPO = Path(__file__).resolve().parents[2]
 CODE_ROOMS = ("cli", "flows", "stack", "reports", "engine", "tasks", "providers", "simulator")
@@ -142,7 +142,7 @@ def test_every_setting_refuses_what_no_setting_takes():
 
 
 def test_the_crash_window_stays_above_the_flow_runs_heartbeat():
-    from engine.store.heartbeat import FLOW_RUN_BEAT_S
+    from evalfleet.engine.store.heartbeat import FLOW_RUN_BEAT_S
 
     assert settings.CRASH_AFTER_S.kind.read(str(FLOW_RUN_BEAT_S + 5)) == FLOW_RUN_BEAT_S + 5
     with pytest.raises(ValueError):

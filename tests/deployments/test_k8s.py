@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from stack.runners import POOL
+from evalfleet.stack.runners import POOL
 
 REPO = Path(__file__).resolve().parents[2]
 K8S = REPO / "deployments" / "k8s"
@@ -109,13 +109,14 @@ def test_every_pod_gets_the_environment_and_keys_come_from_secrets():
 
 def test_the_image_commands_exist_in_the_project():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
-    assert project["project"]["scripts"]["evalfleet"] == "cli.main:entry"
+    assert project["project"]["scripts"]["evalfleet"] == "evalfleet.cli.main:entry"
     dependencies = " ".join(project["project"]["dependencies"])
     assert "prefect==" in dependencies and "ray==" in dependencies  # `prefect`, `ray`
     assert (REPO / "deployments" / "prefect.yaml").is_file()
     for entry in yaml.safe_load((REPO / "deployments" / "prefect.yaml").read_text())["deployments"]:
-        path, name = entry["entrypoint"].split(":")
-        assert f"def {name}(" in (REPO / path).read_text()
+        module, name = entry["entrypoint"].rsplit(".", 1)  # a module path
+        path = REPO / "src" / Path(*module.split(".")).with_suffix(".py")
+        assert f"def {name}(" in path.read_text()
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ so that `up --pool` and `up` offer the same UI."""
 from __future__ import annotations
 
 import importlib
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -20,19 +19,16 @@ def declared() -> dict[tuple[str, str], dict]:
     config = yaml.safe_load((REPO / "deployments" / "prefect.yaml").read_text())
     out = {}
     for entry in config["deployments"]:
-        path, name = entry["entrypoint"].split(":")
-        module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
+        path, name = entry["entrypoint"].rsplit(".", 1)  # a module path
+        module = importlib.import_module(path)
         out[(getattr(module, name).name, entry["name"])] = entry
     return out
 
 
 @pytest.fixture(scope="module")
 def served(monkeypatch_module) -> dict[tuple[str, str], object]:
-    sys.path.insert(0, str(REPO / "deployments"))
-    try:
-        from serve import build_deployments
-    finally:
-        sys.path.remove(str(REPO / "deployments"))
+    from evalfleet.deployments.serve import build_deployments
+
     return {(d.flow_name, d.name): d for d in build_deployments()}
 
 
@@ -50,7 +46,7 @@ def monkeypatch_module():
 
 
 def test_the_same_deployments_with_the_same_entrypoints(declared, served):
-    from stack.up import DEPLOYMENT_NAMES
+    from evalfleet.stack.up import DEPLOYMENT_NAMES
 
     assert set(declared) == set(served)
     assert {f"{flow}/{name}" for flow, name in declared} == set(DEPLOYMENT_NAMES)
@@ -62,7 +58,7 @@ def test_the_same_deployments_with_the_same_entrypoints(declared, served):
 
 
 def test_schedules_limits_and_parameters_agree(declared, served):
-    from engine.reevaluate import ReevaluateRequest
+    from evalfleet.engine.reevaluate import ReevaluateRequest
 
     for key, entry in declared.items():
         deployment = served[key]
@@ -87,7 +83,7 @@ def test_schedules_limits_and_parameters_agree(declared, served):
 
 
 def test_flow_runs_beat_as_the_crash_automation_expects():
-    from engine.store.heartbeat import FLOW_RUN_BEAT_S
+    from evalfleet.engine.store.heartbeat import FLOW_RUN_BEAT_S
 
     config = yaml.safe_load((REPO / "deployments" / "prefect.yaml").read_text())
     env = config["definitions"]["work_pool"]["job_variables"]["env"]

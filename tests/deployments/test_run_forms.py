@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import registry
+from evalfleet.benchmarks import registry
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -79,8 +79,8 @@ def test_what_a_form_leaves_empty_is_valid(deployments):
     optional fields, and an API caller's explicit nulls; the request and flows read them."""
     from prefect.utilities.schema_tools import validate
 
-    from engine.run.request import EvalRequest
-    from flows.aggregate import aggregate
+    from evalfleet.engine.run.request import EvalRequest
+    from evalfleet.flows.aggregate import aggregate
 
     form = deployments["evaluate"]._parameter_openapi_schema.model_dump()
     omitted = {"request": {"models": ["openai/sim-0.3"], "dataset_paths": {"rome": "/data"}}}

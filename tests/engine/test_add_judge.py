@@ -11,8 +11,8 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from cli.main import main
-from simulator.process import start_simulator
+from evalfleet.cli.main import main
+from evalfleet.simulator.process import start_simulator
 from tests.support.helpers import result_table
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack

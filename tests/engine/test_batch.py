@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from simulator.process import start_simulator
+from evalfleet.simulator.process import start_simulator
 from tests.support.helpers import result_table
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
@@ -39,7 +39,7 @@ SIMULATOR = {
 
 
 def cli(env, *args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "cli.main", *args]
+    command = [sys.executable, "-m", "evalfleet.cli.main", *args]
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
 
 
@@ -123,7 +123,7 @@ def test_a_killed_driver_resumes_its_jobs_without_submitting_them_again(
         args = ["run", "-m", "openai/sim-0.5", "-m", "anthropic/sim-0.6", "--batch"]
         args += ["--dataset-path", demo_dataset, "--store", str(runs), "--run-id", "killed"]
         args += ["--simulator-url", sim.url, "--batch-poll-s", "0.2"]
-        command = [sys.executable, "-m", "cli.main", *args]
+        command = [sys.executable, "-m", "evalfleet.cli.main", *args]
 
         def creates() -> list[dict]:
             sim.flush_log()
@@ -288,7 +288,7 @@ def test_an_interrupted_batch_run_says_how_many_lines_wait_and_that_a_resume_col
         output = tmp_path / "out.log"
         with output.open("w") as out:
             first = subprocess.Popen(
-                [sys.executable, "-m", "cli.main", *args],
+                [sys.executable, "-m", "evalfleet.cli.main", *args],
                 cwd=REPO,
                 env=env,
                 stdout=out,

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from core.record import Record
-from engine.run.ledger import unrecorded
-from providers.registry import resolve_model
-from simulator.process import start_simulator
-from storage import open_store
+from evalfleet.core.record import Record
+from evalfleet.engine.run.ledger import unrecorded
+from evalfleet.providers.registry import resolve_model
+from evalfleet.simulator.process import start_simulator
+from evalfleet.storage import open_store
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server and the simulator
 
@@ -68,7 +68,7 @@ def run_cli(ray_address, prefect_api_url):
     env = {**os.environ, "RAY_ADDRESS": ray_address, "PREFECT_API_URL": prefect_api_url}
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        command = [sys.executable, "-m", "cli.main", *args]
+        command = [sys.executable, "-m", "evalfleet.cli.main", *args]
         return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
 
     return run

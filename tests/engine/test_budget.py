@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import build_parser as cli_parser
-from cli.run import request_from_args
-from engine.prepare.capping import round_up
-from engine.prepare.estimate import estimate_run
-from engine.prepare.resolve import resolve
-from engine.store.heartbeat import liveness
-from simulator.process import start_simulator
+from evalfleet.cli.main import build_parser as cli_parser
+from evalfleet.cli.run import request_from_args
+from evalfleet.engine.prepare.capping import round_up
+from evalfleet.engine.prepare.estimate import estimate_run
+from evalfleet.engine.prepare.resolve import resolve
+from evalfleet.engine.store.heartbeat import liveness
+from evalfleet.simulator.process import start_simulator
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 
@@ -43,7 +43,7 @@ def spent(runs: Path, run_id: str) -> tuple[float, int]:
 
 
 def run_command(env: dict[str, str], args: list[str]) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "cli.main", *args]
+    command = [sys.executable, "-m", "evalfleet.cli.main", *args]
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
 
 

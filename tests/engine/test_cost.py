@@ -13,12 +13,16 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from cli.main import main
-from core.types import Decoding, Part
-from providers import token_rules as rules
-from providers.pricing import expected_item_cost_usd, expected_output_tokens, max_item_cost_usd
-from providers.registry import ModelConfig, resolve_model
-from providers.types import ProviderResponse, Usage
+from evalfleet.cli.main import main
+from evalfleet.core.types import Decoding, Part
+from evalfleet.providers import token_rules as rules
+from evalfleet.providers.pricing import (
+    expected_item_cost_usd,
+    expected_output_tokens,
+    max_item_cost_usd,
+)
+from evalfleet.providers.registry import ModelConfig, resolve_model
+from evalfleet.providers.types import ProviderResponse, Usage
 
 SIM = "http://127.0.0.1:9"  # never contacted: an estimate sends nothing
 
@@ -236,9 +240,9 @@ def test_expected_output_tokens_and_item_cost():
 
 
 def test_record_stores_the_breakdown_beside_cost_usd():
-    from storage.layout import ItemKey
-    from tasks.records import build_record
-    from tasks.work import WorkItem
+    from evalfleet.storage.layout import ItemKey
+    from evalfleet.tasks.records import build_record
+    from evalfleet.tasks.work import WorkItem
 
     item = WorkItem("r", ItemKey.answer("openai/gpt-x", "zerobench", "1", 0), Decoding(), "ab" * 32)
     usage = Usage(input_tokens=10_000, output_tokens=3_000, reasoning_tokens=1_000)
@@ -255,9 +259,9 @@ def test_record_stores_the_breakdown_beside_cost_usd():
 
 
 def test_usage_table_has_cost_apart_by_kind_and_stage():
-    from core.record import Record
-    from engine.scoring.spend import UsageSums
-    from engine.scoring.tables import USAGE_IN_SUMMARY
+    from evalfleet.core.record import Record
+    from evalfleet.engine.scoring.spend import UsageSums
+    from evalfleet.engine.scoring.tables import USAGE_IN_SUMMARY
 
     def record(fields: dict) -> Record:
         key = {"model": "m", "benchmark": "b", "sample_id": "1", "epoch": 0}
@@ -347,7 +351,7 @@ def tiny_zerobench(tmp_path_factory) -> str:
     """Two ZeroBench main questions in the upstream schema, saved with save_to_disk."""
     from datasets import Dataset, DatasetDict
 
-    from benchmarks.zerobench.dataset import upstream_features
+    from evalfleet.benchmarks.zerobench.dataset import upstream_features
 
     def row(qid, text, answer, images):
         return {
@@ -508,11 +512,11 @@ def write_stored_work(store_url: str, dataset: str, run_id: str) -> None:
     - run "old" (aggregated) holds google/sim-0.5's answers: 4, 1 of them failed, 900 output
       tokens with 300 reasoning; and 2 judgements by openai/sim-0.9 of 60 output tokens.
     """
-    from cli.main import build_parser
-    from cli.run import request_from_args
-    from engine.prepare.resolve import resolve
-    from engine.run.items import answer_items, judge_item
-    from storage import layout, open_store
+    from evalfleet.cli.main import build_parser
+    from evalfleet.cli.run import request_from_args
+    from evalfleet.engine.prepare.resolve import resolve
+    from evalfleet.engine.run.items import answer_items, judge_item
+    from evalfleet.storage import layout, open_store
 
     args = build_parser().parse_args(run_args(dataset, Path(store_url), run_id))
     prepared = resolve(request_from_args(args))
@@ -612,10 +616,10 @@ def test_estimate_of_a_resumed_run_measures_stored_records_and_skips_them(
 
 
 def test_estimate_keeps_terminal_errors_with_no_retry_errors(tiny_zerobench, tmp_path):
-    from cli.main import build_parser
-    from cli.run import request_from_args
-    from engine.prepare.estimate import estimate_run
-    from engine.prepare.resolve import resolve
+    from evalfleet.cli.main import build_parser
+    from evalfleet.cli.run import request_from_args
+    from evalfleet.engine.prepare.estimate import estimate_run
+    from evalfleet.engine.prepare.resolve import resolve
 
     store = tmp_path / "runs"
     write_stored_work(str(store), tiny_zerobench, "est3")
@@ -646,10 +650,10 @@ def test_estimate_keeps_terminal_errors_with_no_retry_errors(tiny_zerobench, tmp
 
 
 def estimate_rows(dataset: str, store: Path, run_id: str, *extra: str) -> list[dict]:
-    from cli.main import build_parser
-    from cli.run import request_from_args
-    from engine.prepare.estimate import estimate_run
-    from engine.prepare.resolve import resolve
+    from evalfleet.cli.main import build_parser
+    from evalfleet.cli.run import request_from_args
+    from evalfleet.engine.prepare.estimate import estimate_run
+    from evalfleet.engine.prepare.resolve import resolve
 
     args = build_parser().parse_args(run_args(dataset, store, run_id, *extra))
     return estimate_run(resolve(request_from_args(args)))

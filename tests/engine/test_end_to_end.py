@@ -14,9 +14,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from engine.run.request import EvalRequest
-from flows.pipeline import evaluate_and_aggregate
-from simulator.process import start_simulator
+from evalfleet.engine.run.request import EvalRequest
+from evalfleet.flows.pipeline import evaluate_and_aggregate
+from evalfleet.simulator.process import start_simulator
 from tests.support.helpers import SPLITS, result_table, results_dir, zerobench_samples
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack

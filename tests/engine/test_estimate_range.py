@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import build_parser
-from cli.run import request_from_args
-from engine.prepare.estimate import estimate_run
-from engine.prepare.resolve import resolve
-from simulator.process import start_simulator
+from evalfleet.cli.main import build_parser
+from evalfleet.cli.run import request_from_args
+from evalfleet.engine.prepare.estimate import estimate_run
+from evalfleet.engine.prepare.resolve import resolve
+from evalfleet.simulator.process import start_simulator
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 
@@ -46,7 +46,7 @@ def test_the_cold_estimate_holds_the_real_cost_online_and_in_batch(
             low, expected, high = (
                 sum(r[f] for r in rows) for f in ("low_cost_usd", "cost_usd", "high_cost_usd")
             )
-            command = [sys.executable, "-m", "cli.main", *args]
+            command = [sys.executable, "-m", "evalfleet.cli.main", *args]
             done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
             assert done.returncode == 0, done.stderr
             real = real_cost(tmp_path / mode / mode)

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import main
-from simulator.process import start_simulator
-from tasks.endpoints import DOWN_AFTER
+from evalfleet.cli.main import main
+from evalfleet.simulator.process import start_simulator
+from evalfleet.tasks.endpoints import DOWN_AFTER
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 
@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def evalfleet(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "cli.main", *args]
+    command = [sys.executable, "-m", "evalfleet.cli.main", *args]
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
 
 

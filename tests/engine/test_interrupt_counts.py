@@ -20,8 +20,8 @@ from collections import Counter
 
 import pytest
 
-from engine.generation.online import DRAIN_S
-from simulator.process import start_simulator
+from evalfleet.engine.generation.online import DRAIN_S
+from evalfleet.simulator.process import start_simulator
 from tests.engine.test_interrupts import records, start
 from tests.support.helpers import wait_for_no_processes
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from simulator.process import start_simulator
-from stack.scratch import Scratch
+from evalfleet.simulator.process import start_simulator
+from evalfleet.stack.scratch import Scratch
 from tests.support.helpers import scratch_of, tagged_processes, wait_for_no_processes
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
@@ -57,7 +57,7 @@ def run_args(runs: Path, run_id: str, sim_url: str, dataset: str) -> list[str]:
 
 def start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "cli.main", *args],
+        [sys.executable, "-m", "evalfleet.cli.main", *args],
         cwd=REPO,
         env=env,
         stdout=log.open("w"),
@@ -140,7 +140,7 @@ def test_a_signal_stops_the_run_cleanly_and_a_resume_finishes_it(
             "PREFECT_API_URL": prefect_api_url,
         }
         second = subprocess.run(
-            [sys.executable, "-m", "cli.main", *args],
+            [sys.executable, "-m", "evalfleet.cli.main", *args],
             cwd=REPO,
             env=resume_env,
             capture_output=True,
@@ -190,7 +190,7 @@ def test_nothing_outlives_a_sigkilled_run(answer_key, demo_dataset, tmp_path):
         process = start(run_args(runs, "killed", sim.url, demo_dataset), default_mode_env(tag), log)
         wait_for_records(process, runs, "killed", 20, log)
         started = " ".join(cmd for _, cmd in tagged_processes(tag))
-        for part in ("stack.prefect_app", "raylet", "gcs_server", "CompletionWorker"):
+        for part in ("evalfleet.stack.prefect_app", "raylet", "gcs_server", "CompletionWorker"):
             assert part in started  # the test kills a run that started all of these
         process.kill()  # the command only: its children must notice on their own
         process.wait(timeout=30)

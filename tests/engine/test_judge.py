@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.zerobench import ZEROBENCH
-from reports.status import run_status
-from simulator.answering import prompt_sha256
-from simulator.process import start_simulator
-from storage import open_store
+from evalfleet.benchmarks.zerobench import ZEROBENCH
+from evalfleet.reports.status import run_status
+from evalfleet.simulator.answering import prompt_sha256
+from evalfleet.simulator.process import start_simulator
+from evalfleet.storage import open_store
 from tests.support.helpers import SPLITS, result_table, zerobench_samples
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
@@ -71,7 +71,7 @@ def test_judge_stage_survives_a_kill_and_scores_the_format_failures(
     with start_simulator(answer_key, SIMULATOR, sim_log) as sim:
         args = ["run", "-m", CANDIDATE, "--judge-model", JUDGE, "--dataset-path", demo_dataset]
         args += ["--run-id", "judged", "--store", str(runs), "--simulator-url", sim.url]
-        command = [sys.executable, "-m", "cli.main", *args]
+        command = [sys.executable, "-m", "evalfleet.cli.main", *args]
         first = subprocess.Popen(
             command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
             start_new_session=True,

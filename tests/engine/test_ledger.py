@@ -4,18 +4,18 @@ record already and count once."""
 
 from __future__ import annotations
 
-from core.record import Attempt, Cost, Usage
-from core.types import Decoding
-from engine.run.ledger import unrecorded
-from engine.run.state import stored_spend
-from engine.scoring.spend import UsageSums
-from providers.types import ErrorKind, ProviderError, ProviderResponse
-from providers.types import Usage as CallUsage
-from storage import layout
-from storage.layout import ItemKey
-from storage.local import LocalStore
-from tasks.records import build_record, ledger_entry
-from tasks.work import WorkItem
+from evalfleet.core.record import Attempt, Cost, Usage
+from evalfleet.core.types import Decoding
+from evalfleet.engine.run.ledger import unrecorded
+from evalfleet.engine.run.state import stored_spend
+from evalfleet.engine.scoring.spend import UsageSums
+from evalfleet.providers.types import ErrorKind, ProviderError, ProviderResponse
+from evalfleet.providers.types import Usage as CallUsage
+from evalfleet.storage import layout
+from evalfleet.storage.layout import ItemKey
+from evalfleet.storage.local import LocalStore
+from evalfleet.tasks.records import build_record, ledger_entry
+from evalfleet.tasks.work import WorkItem
 
 RUN = "led"
 ITEM = WorkItem(RUN, ItemKey.answer("openai/m", "zerobench", "7", 1), Decoding(), "cd" * 32)
@@ -39,7 +39,7 @@ def keep(store: LocalStore, call_id: str, attempt: Attempt) -> None:
 
 
 def test_only_the_entries_of_calls_without_a_record_are_unrecorded(tmp_path):
-    from providers.registry import resolve_model
+    from evalfleet.providers.registry import resolve_model
 
     store = LocalStore(str(tmp_path))
     config = resolve_model("openai/gpt-4o-2024-11-20")

@@ -14,12 +14,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from engine.prepare import listing_ahead as ahead
-from engine.prepare.plan import plan
-from engine.prepare.resolve import resolve
-from engine.run.request import EvalRequest
-from storage import layout
-from storage.changes import records_changing
+from evalfleet.engine.prepare import listing_ahead as ahead
+from evalfleet.engine.prepare.plan import plan
+from evalfleet.engine.prepare.resolve import resolve
+from evalfleet.engine.run.request import EvalRequest
+from evalfleet.storage import layout
+from evalfleet.storage.changes import records_changing
 
 STAGES = (layout.ANSWER,)
 
@@ -156,7 +156,7 @@ def test_a_change_marked_after_the_listing_began_is_not_missed(tmp_path, demo_da
 def test_a_run_opened_by_another_command_meanwhile_is_listed_again(tmp_path, demo_dataset):
     """Another command opened the run after the child listed it (the manifest's history has
     its event besides this command's) and its records changed: the plan lists again."""
-    from engine.store.manifest import open_run
+    from evalfleet.engine.store.manifest import open_run
 
     request = _request(tmp_path, demo_dataset)
     run, items = _partly_answered(request)

@@ -19,16 +19,16 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import main
-from core.record import Record
-from core.types import ConfigError
-from engine.prepare.resolve import ResolvedRun, resolve
-from engine.run.request import EvalRequest
-from engine.run.state import stored_spend
-from storage import layout, open_store
-from storage.layout import ItemKey
-from tasks.budget import PROBE, Budget
-from tasks.work import WorkItem
+from evalfleet.cli.main import main
+from evalfleet.core.record import Record
+from evalfleet.core.types import ConfigError
+from evalfleet.engine.prepare.resolve import ResolvedRun, resolve
+from evalfleet.engine.run.request import EvalRequest
+from evalfleet.engine.run.state import stored_spend
+from evalfleet.storage import layout, open_store
+from evalfleet.storage.layout import ItemKey
+from evalfleet.tasks.budget import PROBE, Budget
+from evalfleet.tasks.work import WorkItem
 from tests.support.helpers import answered_run
 
 SIM = "http://127.0.0.1:9"  # never contacted: nothing here sends a request
@@ -85,7 +85,7 @@ def test_a_model_name_too_long_for_a_file_name_is_refused_before_anything(
 
 
 def test_a_name_whose_keys_pass_what_s3_allows_is_refused(demo_dataset):
-    from engine.store.storable import check_storable
+    from evalfleet.engine.store.storable import check_storable
 
     # 248 characters, a 250-byte segment: it fits a file name. The longest record key, a
     # failure's moved to quarantine, is "k/quarantine/completions/" (25) + 250 + "/zerobench/"

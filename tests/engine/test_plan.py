@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import shutil
 
-from engine.prepare.plan import plan
-from engine.prepare.resolve import resolve
-from engine.run.request import EvalRequest
-from storage import layout
+from evalfleet.engine.prepare.plan import plan
+from evalfleet.engine.prepare.resolve import resolve
+from evalfleet.engine.run.request import EvalRequest
+from evalfleet.storage import layout
 
 
 def test_resume_with_a_moved_dataset_updates_the_manifest(tmp_path, demo_dataset):
@@ -45,7 +45,7 @@ def test_resume_with_a_moved_dataset_updates_the_manifest(tmp_path, demo_dataset
 def test_a_plan_keeps_the_places_of_what_is_left_and_makes_the_same_items(tmp_path, demo_dataset):
     """The todo of a partly answered run holds 8-byte places; the items it makes from them
     are those every-answer listing gives, in its order, less the stored ones."""
-    from engine.run.items import AnswerSpace, answer_items
+    from evalfleet.engine.run.items import AnswerSpace, answer_items
     from tests.support.helpers import answered_run
 
     request = EvalRequest(
@@ -84,8 +84,8 @@ def test_a_plan_keeps_the_places_of_what_is_left_and_makes_the_same_items(tmp_pa
 def test_aggregation_classifies_from_keys_and_hashes_as_reconcile_does(tmp_path, demo_dataset):
     """`reconcile_keys` (aggregation's million answers, no WorkItem made) gives the states,
     record keys and set-aside empty records `reconcile` gives, in the same order."""
-    from engine.run.items import AnswerSpace
-    from engine.run.state import list_records, reconcile, reconcile_keys
+    from evalfleet.engine.run.items import AnswerSpace
+    from evalfleet.engine.run.state import list_records, reconcile, reconcile_keys
     from tests.support.helpers import answered_run
 
     request = EvalRequest(

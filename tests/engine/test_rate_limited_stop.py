@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from cli.main import main
-from simulator.process import start_simulator
+from evalfleet.cli.main import main
+from evalfleet.simulator.process import start_simulator
 
 pytestmark = pytest.mark.slow  # starts Ray and a Prefect server
 

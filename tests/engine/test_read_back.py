@@ -9,14 +9,14 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from engine.pipeline import Steps, evaluate
-from engine.prepare.plan import plan, recheck
-from engine.prepare.resolve import ResolvedRun
-from engine.run.outcome import RunOutcome
-from engine.run.request import EvalRequest
-from engine.run.state import undecodable
-from storage import layout
-from tasks.work import WorkItem
+from evalfleet.engine.pipeline import Steps, evaluate
+from evalfleet.engine.prepare.plan import plan, recheck
+from evalfleet.engine.prepare.resolve import ResolvedRun
+from evalfleet.engine.run.outcome import RunOutcome
+from evalfleet.engine.run.request import EvalRequest
+from evalfleet.engine.run.state import undecodable
+from evalfleet.storage import layout
+from evalfleet.tasks.work import WorkItem
 from tests.support.helpers import answered_run
 
 MODEL = "openai/sim-0.5"

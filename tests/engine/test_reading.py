@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from core.checkout import ROOT
-from core.types import DatasetError
-from engine.prepare.reading import Reading, _attempt, _sent, load_benchmarks
-from engine.run.request import EvalRequest
-from engine.store.manifest import plan_table
+from evalfleet.core.checkout import ROOT
+from evalfleet.core.types import DatasetError
+from evalfleet.engine.prepare.reading import Reading, _attempt, _sent, load_benchmarks
+from evalfleet.engine.run.request import EvalRequest
+from evalfleet.engine.store.manifest import plan_table
 
 
 def request_for(dataset: str, benchmark: str = "zerobench", **extra) -> EvalRequest:
@@ -105,7 +105,7 @@ def test_a_defect_is_sent_as_its_line_and_an_error_that_does_not_pickle_too(caps
 
 
 def test_a_childs_warnings_are_logged_here(tmp_path, caplog):
-    from benchmarks.rome.demo import write_rome_demo
+    from evalfleet.benchmarks.rome.demo import write_rome_demo
 
     root = write_rome_demo(tmp_path / "rome")
     items = json.loads((root / "data" / "test.json").read_text())
@@ -114,7 +114,9 @@ def test_a_childs_warnings_are_logged_here(tmp_path, caplog):
     (root / "data" / "test.json").write_text(json.dumps(items))
     with caplog.at_level(logging.WARNING):
         Reading(request_for(str(root), "rome")).result()
-    warned = [r.getMessage() for r in caplog.records if r.name == "benchmarks.rome.dataset"]
+    warned = [
+        r.getMessage() for r in caplog.records if r.name == "evalfleet.benchmarks.rome.dataset"
+    ]
     assert len(warned) == 1 and warned[0].endswith(
         "(its `upstream` mode never scores them; `fixed` does): academic_1"
     )
@@ -123,8 +125,8 @@ def test_a_childs_warnings_are_logged_here(tmp_path, caplog):
 def test_a_process_without_arrow_reads_without_importing_it(demo_dataset):
     script = f"""
 import sys
-from engine.prepare.reading import read_benchmarks
-from engine.run.request import EvalRequest
+from evalfleet.engine.prepare.reading import read_benchmarks
+from evalfleet.engine.run.request import EvalRequest
 data = read_benchmarks(EvalRequest(models=["openai/sim-0.5"], benchmarks=["zerobench"],
                                    dataset_path={demo_dataset!r}))
 print(len(data["zerobench"].samples), len(data["zerobench"].plan_later()) > 0,
@@ -138,11 +140,11 @@ print(len(data["zerobench"].samples), len(data["zerobench"].plan_later()) > 0,
 
 TOY = """
 import sys
-from benchmarks import registry
-from benchmarks.interface import Benchmark, LoadedData
-from core.types import Part, Sample
-from engine.prepare.reading import read_benchmarks
-from engine.run.request import EvalRequest
+from evalfleet.benchmarks import registry
+from evalfleet.benchmarks.interface import Benchmark, LoadedData
+from evalfleet.core.types import Part, Sample
+from evalfleet.engine.prepare.reading import read_benchmarks
+from evalfleet.engine.run.request import EvalRequest
 
 
 class Toy(Benchmark):

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from engine.reevaluate import STATE_KEY, ReevaluateRequest
-from flows.reevaluate import reevaluate
-from simulator.process import start_simulator
-from storage import open_store
+from evalfleet.engine.reevaluate import STATE_KEY, ReevaluateRequest
+from evalfleet.flows.reevaluate import reevaluate
+from evalfleet.simulator.process import start_simulator
+from evalfleet.storage import open_store
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 
@@ -53,8 +53,8 @@ def test_first_run_is_a_baseline_then_only_new_models_are_evaluated(
 
 
 def test_a_new_models_run_id_is_valid_whatever_its_name_holds():
-    from engine.reevaluate import reevaluation_run_id
-    from engine.run.request import check_run_id
+    from evalfleet.engine.reevaluate import reevaluation_run_id
+    from evalfleet.engine.run.request import check_run_id
 
     run_id = reevaluation_run_id("20261127-030000", "openai", "ft:gpt-4o-mini:acme:x@1/b")
     assert run_id == "reeval-20261127-030000-openai-ft-gpt-4o-mini-acme-x-1-b"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.process import start_simulator
+from evalfleet.simulator.process import start_simulator
 from tests.support.helpers import parse, prompt_hashes
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
@@ -29,7 +29,7 @@ def completion_files(runs: Path, run_id: str) -> list[Path]:
 
 def cli(args: list[str], env: dict[str, str], **kwargs) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "cli.main", *args],
+        [sys.executable, "-m", "evalfleet.cli.main", *args],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import main
-from engine.reevaluate import ReevaluateRequest
-from flows.reevaluate import reevaluate
-from simulator.process import start_simulator
+from evalfleet.cli.main import main
+from evalfleet.engine.reevaluate import ReevaluateRequest
+from evalfleet.flows.reevaluate import reevaluate
+from evalfleet.simulator.process import start_simulator
 
 STORM = {
     "latency": {"ms": 1},
@@ -52,8 +52,8 @@ def test_simulator_refuses_an_empty_answer_key(tmp_path: Path, capsys):
     empty.write_text("\n")
     assert main(["simulate", "--answers", str(empty), "--port", "0"]) == 2
     assert capsys.readouterr().err.strip() == (
-        f"error: answer key {empty} has no entries: write it from your dataset "
-        "(benchmarks.answer_key.write_answer_key), or every simulated answer is wrong"
+        f"error: answer key {empty} has no entries: write it from your dataset (`evalfleet "
+        "simulate --answers-for DATASET -b BENCHMARK`), or every simulated answer is wrong"
     )
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.scoring import score
-from engine.scoring.shards import Shard, score_shard
-from engine.scoring.workers import ScoringWorkerError, WorkerPool
-from engine.store.stored import load_run
-from storage import open_store
-from storage.layout import ItemKey
+from evalfleet.engine.scoring import score
+from evalfleet.engine.scoring.shards import Shard, score_shard
+from evalfleet.engine.scoring.workers import ScoringWorkerError, WorkerPool
+from evalfleet.engine.store.stored import load_run
+from evalfleet.storage import open_store
+from evalfleet.storage.layout import ItemKey
 
 STORED = Path(__file__).resolve().parents[1] / "data" / "stored_runs" / "store"
 

@@ -18,18 +18,18 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.zerobench import dataset as zerobench_data
-from cli.main import main
-from core.types import Part
-from engine.prepare.plan import plan as plan_run
-from engine.prepare.resolve import resolve
-from engine.run.request import EvalRequest
-from flows.aggregate import aggregate
-from flows.evaluate import evaluate
-from reports.status import run_status
-from simulator.process import start_simulator
-from simulator.samples import answer_key_line
-from storage import LocalStore, layout, open_store
+from evalfleet.benchmarks.zerobench import dataset as zerobench_data
+from evalfleet.cli.main import main
+from evalfleet.core.types import Part
+from evalfleet.engine.prepare.plan import plan as plan_run
+from evalfleet.engine.prepare.resolve import resolve
+from evalfleet.engine.run.request import EvalRequest
+from evalfleet.flows.aggregate import aggregate
+from evalfleet.flows.evaluate import evaluate
+from evalfleet.reports.status import run_status
+from evalfleet.simulator.process import start_simulator
+from evalfleet.simulator.samples import answer_key_line
+from evalfleet.storage import LocalStore, layout, open_store
 from tests.support.helpers import result_table, zerobench_samples
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack

@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
-from engine.run.interrupts import STOP
-from engine.run.outcome import RunFailed, RunOutcome, check_done, interrupted_message
+from evalfleet.engine.run.interrupts import STOP
+from evalfleet.engine.run.outcome import RunFailed, RunOutcome, check_done, interrupted_message
 
 LOST = "the Ray head at 10.0.0.7:6379 has not answered for 8 s"
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from engine.scoring import score
-from engine.scoring.aggregate import aggregate_run
-from storage import open_store
+from evalfleet.engine.scoring import score
+from evalfleet.engine.scoring.aggregate import aggregate_run
+from evalfleet.storage import open_store
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "stored_runs"
 RUNS = sorted(p.name for p in (DATA / "store").iterdir())

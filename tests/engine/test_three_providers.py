@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import main
-from engine.run.request import EvalRequest
-from flows.pipeline import evaluate_and_aggregate
-from simulator.process import start_simulator
+from evalfleet.cli.main import main
+from evalfleet.engine.run.request import EvalRequest
+from evalfleet.flows.pipeline import evaluate_and_aggregate
+from evalfleet.simulator.process import start_simulator
 from tests.support.helpers import SPLITS, result_table
 
 MODELS = ["openai/sim-0.4", "anthropic/sim-0.6", "google/sim-0.5"]
@@ -97,7 +97,7 @@ def test_api_key_is_nowhere(three, prefect_api_url):
 
 
 def test_audio_to_anthropic_is_refused_before_any_request(capsys, tmp_path):
-    from benchmarks.omnibench.demo import write_omnibench_demo
+    from evalfleet.benchmarks.omnibench.demo import write_omnibench_demo
 
     dataset = str(write_omnibench_demo(tmp_path / "omni"))
     log = tmp_path / "sim.jsonl"

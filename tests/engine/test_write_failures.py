@@ -29,16 +29,16 @@ import boto3
 import pandas as pd
 import pytest
 
-from engine.prepare.resolve import resolve
-from engine.run.items import answer_items
-from engine.run.request import EvalRequest
-from engine.store.heartbeat import liveness
-from flows.aggregate import aggregate
-from flows.evaluate import evaluate
-from reports.status import run_status
-from simulator.process import start_simulator
-from storage import LocalStore, layout, open_store
-from storage.s3 import _CONFLICT_ATTEMPTS
+from evalfleet.engine.prepare.resolve import resolve
+from evalfleet.engine.run.items import answer_items
+from evalfleet.engine.run.request import EvalRequest
+from evalfleet.engine.store.heartbeat import liveness
+from evalfleet.flows.aggregate import aggregate
+from evalfleet.flows.evaluate import evaluate
+from evalfleet.reports.status import run_status
+from evalfleet.simulator.process import start_simulator
+from evalfleet.storage import LocalStore, layout, open_store
+from evalfleet.storage.s3 import _CONFLICT_ATTEMPTS
 from tests.support.helpers import prompt_hashes, store_table
 from tests.support.s3_server import FAKE_AWS_ENV
 
@@ -54,11 +54,11 @@ COLUMNS = ["stage", "model", "benchmark", "done", "failed", "stale", "missing", 
 
 DRIVER = """
 import json, sys
-from engine.run.outcome import RunFailed
-from flows.aggregate import aggregate
-from flows.evaluate import evaluate
-from engine.run.request import EvalRequest
-from reports.tables import print_result
+from evalfleet.engine.run.outcome import RunFailed
+from evalfleet.flows.aggregate import aggregate
+from evalfleet.flows.evaluate import evaluate
+from evalfleet.engine.run.request import EvalRequest
+from evalfleet.reports.tables import print_result
 
 request = EvalRequest.model_validate_json(sys.argv[1])
 try:
@@ -157,7 +157,7 @@ def test_local_write_that_fails_stops_the_run_and_the_resume_asks_the_rest(
         blocker.write_text("a file where the run needs a folder")
 
         def run() -> subprocess.CompletedProcess:
-            command = [sys.executable, "-m", "cli.main", *args]
+            command = [sys.executable, "-m", "evalfleet.cli.main", *args]
             return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
 
         failed = run()

@@ -102,7 +102,7 @@ def test_the_damaged_history_is_kept_aside(hostile_store, session_services, tmp_
     names = sorted(p.name for p in homes[0].iterdir() if p.name.startswith("prefect-runs.db"))
     assert names[0] == "prefect-runs.db"
     assert any(n.startswith("prefect-runs.db.damaged-") for n in names)
-    from stack import prefect_history
+    from evalfleet.stack import prefect_history
 
     assert prefect_history.damage(homes[0] / "prefect-runs.db") is None
     assert prefect_history.has_tables(homes[0] / "prefect-runs.db")

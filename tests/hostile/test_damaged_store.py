@@ -39,7 +39,7 @@ def test_a_damaged_file_is_named_with_its_repair(
 
 def test_aggregate_rebuilds_a_truncated_samples_table(hostile_store, session_services, tmp_path):
     """The repair the message names works: the leaderboard renders the run again."""
-    from cli.main import main
+    from evalfleet.cli.main import main
     from tests.support.hostile import damage_of, store_file
 
     base, _, _ = hostile_store
@@ -58,7 +58,7 @@ def test_aggregate_rebuilds_a_truncated_samples_table(hostile_store, session_ser
 def test_run_with_the_same_id_rebuilds_a_truncated_plan(
     hostile_store, session_services, tmp_path, demo_dataset
 ):
-    from cli.main import main
+    from evalfleet.cli.main import main
     from tests.support.hostile import MODELS, damage_of, store_file
 
     base, sim, _ = hostile_store

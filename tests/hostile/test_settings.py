@@ -29,7 +29,7 @@ def test_a_hostile_setting_or_number_is_refused_in_one_line_or_taken(
 
 
 def test_every_setting_and_every_numeric_run_flag_is_in_the_matrix():
-    from core import settings
+    from evalfleet.core import settings
     from tests.support.hostile_settings import _numeric_run_flags
 
     names = " ".join(case.name for case in CASES)

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from metrics.aggregates import se_over_group_means
-from metrics.intervals import (
+from evalfleet.metrics.aggregates import se_over_group_means
+from evalfleet.metrics.intervals import (
     COUNTS_FROM,
     DRAWS,
     UnitValues,

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from metrics import (
+from evalfleet.metrics import (
     accuracy,
     all_samples_mean_stderr,
     clustered_stderr,

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from metrics.paired import cohens_kappa, mcnemar_exact
+from evalfleet.metrics.paired import cohens_kappa, mcnemar_exact
 
 
 def test_mcnemar_exact_by_hand():

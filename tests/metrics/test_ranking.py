@@ -7,8 +7,8 @@ import itertools
 
 import numpy as np
 
-from metrics.intervals import UnitValues, paired
-from metrics.ranking import significance_ranks
+from evalfleet.metrics.intervals import UnitValues, paired
+from evalfleet.metrics.ranking import significance_ranks
 
 
 def rows_of(matrix: np.ndarray) -> list[UnitValues]:

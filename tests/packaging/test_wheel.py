@@ -41,12 +41,14 @@ ANSWERS = 2 * (4 + 11) * 6
 PROBE = """
 import importlib, json, sys
 from importlib import resources
-from stack.runners import prefect_yaml
+from evalfleet.stack.runners import prefect_yaml
 print(json.dumps({
     "files": {name: importlib.import_module(name).__file__ for name in sys.argv[1:]},
     "path": sys.path,
-    "models": resources.files("providers").joinpath("models.yaml").is_file(),
-    "k8s": sorted(p.name for p in resources.files("deployments").joinpath("k8s").iterdir()),
+    "models": resources.files("evalfleet.providers").joinpath("models.yaml").is_file(),
+    "k8s": sorted(
+        p.name for p in resources.files("evalfleet.deployments").joinpath("k8s").iterdir()
+    ),
     "prefect_yaml": str(prefect_yaml()),
 }))
 """

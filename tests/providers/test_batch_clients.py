@@ -25,8 +25,8 @@ import httpx2
 import openai
 import pytest
 
-from core.types import ConfigError, Decoding, Part
-from providers.batch import (
+from evalfleet.core.types import ConfigError, Decoding, Part
+from evalfleet.providers.batch import (
     BatchClient,
     BatchInputError,
     BatchLine,
@@ -36,16 +36,16 @@ from providers.batch import (
     custom_id_matches,
     make_batch_client,
 )
-from providers.batch_anthropic import AnthropicBatchClient
-from providers.batch_google import GoogleBatchClient
-from providers.batch_openai import OpenAIBatchClient
-from providers.clients import make_client
-from providers.registry import ModelConfig, resolve_model
-from providers.types import ErrorKind, ProviderError, ProviderResponse
-from simulator import prompt_sha256, start_simulator_in_thread
-from simulator.faults import batch_line_draw
-from simulator.process import SimulatorHandle
-from simulator.samples import tiny_png, write_answer_key
+from evalfleet.providers.batch_anthropic import AnthropicBatchClient
+from evalfleet.providers.batch_google import GoogleBatchClient
+from evalfleet.providers.batch_openai import OpenAIBatchClient
+from evalfleet.providers.clients import make_client
+from evalfleet.providers.registry import ModelConfig, resolve_model
+from evalfleet.providers.types import ErrorKind, ProviderError, ProviderResponse
+from evalfleet.simulator import prompt_sha256, start_simulator_in_thread
+from evalfleet.simulator.faults import batch_line_draw
+from evalfleet.simulator.process import SimulatorHandle
+from evalfleet.simulator.samples import tiny_png, write_answer_key
 
 PROMPTS = [f"Batch client item {i}: how many dots? Answer in braces." for i in range(30)]
 MODELS = {

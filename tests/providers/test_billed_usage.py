@@ -9,13 +9,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from core.types import Decoding, Part
-from providers.registry import resolve_model
-from providers.token_rules import estimate_prompt_tokens, text_tokens
-from providers.types import ProviderResponse, Usage
-from providers.usage import billed_usage, impossible
-from simulator import start_simulator_in_thread
-from simulator.process import SimulatorHandle
+from evalfleet.core.types import Decoding, Part
+from evalfleet.providers.registry import resolve_model
+from evalfleet.providers.token_rules import estimate_prompt_tokens, text_tokens
+from evalfleet.providers.types import ProviderResponse, Usage
+from evalfleet.providers.usage import billed_usage, impossible
+from evalfleet.simulator import start_simulator_in_thread
+from evalfleet.simulator.process import SimulatorHandle
 from tests.support.provider_harness import complete, log_for
 
 PARTS = [Part.of_text("Count the dots and give the total in braces.")]  # 44 characters

@@ -8,10 +8,10 @@ import re
 
 import pytest
 
-from cli.main import main
-from core.types import ConfigError
-from providers.names import MODEL_ID_PATTERN, check_model_id
-from providers.registry import resolve_model
+from evalfleet.cli.main import main
+from evalfleet.core.types import ConfigError
+from evalfleet.providers.names import MODEL_ID_PATTERN, check_model_id
+from evalfleet.providers.registry import resolve_model
 
 GOOD = [
     "openai/gpt-4o-2024-11-20",

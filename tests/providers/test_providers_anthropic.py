@@ -11,16 +11,20 @@ from typing import Any
 import anthropic
 import pytest
 
-from core.types import Decoding, Part
-from providers.anthropic_messages import from_message, messages_arguments, messages_content
-from providers.clients import make_client
-from providers.registry import ModelConfig, resolve_model
-from providers.retry import RetryPolicy, call_with_retries
-from providers.types import ErrorKind, ProviderError
-from simulator import draw_correct, prompt_sha256, start_simulator_in_thread
-from simulator.answering import reasoning_for
-from simulator.process import SimulatorHandle
-from simulator.samples import tiny_jpeg, tiny_png, tiny_wav, write_answer_key
+from evalfleet.core.types import Decoding, Part
+from evalfleet.providers.anthropic_messages import (
+    from_message,
+    messages_arguments,
+    messages_content,
+)
+from evalfleet.providers.clients import make_client
+from evalfleet.providers.registry import ModelConfig, resolve_model
+from evalfleet.providers.retry import RetryPolicy, call_with_retries
+from evalfleet.providers.types import ErrorKind, ProviderError
+from evalfleet.simulator import draw_correct, prompt_sha256, start_simulator_in_thread
+from evalfleet.simulator.answering import reasoning_for
+from evalfleet.simulator.process import SimulatorHandle
+from evalfleet.simulator.samples import tiny_jpeg, tiny_png, tiny_wav, write_answer_key
 from tests.support.provider_harness import (
     UNKNOWN,
     complete,

@@ -13,22 +13,22 @@ import openai
 import pytest
 from openai.types.responses import Response
 
-from core.types import Decoding, Part
-from providers.clients import make_client
-from providers.openai_chat import OpenAIChatClient, decoding_arguments
-from providers.openai_responses import (
+from evalfleet.core.types import Decoding, Part
+from evalfleet.providers.clients import make_client
+from evalfleet.providers.openai_chat import OpenAIChatClient, decoding_arguments
+from evalfleet.providers.openai_responses import (
     OpenAIResponsesClient,
     _finish_reason,
     responses_arguments,
     responses_content,
 )
-from providers.registry import ModelConfig, resolve_api_key, resolve_model
-from providers.retry import RetryPolicy, call_with_retries
-from providers.types import ErrorKind, ProviderError
-from simulator import prompt_sha256, start_simulator_in_thread
-from simulator.answering import reasoning_for
-from simulator.process import SimulatorHandle
-from simulator.samples import tiny_jpeg, tiny_png, tiny_wav
+from evalfleet.providers.registry import ModelConfig, resolve_api_key, resolve_model
+from evalfleet.providers.retry import RetryPolicy, call_with_retries
+from evalfleet.providers.types import ErrorKind, ProviderError
+from evalfleet.simulator import prompt_sha256, start_simulator_in_thread
+from evalfleet.simulator.answering import reasoning_for
+from evalfleet.simulator.process import SimulatorHandle
+from evalfleet.simulator.samples import tiny_jpeg, tiny_png, tiny_wav
 from tests.support.provider_harness import (
     UNKNOWN,
     complete,

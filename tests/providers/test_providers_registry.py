@@ -6,13 +6,13 @@ import asyncio
 
 import pytest
 
-from core.types import ConfigError
-from providers.anthropic_messages import AnthropicMessagesClient
-from providers.clients import make_client
-from providers.google_genai import GoogleGenAIClient
-from providers.openai_chat import OpenAIChatClient
-from providers.openai_responses import OpenAIResponsesClient
-from providers.registry import ModelConfig, load_registry, resolve_model
+from evalfleet.core.types import ConfigError
+from evalfleet.providers.anthropic_messages import AnthropicMessagesClient
+from evalfleet.providers.clients import make_client
+from evalfleet.providers.google_genai import GoogleGenAIClient
+from evalfleet.providers.openai_chat import OpenAIChatClient
+from evalfleet.providers.openai_responses import OpenAIResponsesClient
+from evalfleet.providers.registry import ModelConfig, load_registry, resolve_model
 
 SIM = "http://127.0.0.1:8765"
 CLASSES = {

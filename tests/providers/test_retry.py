@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import random
 
-from providers.retry import RetryPolicy, call_with_retries
-from providers.types import ErrorKind, ProviderError
+from evalfleet.providers.retry import RetryPolicy, call_with_retries
+from evalfleet.providers.types import ErrorKind, ProviderError
 
 
 class Script:

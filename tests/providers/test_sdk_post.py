@@ -12,11 +12,11 @@ from typing import Any
 import openai
 from aiohttp import web
 
-from core.types import Decoding, Part
-from providers.openai_chat import OpenAIChatClient, request_params
-from providers.registry import resolve_model
-from providers.types import ErrorKind, ProviderError
-from simulator.samples import tiny_png
+from evalfleet.core.types import Decoding, Part
+from evalfleet.providers.openai_chat import OpenAIChatClient, request_params
+from evalfleet.providers.registry import resolve_model
+from evalfleet.providers.types import ErrorKind, ProviderError
+from evalfleet.simulator.samples import tiny_png
 
 ANSWER = {
     "id": "chatcmpl-1",
@@ -139,7 +139,7 @@ def test_a_status_error_is_the_sdks_exception() -> None:
 def test_a_refused_connection_fails_as_the_sdks_own_call_does() -> None:
     """The SDK's aiohttp transport reports a refused connection as httpx2.ConnectTimeout, so
     its own call raises APITimeoutError: ours raises the same, and the error it is mapped to
-    says what happened (providers.transport), not a timeout."""
+    says what happened (evalfleet.providers.transport), not a timeout."""
     config = chat_model("http://127.0.0.1:9/v1")
 
     async def sdk_call() -> BaseException:

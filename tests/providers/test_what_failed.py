@@ -20,12 +20,12 @@ import httpx
 import openai
 import pytest
 
-from core.types import Decoding, Part
-from providers.openai_errors import map_openai_error
-from providers.registry import resolve_model
-from providers.types import ErrorKind
-from simulator import start_simulator_in_thread
-from simulator.process import SimulatorHandle
+from evalfleet.core.types import Decoding, Part
+from evalfleet.providers.openai_errors import map_openai_error
+from evalfleet.providers.registry import resolve_model
+from evalfleet.providers.types import ErrorKind
+from evalfleet.simulator import start_simulator_in_thread
+from evalfleet.simulator.process import SimulatorHandle
 from tests.support.provider_harness import failure
 
 PROVIDERS = ("openai", "anthropic", "google")

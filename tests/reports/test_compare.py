@@ -13,13 +13,13 @@ import re
 import numpy as np
 import pytest
 
-from benchmarks.answer_key import write_answer_key
-from cli.main import main
-from engine.scoring import tables as results
-from metrics.intervals import wilson
+from evalfleet.benchmarks.answer_key import write_answer_key
+from evalfleet.cli.main import main
+from evalfleet.engine.scoring import tables as results
+from evalfleet.metrics.intervals import wilson
+from evalfleet.reports import formatting as fmt
+from evalfleet.simulator.process import start_simulator
 from perf.throughput import write_dataset
-from reports import formatting as fmt
-from simulator.process import start_simulator
 from tests.support.helpers import result_table
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack

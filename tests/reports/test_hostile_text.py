@@ -4,7 +4,7 @@ into a local store (no provider call), then aggregated and reported by the engin
 
 The report embeds its data as JSON in `<script>` elements. A block holding `<!--<script>`
 never closes for an HTML parser, which left the whole page dead; every `<` is now written as
-`\\u003c` (`core.escape.json_for_html`), so each block parses back to the same values."""
+`\\u003c` (`evalfleet.core.escape.json_for_html`), so each block parses back to the same values."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from storage import open_store
+from evalfleet.storage import open_store
 
 MODEL = "openai/sim-0.5"
 HOSTILE = '<!--<script>alert(1)</script> | "it\'s" & <img src=x onerror=alert(2)>'
@@ -29,7 +29,7 @@ def write_dataset(path: Path) -> str:
     import datasets
     from PIL import Image
 
-    from benchmarks.zerobench.dataset import upstream_features
+    from evalfleet.benchmarks.zerobench.dataset import upstream_features
 
     def png() -> bytes:
         buffer = io.BytesIO()
@@ -90,12 +90,12 @@ def record(item, response: str) -> bytes:
 
 @pytest.fixture(scope="module")
 def hostile_store(tmp_path_factory) -> Path:
-    from engine.prepare.resolve import resolve
-    from engine.run.items import answer_items
-    from engine.run.request import EvalRequest
-    from engine.scoring.aggregate import aggregate_run
-    from engine.store.manifest import open_run
-    from reports.report import write_report
+    from evalfleet.engine.prepare.resolve import resolve
+    from evalfleet.engine.run.items import answer_items
+    from evalfleet.engine.run.request import EvalRequest
+    from evalfleet.engine.scoring.aggregate import aggregate_run
+    from evalfleet.engine.store.manifest import open_run
+    from evalfleet.reports.report import write_report
 
     work = tmp_path_factory.mktemp("hostile")
     request = EvalRequest(
@@ -185,9 +185,9 @@ def test_prefect_artifacts_show_names_and_lines_as_text(hostile_store, prefect_a
     the tables, the Markdown, the lines and the descriptions."""
     from prefect import flow
 
-    from engine.scoring.aggregate import aggregate_run
-    from flows import aggregate, leaderboard
-    from reports.leaderboard import update
+    from evalfleet.engine.scoring.aggregate import aggregate_run
+    from evalfleet.flows import aggregate, leaderboard
+    from evalfleet.reports.leaderboard import update
 
     @flow(name="publish-hostile-names")
     def publish() -> None:  # as the flows publish them: from within a flow run

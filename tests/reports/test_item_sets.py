@@ -13,10 +13,10 @@ import json
 import pandas as pd
 import pytest
 
-from benchmarks.answer_key import write_answer_key
-from cli.main import main
+from evalfleet.benchmarks.answer_key import write_answer_key
+from evalfleet.cli.main import main
+from evalfleet.simulator.process import start_simulator
 from perf.throughput import write_dataset
-from simulator.process import start_simulator
 
 pytestmark = pytest.mark.slow  # starts Ray and a Prefect server
 

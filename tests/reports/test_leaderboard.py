@@ -13,8 +13,8 @@ store, each aggregated in its own second (results carry `written_at` to the seco
 
 Run ids sort in time order, so a board that kept the first result per key in directory order
 instead of the latest would fail. Expected values are computed here from the stored records
-and the runs' summary CSVs, never through `flows.leaderboard`; intervals through the one
-function of their kind (`metrics.intervals`, checked against by-hand vectors in
+and the runs' summary CSVs, never through `evalfleet.flows.leaderboard`; intervals through the one
+function of their kind (`evalfleet.metrics.intervals`, checked against by-hand vectors in
 tests/metrics), on unit values worked out here from the records.
 """
 
@@ -36,16 +36,16 @@ from urllib.parse import quote
 import pandas as pd
 import pytest
 
-from cli.launch import run_without_prefect
-from cli.main import main
-from engine.prepare.resolve import resolve
-from engine.run.request import EvalRequest
-from engine.scoring.aggregate import aggregate_run
-from flows.pipeline import evaluate_and_aggregate
-from metrics.intervals import unit_mean_interval, wilson
-from reports.leaderboard import update
-from simulator.process import start_simulator
-from storage import open_store
+from evalfleet.cli.launch import run_without_prefect
+from evalfleet.cli.main import main
+from evalfleet.engine.prepare.resolve import resolve
+from evalfleet.engine.run.request import EvalRequest
+from evalfleet.engine.scoring.aggregate import aggregate_run
+from evalfleet.flows.pipeline import evaluate_and_aggregate
+from evalfleet.metrics.intervals import unit_mean_interval, wilson
+from evalfleet.reports.leaderboard import update
+from evalfleet.simulator.process import start_simulator
+from evalfleet.storage import open_store
 from tests.support.browser import close, headless_chromium
 from tests.support.helpers import results_dir, zerobench_samples
 
@@ -532,7 +532,7 @@ def test_cli_prints_the_board_and_opens_the_page(board, expected, tmp_path):
     recorder.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {opened}\n')
     recorder.chmod(0o755)
     done = subprocess.run(
-        [sys.executable, "-m", "cli.main", "leaderboard", "--store", str(copy), "--open"],
+        [sys.executable, "-m", "evalfleet.cli.main", "leaderboard", "--store", str(copy), "--open"],
         cwd=REPO,
         env={**os.environ, "BROWSER": str(recorder)},
         capture_output=True,

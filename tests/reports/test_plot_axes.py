@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from reports.plots import token_axis
+from evalfleet.reports.plots import token_axis
 
 
 def drawn_labels(tokens: list[float]) -> list[str]:

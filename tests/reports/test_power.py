@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 
-from metrics.intervals import UnitValues, paired
-from reports import formatting as fmt
-from reports.power import what_it_would_take
+from evalfleet.metrics.intervals import UnitValues, paired
+from evalfleet.reports import formatting as fmt
+from evalfleet.reports.power import what_it_would_take
 
 Z = 1.959964 + 0.841621
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import main
-from reports import formatting as fmt
-from reports.item_sets import item_set_of
+from evalfleet.cli.main import main
+from evalfleet.reports import formatting as fmt
+from evalfleet.reports.item_sets import item_set_of
 from tests.support.browser import close, headless_chromium
 from tests.support.helpers import result_table, results_dir
 

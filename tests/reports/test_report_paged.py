@@ -36,7 +36,7 @@ def write_dataset(path: Path) -> str:
     import datasets
     from PIL import Image
 
-    from benchmarks.zerobench.dataset import upstream_features
+    from evalfleet.benchmarks.zerobench.dataset import upstream_features
 
     def png(i: int) -> bytes:
         buffer = io.BytesIO()
@@ -102,12 +102,12 @@ def response_of(n: int, where: tuple[str, str, int], target: str) -> str:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Path:
-    from engine.prepare.resolve import resolve
-    from engine.run.items import answer_items, judge_item
-    from engine.run.request import EvalRequest
-    from engine.scoring.aggregate import aggregate_run
-    from engine.store.manifest import open_run
-    from storage import open_store
+    from evalfleet.engine.prepare.resolve import resolve
+    from evalfleet.engine.run.items import answer_items, judge_item
+    from evalfleet.engine.run.request import EvalRequest
+    from evalfleet.engine.scoring.aggregate import aggregate_run
+    from evalfleet.engine.store.manifest import open_run
+    from evalfleet.storage import open_store
 
     work = tmp_path_factory.mktemp("paged")
     request = EvalRequest(
@@ -143,9 +143,9 @@ def runs(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def page(runs) -> Path:
-    from reports.report import write_report
-    from reports.report_paged import Paging
-    from storage import open_store
+    from evalfleet.reports.report import write_report
+    from evalfleet.reports.report_paged import Paging
+    from evalfleet.storage import open_store
 
     return Path(write_report(open_store(str(runs)), "paged", paging=Paging(**PAGING)))
 
@@ -217,8 +217,8 @@ def test_a_run_above_the_threshold_is_paged_from_files_beside_the_page(page):
 def test_the_paged_index_and_texts_are_the_single_pages(runs, page):
     """Item for item: the same order, fields, letters, answers, texts, judges' words, prompts,
     media and meta as the single page of the same run."""
-    from reports.report_data import gather
-    from storage import open_store
+    from evalfleet.reports.report_data import gather
+    from evalfleet.storage import open_store
 
     single = gather(open_store(str(runs)), "paged")
     folder = page.parent / "report_items"
@@ -252,9 +252,9 @@ def test_the_paged_index_and_texts_are_the_single_pages(runs, page):
 
 
 def test_up_to_the_threshold_the_report_stays_one_page(runs, tmp_path):
-    from reports.report import write_report
-    from reports.report_paged import Paging
-    from storage import open_store
+    from evalfleet.reports.report import write_report
+    from evalfleet.reports.report_paged import Paging
+    from evalfleet.storage import open_store
 
     copy = tmp_path / "runs"
     shutil.copytree(runs, copy, ignore=shutil.ignore_patterns("report*"))
@@ -272,9 +272,9 @@ def test_an_item_listed_twice_apart_is_refused(runs, tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from reports.report import write_report
-    from reports.report_paged import Paging
-    from storage import open_store
+    from evalfleet.reports.report import write_report
+    from evalfleet.reports.report_paged import Paging
+    from evalfleet.storage import open_store
 
     copy = tmp_path / "runs"
     shutil.copytree(runs, copy, ignore=shutil.ignore_patterns("report*"))

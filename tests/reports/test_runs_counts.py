@@ -24,21 +24,21 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import main
-from core.types import Decoding
-from engine.run.state import answer_counts, list_records, quarantine
-from engine.scoring.aggregate import aggregate_run
-from engine.store import counts
-from providers.batch import BatchStatus, LineResult
-from providers.registry import ModelConfig
-from providers.types import ErrorKind, ProviderError, ProviderResponse, Usage
-from reports import status
-from reports.status import run_progress
-from storage import LocalStore, Store, layout, open_store
-from storage.changes import marks
-from tasks import batch_jobs
-from tasks.records import build_record
-from tasks.work import WorkItem
+from evalfleet.cli.main import main
+from evalfleet.core.types import Decoding
+from evalfleet.engine.run.state import answer_counts, list_records, quarantine
+from evalfleet.engine.scoring.aggregate import aggregate_run
+from evalfleet.engine.store import counts
+from evalfleet.providers.batch import BatchStatus, LineResult
+from evalfleet.providers.registry import ModelConfig
+from evalfleet.providers.types import ErrorKind, ProviderError, ProviderResponse, Usage
+from evalfleet.reports import status
+from evalfleet.reports.status import run_progress
+from evalfleet.storage import LocalStore, Store, layout, open_store
+from evalfleet.storage.changes import marks
+from evalfleet.tasks import batch_jobs
+from evalfleet.tasks.records import build_record
+from evalfleet.tasks.work import WorkItem
 
 STORED = Path(__file__).resolve().parents[1] / "data" / "stored_runs" / "store"
 RUN = "stored-zerobench"

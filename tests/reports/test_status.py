@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import main
-from engine.run.request import EvalRequest
-from engine.store.manifest import read_manifest
-from flows.evaluate import evaluate
-from simulator.process import start_simulator
-from storage import LocalStore, layout
+from evalfleet.cli.main import main
+from evalfleet.engine.run.request import EvalRequest
+from evalfleet.engine.store.manifest import read_manifest
+from evalfleet.flows.evaluate import evaluate
+from evalfleet.simulator.process import start_simulator
+from evalfleet.storage import LocalStore, layout
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 

@@ -9,8 +9,8 @@ import re
 
 import pandas as pd
 
-from core.text_tables import key_columns, markdown
-from reports.compare import NOTE, to_markdown
+from evalfleet.core.text_tables import key_columns, markdown
+from evalfleet.reports.compare import NOTE, to_markdown
 
 LONG_A = "nightly-frontier-evaluation-2026-11-26@v-0123456789ab:anthropic/claude-sonnet-4-6"
 LONG_B = "nightly-frontier-evaluation-2026-11-27@v-ba9876543210:anthropic/claude-sonnet-4-6"

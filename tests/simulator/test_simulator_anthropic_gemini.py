@@ -15,9 +15,9 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from simulator import draw_correct, prompt_sha256, start_simulator_in_thread
-from simulator.process import SimulatorHandle
-from simulator.samples import tiny_jpeg, tiny_png, tiny_wav, write_answer_key
+from evalfleet.simulator import draw_correct, prompt_sha256, start_simulator_in_thread
+from evalfleet.simulator.process import SimulatorHandle
+from evalfleet.simulator.samples import tiny_jpeg, tiny_png, tiny_wav, write_answer_key
 
 PROMPTS = [f"Item {i}: which shape is shown? Put the answer in braces." for i in range(60)]
 TARGETS = ["circle", "square", "triangle"]

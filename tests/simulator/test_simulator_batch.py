@@ -26,17 +26,17 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from simulator import (
+from evalfleet.simulator import (
     ConfigError,
     prompt_sha256,
     start_simulator,
     start_simulator_in_thread,
 )
-from simulator.cli import add_arguments, build_config
-from simulator.config import config_from_dict
-from simulator.faults import batch_line_draw
-from simulator.process import SimulatorHandle
-from simulator.samples import write_answer_key
+from evalfleet.simulator.cli import add_arguments, build_config
+from evalfleet.simulator.config import config_from_dict
+from evalfleet.simulator.faults import batch_line_draw
+from evalfleet.simulator.process import SimulatorHandle
+from evalfleet.simulator.samples import write_answer_key
 
 PROMPTS = [f"Batch item {i}: how many dots? Answer in braces." for i in range(40)]
 MODELS = ["sim-0.5", "sim-0.7", "sim-0.5-think"]

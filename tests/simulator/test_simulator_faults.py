@@ -18,11 +18,11 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from simulator import prompt_sha256, start_simulator_in_thread
-from simulator.answering import AnswerKey, answer
-from simulator.faults import fault_draw
-from simulator.process import SimulatorHandle
-from simulator.samples import write_answer_key
+from evalfleet.simulator import prompt_sha256, start_simulator_in_thread
+from evalfleet.simulator.answering import AnswerKey, answer
+from evalfleet.simulator.faults import fault_draw
+from evalfleet.simulator.process import SimulatorHandle
+from evalfleet.simulator.samples import write_answer_key
 
 PROMPTS = [f"Fault prompt {i}: give the total in braces." for i in range(40)]
 RULES: list[dict[str, Any]] = [

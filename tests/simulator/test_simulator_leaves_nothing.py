@@ -18,7 +18,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 STARTS = """
 import time
-from simulator.process import start_simulator
+from evalfleet.simulator.process import start_simulator
 sim = start_simulator(None, {"latency": {"ms": 1}})
 print(sim.url, sim.pid, flush=True)
 time.sleep(600)
@@ -55,13 +55,13 @@ def test_a_killed_caller_leaves_no_folder_in_the_temporary_directory(tmp_path):
         caller.send_signal(signal.SIGKILL)
         caller.wait()
         caller.stdout.close()
-    assert _gone(int(pid), 10)  # the simulator dies with its caller (core.fate)
+    assert _gone(int(pid), 10)  # the simulator dies with its caller (evalfleet.core.fate)
     assert list(temp.iterdir()) == []
 
 
 def serve(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "simulator.cli", "serve", *args],
+        [sys.executable, "-m", "evalfleet.simulator.cli", "serve", *args],
         cwd=REPO,
         input=stdin,
         capture_output=True,
@@ -95,7 +95,7 @@ def test_a_config_on_standard_input_that_is_not_one_is_one_line():
 )
 def test_a_simulator_flag_out_of_its_range_is_one_line(flag, value, rule):
     done = subprocess.run(
-        [sys.executable, "-m", "cli.main", "simulate", flag, value],
+        [sys.executable, "-m", "evalfleet.cli.main", "simulate", flag, value],
         cwd=REPO,
         capture_output=True,
         text=True,

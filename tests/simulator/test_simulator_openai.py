@@ -14,9 +14,9 @@ from typing import Any
 import openai
 import pytest
 
-from simulator import draw_correct, prompt_sha256, start_simulator_in_thread
-from simulator.process import SimulatorHandle
-from simulator.samples import tiny_jpeg, tiny_png, tiny_wav, write_answer_key
+from evalfleet.simulator import draw_correct, prompt_sha256, start_simulator_in_thread
+from evalfleet.simulator.process import SimulatorHandle
+from evalfleet.simulator.samples import tiny_jpeg, tiny_png, tiny_wav, write_answer_key
 
 PROMPTS = [f"Problem {i}: count the dots and give the number in braces." for i in range(120)]
 LETTER_PROMPT = "Which colour is the sky? A) green B) blue C) red. Reply with ANSWER: <letter>."

@@ -12,9 +12,9 @@ from pathlib import Path
 import openai
 import pytest
 
-from simulator import SimulatorStartError, draw_correct, prompt_sha256, start_simulator
-from simulator.cli import add_arguments, build_config, main
-from simulator.samples import write_answer_key
+from evalfleet.simulator import SimulatorStartError, draw_correct, prompt_sha256, start_simulator
+from evalfleet.simulator.cli import add_arguments, build_config, main
+from evalfleet.simulator.samples import write_answer_key
 
 PROMPT = "How many legs does a spider have? Answer in braces."
 SECRET = "sk-process-secret-987"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.answering import (
+from evalfleet.simulator.answering import (
     UNKNOWN_ANSWER,
     AnswerKey,
     AnswerKeyError,
@@ -18,17 +18,17 @@ from simulator.answering import (
     prompt_sha256,
     wrong_value,
 )
-from simulator.config import (
+from evalfleet.simulator.config import (
     ConfigError,
     Latency,
     SimulatorConfig,
     load_config,
     resolve_profile,
 )
-from simulator.faults import AttemptCounter, LatencySampler, fault_draw, pick_fault
-from simulator.openai_routes import go_duration
-from simulator.ratelimit import RateLimiter
-from simulator.samples import BRACES, answer_key_line, write_answer_key
+from evalfleet.simulator.faults import AttemptCounter, LatencySampler, fault_draw, pick_fault
+from evalfleet.simulator.openai_routes import go_duration
+from evalfleet.simulator.ratelimit import RateLimiter
+from evalfleet.simulator.samples import BRACES, answer_key_line, write_answer_key
 
 LETTER = "The best matching option is {answer}.\nANSWER: {answer}"
 

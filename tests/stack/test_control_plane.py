@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.process import start_simulator
+from evalfleet.simulator.process import start_simulator
 from tests.support.helpers import result_table, tagged_processes, wait_for_no_processes
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
@@ -52,7 +52,7 @@ def test_killing_the_prefect_server_leaves_throughput_alone(demo_dataset, answer
         args += ["--store", str(runs), "--simulator-url", sim.url, "--max-in-flight", "16"]
         args += [arg for model in MODELS for arg in ("-m", model)]
         process = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", *args],
+            [sys.executable, "-m", "evalfleet.cli.main", *args],
             cwd=REPO,
             env=env,
             stdout=log.open("w"),
@@ -65,7 +65,9 @@ def test_killing_the_prefect_server_leaves_throughput_alone(demo_dataset, answer
             assert process.poll() is None, log.read_text()
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.05)
-        servers = [pid for pid, cmd in tagged_processes(tag) if "stack.prefect_app" in cmd]
+        servers = [
+            pid for pid, cmd in tagged_processes(tag) if "evalfleet.stack.prefect_app" in cmd
+        ]
         assert len(servers) == 1, tagged_processes(tag)
         os.kill(servers[0], signal.SIGKILL)
         killed_at = time.time()

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from stack import prefect_history
-from stack.prefect_app import listen
-from stack.services import ServiceError, _history_checked, _prepared_for, reserve_port
+from evalfleet.stack import prefect_history
+from evalfleet.stack.prefect_app import listen
+from evalfleet.stack.services import ServiceError, _history_checked, _prepared_for, reserve_port
 
 
 def _history(path: Path, tables: tuple[str, ...] = tuple(prefect_history.TABLES)) -> Path:

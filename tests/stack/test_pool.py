@@ -19,8 +19,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from simulator.process import start_simulator
-from stack.services import free_port
+from evalfleet.simulator.process import start_simulator
+from evalfleet.stack.services import free_port
 from tests.support.helpers import results_dir, wait_for_no_processes
 from tests.support.stack import Stack, kill_tree, stack_env, worker_of, worker_running
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from core.types import ConfigError
-from stack.prefect_history import DEFAULT, ENV, kept_from_env, parse_kept
+from evalfleet.core.types import ConfigError
+from evalfleet.stack.prefect_history import DEFAULT, ENV, kept_from_env, parse_kept
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -25,7 +25,7 @@ import sys
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.settings import PREFECT_API_URL, temporary_settings
-from stack.services import LocalStack
+from evalfleet.stack.services import LocalStack
 
 @task
 def step(i):
@@ -52,7 +52,7 @@ with temporary_settings({PREFECT_API_URL: stack.prefect_url}):
         with get_client(sync_client=True) as client:
             client.create_flow_run(parent, name="left-running", state=Running())
     parent.with_options(flow_run_name=f"run-{i}")(i)
-    from flows.in_process import drain_prefect
+    from evalfleet.flows.in_process import drain_prefect
     drain_prefect()
 stack.stop()
 """

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from stack.services import free_port
+from evalfleet.stack.services import free_port
 from tests.support.helpers import wait_for_no_processes
 from tests.support.stack import EVALFLEET, REPO, stack_env
 

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from stack import scratch
-from stack.scratch import Scratch
+from evalfleet.stack import scratch
+from evalfleet.stack.scratch import Scratch
 
 
 def test_logs_are_kept_on_failure_and_only_the_last_ten(tmp_path, monkeypatch):

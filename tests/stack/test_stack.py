@@ -23,8 +23,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from simulator.process import start_simulator
-from stack.services import free_port
+from evalfleet.simulator.process import start_simulator
+from evalfleet.stack.services import free_port
 from tests.support.browser import close, headless_chromium
 from tests.support.helpers import parse, results_dir, tagged_processes, wait_for_no_processes
 from tests.support.stack import Stack, stack_env
@@ -64,9 +64,9 @@ def test_an_up_that_fails_part_way_leaves_nothing_behind(tmp_path, monkeypatch):
     """The deployments cannot start (their reevaluation request file is gone by the time
     they read it): the Prefect server and the Ray head this `up` started are stopped again,
     and said so; the head's session folder is removed, its logs kept in the state folder."""
-    from stack.ray_cluster import ray_temp_dir
-    from stack.services import ServiceError
-    from stack.up import up
+    from evalfleet.stack.ray_cluster import ray_temp_dir
+    from evalfleet.stack.services import ServiceError
+    from evalfleet.stack.up import up
 
     tag = f"failed-up-{os.getpid()}-{time.monotonic_ns()}"
     monkeypatch.setenv("EVALFLEET_TEST_TAG", tag)

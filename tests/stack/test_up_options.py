@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from stack import prefect_server
+from evalfleet.stack import prefect_server
 
 EVALFLEET = str(Path(sys.executable).with_name("evalfleet"))
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.run.state import list_records, quarantine
-from storage import LocalStore, StoreError, open_store
-from storage.layout import ItemKey, record_key
+from evalfleet.engine.run.state import list_records, quarantine
+from evalfleet.storage import LocalStore, StoreError, open_store
+from evalfleet.storage.layout import ItemKey, record_key
 from tests.support.hostile_places import make_read_only, release
 
 RUN = "r1"
@@ -157,7 +157,7 @@ def test_s3_checks_the_run_prefix_with_one_probe_and_leaves_nothing(moto_server)
 def test_a_run_is_refused_for_a_file_in_place_of_a_planned_sample_folder_only(store):
     from types import SimpleNamespace
 
-    from engine.store.places import check_places
+    from evalfleet.engine.store.places import check_places
 
     data = {"zerobench": SimpleNamespace(by_id={"7": None, "a/b": None}, benchmark=None)}
     data["zerobench"].benchmark = SimpleNamespace(judge=None)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from storage.base import StoreError
-from storage.keys import _plain, check_key
+from evalfleet.storage.base import StoreError
+from evalfleet.storage.keys import _plain, check_key
 
 REFUSED = ["", "/a", "a/", "a//b", ".", "..", "a/./b", "a/../b", "../x", "a/..", "./a"]
 REFUSED += [".tmp-x", "a/.tmp-1/b", "a\\b", "a\x00b"]

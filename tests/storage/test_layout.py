@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from storage import layout
-from storage.layout import ItemKey, StoredName
+from evalfleet.storage import layout
+from evalfleet.storage.layout import ItemKey, StoredName
 
 RUN = "r1"
 HASH = "0123456789abcdef"

@@ -21,12 +21,12 @@ import boto3
 import pandas as pd
 import pytest
 
-from engine.prepare.resolve import resolve
-from engine.run.items import answer_items
-from engine.run.request import EvalRequest
-from flows.pipeline import evaluate_and_aggregate
-from simulator.process import start_simulator
-from storage import LocalStore, layout, open_store
+from evalfleet.engine.prepare.resolve import resolve
+from evalfleet.engine.run.items import answer_items
+from evalfleet.engine.run.request import EvalRequest
+from evalfleet.flows.pipeline import evaluate_and_aggregate
+from evalfleet.simulator.process import start_simulator
+from evalfleet.storage import LocalStore, layout, open_store
 from tests.support.helpers import SPLITS, store_table
 from tests.support.s3_server import FAKE_AWS_ENV
 
@@ -53,8 +53,8 @@ RESULTS = sorted(
 
 DRIVER = """
 import json, sys
-from flows.pipeline import evaluate_and_aggregate
-from engine.run.request import EvalRequest
+from evalfleet.flows.pipeline import evaluate_and_aggregate
+from evalfleet.engine.run.request import EvalRequest
 
 result = evaluate_and_aggregate(EvalRequest.model_validate_json(sys.argv[1]))
 print("RESULT " + json.dumps(result.tables))

@@ -19,8 +19,8 @@ from pathlib import Path
 import boto3
 import pytest
 
-from simulator.process import start_simulator
-from storage import layout
+from evalfleet.simulator.process import start_simulator
+from evalfleet.storage import layout
 from tests.support.helpers import SPLITS, prompt_hashes
 from tests.support.s3_server import FAKE_AWS_ENV
 
@@ -49,7 +49,7 @@ def cli_env(ray_address: str, prefect_api_url: str) -> dict[str, str]:
 
 def cli(args: list[str], env: dict[str, str]) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "cli.main", *args],
+        [sys.executable, "-m", "evalfleet.cli.main", *args],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from storage import (
+from evalfleet.storage import (
     DEFAULT_STORE_URL,
     LocalStore,
     Store,
@@ -23,8 +23,8 @@ from storage import (
     safe_segment,
     unsafe_segment,
 )
-from storage.keys import TMP_PREFIX
-from storage.s3 import S3Store
+from evalfleet.storage.keys import TMP_PREFIX
+from evalfleet.storage.s3 import S3Store
 from tests.support.s3_server import MotoS3Server, apply_fake_aws_env
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -263,10 +263,10 @@ def test_local_crash_between_temp_write_and_link(tmp_path: Path, unnamed: bool) 
     script = textwrap.dedent(
         f"""
         import os
-        import storage.local
-        from storage import LocalStore
+        import evalfleet.storage.local
+        from evalfleet.storage import LocalStore
         if not {unnamed}:
-            storage.local._TMPFILE = None
+            evalfleet.storage.local._TMPFILE = None
         os.link = lambda *a, **k: os._exit(17)
         LocalStore({str(tmp_path)!r}).put_if_absent("run1/m/7/0.json", b"complete record")
         """
@@ -571,7 +571,7 @@ def test_check_writable(store: Store, tmp_path: Path) -> None:
 
 
 def test_evalfleet_fsync_turns_on_flushed_writes(tmp_path: Path, monkeypatch) -> None:
-    from storage import open_store
+    from evalfleet.storage import open_store
 
     monkeypatch.setenv("EVALFLEET_FSYNC", "1")
     flushed = open_store(str(tmp_path / "flushed"))

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmarks.zerobench import dataset as zerobench_data
-from core.types import Sample
-from storage import layout
+from evalfleet.benchmarks.zerobench import dataset as zerobench_data
+from evalfleet.core.types import Sample
+from evalfleet.storage import layout
 
 SPLITS = ("zerobench", "zerobench_subquestions")
 
@@ -98,11 +98,11 @@ def scratch_of(pid: int) -> list[Path]:
 def answered_run(request, input_tokens: int, output_tokens: int = 0):
     """`request`'s run opened in its store with every answer stored as a worker writes it:
     the reply "so {7}" with the token counts given. Returns (the resolved run, its items)."""
-    from engine.prepare.resolve import resolve
-    from engine.run.items import answer_items
-    from engine.store.manifest import open_run
-    from providers.types import ProviderResponse, Usage
-    from tasks.records import build_record
+    from evalfleet.engine.prepare.resolve import resolve
+    from evalfleet.engine.run.items import answer_items
+    from evalfleet.engine.store.manifest import open_run
+    from evalfleet.providers.types import ProviderResponse, Usage
+    from evalfleet.tasks.records import build_record
 
     run = resolve(request)
     open_run(run.store, run.manifest, run.data, extend=False)

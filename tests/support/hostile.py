@@ -205,7 +205,7 @@ def damaged_store_cases() -> list[Case]:
                     exit_codes=(2,),
                 ),  # fmt: skip
                 # aggregate is the repair of results; a plan or a manifest it cannot rebuild
-                # (it records the answer counts of its listing: engine.store.counts)
+                # (it records the answer counts of its listing: evalfleet.engine.store.counts)
                 Case(
                     f"aggregate | {tag}",
                     ("aggregate", BASE_RUN, "--store", "{store}"),
@@ -439,7 +439,7 @@ def stored_attempts(store: Path) -> dict[str, float | None]:
 def billed_requests(log: Path, since: set[str], sim_url: str) -> dict[str, float]:
     """USD the simulator billed per request id (each 200 it answered, at the registry's price
     of its model), for the requests not in `since`."""
-    from providers.registry import resolve_model
+    from evalfleet.providers.registry import resolve_model
 
     out = {}
     if not log.exists():
@@ -463,7 +463,7 @@ def billed_requests(log: Path, since: set[str], sim_url: str) -> dict[str, float
 
 def call_in_process(argv: list[str]) -> tuple[int, str, str, bool]:
     """`evalfleet ARGV` in this process: (exit code, stdout, stderr, traceback printed)."""
-    from cli.main import main
+    from evalfleet.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     crashed = False
@@ -481,7 +481,7 @@ def call_in_process(argv: list[str]) -> tuple[int, str, str, bool]:
 
 def call_subprocess(argv: list[str]) -> tuple[int, str, str, bool]:
     done = subprocess.run(
-        [sys.executable, "-m", "cli.main", *argv],
+        [sys.executable, "-m", "evalfleet.cli.main", *argv],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -501,7 +501,7 @@ def run_case(
     dataset: str,
     call: Callable[[list[str]], tuple[int, str, str, bool]] = call_in_process,
 ) -> Outcome:
-    """`sim` is the simulator's handle (`simulator.process`): its URL, and its request log
+    """`sim` is the simulator's handle (`evalfleet.simulator.process`): its URL, and its request log
     flushed before each reading."""
     store = work / hashlib.sha256(case.name.encode()).hexdigest()[:12]
     shutil.rmtree(store, ignore_errors=True)

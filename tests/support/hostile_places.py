@@ -155,8 +155,8 @@ def dataset_with(change: str) -> Damage:
         import pyarrow.parquet as pq
         from datasets import Dataset
 
-        from benchmarks.zerobench.dataset import upstream_features
-        from benchmarks.zerobench.demo import demo_questions
+        from evalfleet.benchmarks.zerobench.dataset import upstream_features
+        from evalfleet.benchmarks.zerobench.demo import demo_questions
 
         rows, _ = demo_questions()
         if change == "null answer":

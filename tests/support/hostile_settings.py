@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from core import settings
-from core.settings import SettingError
+from evalfleet.core import settings
+from evalfleet.core.settings import SettingError
 from tests.support.hostile import BASE_RUN, JUDGE, MODELS, RUN, Case
 
 HOSTILE_VALUES = ("abc", "0", "-1", "nan", "1e23")
@@ -69,8 +69,8 @@ def setting_cases() -> list[Case]:
 
 def _numeric_run_flags() -> list[str]:
     """Every run flag of a number: the request's numeric fields, as `cli.options` makes them."""
-    from cli.options import _base, _flag, flag_names
-    from engine.run.request import EvalRequest
+    from evalfleet.cli.options import _base, _flag, flag_names
+    from evalfleet.engine.run.request import EvalRequest
 
     flags = []
     for name, info in EvalRequest.model_fields.items():

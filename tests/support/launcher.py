@@ -12,8 +12,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from core.places import process_start_ticks
-from stack.state import Daemon, Stack, save
+from evalfleet.core.places import process_start_ticks
+from evalfleet.stack.state import Daemon, Stack, save
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,7 +26,7 @@ def running_launcher(state: Path, env: dict[str, str]) -> Iterator[Path]:
     log = state / "launcher.log"
     env = {k: v for k, v in env.items() if not k.startswith(("PREFECT_", "RAY_"))}
     process = subprocess.Popen(
-        [sys.executable, "-m", "cli.launcher", str(path)],
+        [sys.executable, "-m", "evalfleet.cli.launcher", str(path)],
         cwd=REPO,
         env={**env, "MPLBACKEND": "Agg"},
         stdout=log.open("w"),

@@ -46,8 +46,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from benchmarks.interface import Benchmark, BenchmarkOptions, LoadedData, MetricRow
-from core.types import Part, Sample, Score
+from evalfleet.benchmarks.interface import Benchmark, BenchmarkOptions, LoadedData, MetricRow
+from evalfleet.core.types import Part, Sample, Score
 
 FORMATS = {"final": "Final Answer: {answer}", "boxed": "\\\\boxed{{{answer}}}"}
 PATTERNS = {"final": r"Final Answer:\\s*(\\d+)", "boxed": r"\\\\boxed\\{(\\d+)\\}"}

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from core.types import Decoding, Part
-from providers.clients import make_client
-from providers.registry import ModelConfig
-from providers.types import ProviderError, ProviderResponse
-from simulator.process import SimulatorHandle
+from evalfleet.core.types import Decoding, Part
+from evalfleet.providers.clients import make_client
+from evalfleet.providers.registry import ModelConfig
+from evalfleet.providers.types import ProviderError, ProviderResponse
+from evalfleet.simulator.process import SimulatorHandle
 
 # A per-provider placeholder key (the simulator only checks that one is present).
 TEST_KEYS = {"openai": "sk-test", "anthropic": "sk-ant-test", "google": "gemini-test-key"}

@@ -4,7 +4,7 @@ is rate limited (it is up, wait), whatever it answered before."""
 
 from __future__ import annotations
 
-from tasks.endpoints import DOWN_AFTER, Endpoints, stop_line
+from evalfleet.tasks.endpoints import DOWN_AFTER, Endpoints, stop_line
 
 WAIT = "the provider asked to wait 1 h (Retry-After), until 2026-11-28 18:00 UTC: Error code: 429"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.process import start_simulator
+from evalfleet.simulator.process import start_simulator
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 
@@ -34,7 +34,7 @@ def run_command(sim_url: str, dataset: str, runs: Path, run_id: str, rpm: int, *
     args += ["--store", str(runs), "--simulator-url", sim_url, "--rpm", f"{MODEL}={rpm}"]
     for name in benchmarks:
         args += ["-b", name]
-    return [sys.executable, "-m", "cli.main", *args]
+    return [sys.executable, "-m", "evalfleet.cli.main", *args]
 
 
 def stored(runs: Path, run_id: str) -> int:

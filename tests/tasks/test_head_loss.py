@@ -27,11 +27,16 @@ from pathlib import Path
 
 import pytest
 
-from simulator.process import start_simulator
-from stack.pidfiles import Daemon
-from stack.ray_cluster import ray_client_env, ray_head_command, ray_temp_dir, remove_sessions
-from stack.services import free_port
-from stack.state import logged_since, spawn, wait_ready
+from evalfleet.simulator.process import start_simulator
+from evalfleet.stack.pidfiles import Daemon
+from evalfleet.stack.ray_cluster import (
+    ray_client_env,
+    ray_head_command,
+    ray_temp_dir,
+    remove_sessions,
+)
+from evalfleet.stack.services import free_port
+from evalfleet.stack.state import logged_since, spawn, wait_ready
 from tests.support.helpers import wait_for_no_processes
 from tests.support.leftovers import removed_afterwards
 
@@ -107,7 +112,16 @@ def test_a_lost_head_ends_the_run_with_exit_4_and_a_resume_asks_only_the_rest(
     first, fresh = heads
     runs, sim_log = tmp_path / "runs", tmp_path / "sim.jsonl"
     with start_simulator(answer_key, {"latency": {"ms": 1000}}, sim_log) as sim:
-        args = [sys.executable, "-m", "cli.main", "run", "-m", "openai/sim-0.5", "--epochs", "4"]
+        args = [
+            sys.executable,
+            "-m",
+            "evalfleet.cli.main",
+            "run",
+            "-m",
+            "openai/sim-0.5",
+            "--epochs",
+            "4",
+        ]
         args += ["--dataset-path", demo_dataset, "--run-id", "lost", "--store", str(runs)]
         args += ["--simulator-url", sim.url, "--max-in-flight", str(IN_FLIGHT), "--workers", "1"]
         env = {**first.env(), "PREFECT_API_URL": prefect_api_url}

@@ -1,4 +1,4 @@
-"""The Ray head watch (`tasks.head`) against real sockets: a port that accepts, one that
+"""The Ray head watch (`evalfleet.tasks.head`) against real sockets: a port that accepts, one that
 refuses, and one that comes back before its time is up."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import socket
 import time
 
-from tasks.head import HeadWatch, knock
+from evalfleet.tasks.head import HeadWatch, knock
 
 QUICK = {"lost_after_s": 1.0, "every_s": 0.05}
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from simulator.process import start_simulator
-from tasks.ray_setup import RAY_SYSTEM_CONFIG
+from evalfleet.simulator.process import start_simulator
+from evalfleet.tasks.ray_setup import RAY_SYSTEM_CONFIG
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 
@@ -66,7 +66,7 @@ def test_a_run_completes_when_its_worker_node_dies(
     runs, log = tmp_path / "runs", tmp_path / "sim.jsonl"
     env = {**os.environ, "RAY_ADDRESS": cluster.address, "PREFECT_API_URL": prefect_api_url}
     with start_simulator(answer_key, {"latency": {"ms": 400}}, log) as sim:
-        command = [sys.executable, "-m", "cli.main", "run", "-m", "openai/sim-0.5"]
+        command = [sys.executable, "-m", "evalfleet.cli.main", "run", "-m", "openai/sim-0.5"]
         command += ["--dataset-path", demo_dataset, "--run-id", "lost", "--store", str(runs)]
         command += ["--simulator-url", sim.url, "--workers", "2", "--max-in-flight", "8"]
         run = subprocess.Popen(

@@ -10,14 +10,14 @@ import sys
 
 import pytest
 
-from core.checkout import ROOT
+from evalfleet.core.checkout import ROOT
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 
 DRIVER = """
 import sys
 import ray
-from engine.generation.ray_session import ensure_ray
+from evalfleet.engine.generation.ray_session import ensure_ray
 
 ensure_ray()
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from core.types import Decoding
-from providers.types import Usage
+from evalfleet.core.types import Decoding
+from evalfleet.providers.types import Usage
 
 
 def test_decoding_writes_every_field() -> None:

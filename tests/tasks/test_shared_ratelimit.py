@@ -8,8 +8,8 @@ import bisect
 
 import pytest
 
-from providers.ratelimit import CLAIM_TTL_S, SharedBudget
-from tasks.limiter import BudgetId, key_fingerprint
+from evalfleet.providers.ratelimit import CLAIM_TTL_S, SharedBudget
+from evalfleet.tasks.limiter import BudgetId, key_fingerprint
 
 
 class Clock:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.types import Decoding
-from tasks.work import answer_hasher, request_hash
+from evalfleet.core.types import Decoding
+from evalfleet.tasks.work import answer_hasher, request_hash
 
 DECODINGS = [
     Decoding(),

@@ -1,0 +1,1 @@
+"""evalfleet: evaluate frontier models on hard multimodal benchmarks at scale."""

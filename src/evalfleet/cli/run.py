@@ -1,0 +1,150 @@
+"""`evalfleet run`: evaluate, then aggregate (resumes an existing --run-id); with --estimate,
+only the expected tokens and cost."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from evalfleet.benchmarks import registry
+from evalfleet.core.types import UsageError
+from evalfleet.engine.run.request import EvalRequest
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    run = sub.add_parser(
+        "run",
+        help="evaluate, then aggregate (resumes an existing --run-id)",
+        description="Evaluate models on benchmarks, then write the tables. Ctrl-C stops "
+        "cleanly (exit 130) and keeps everything stored; run again with the same --run-id "
+        "to resume.",
+    )
+    from evalfleet.cli.options import add_history_option, add_request_options, add_store_options
+
+    add_request_options(run)
+    run.add_argument(
+        "--subset",
+        metavar="FILE",
+        help="only the item ids in FILE (a subset a benchmark's curation command wrote), for "
+        "every chosen benchmark that takes a subset",
+    )
+    run.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print the expected tokens and cost per model, benchmark and stage, then exit: "
+        "nothing is sent and nothing written",
+    )
+    run.add_argument(
+        "--no-retry-errors",
+        action="store_true",
+        help="on resume, keep terminal errors instead of requesting them again",
+    )
+    add_history_option(run)
+    run.set_defaults(func=cmd_run)
+
+    judge = sub.add_parser(
+        "judge",
+        help="judge a stored run's answers with another judge model (nothing asked again)",
+        description="Add a judge model to a run: it grades every stored answer its benchmark's "
+        "judge reads, checkpointed, rate limited and priced like the first judge; the tables "
+        "then give each judge's scores and how far the judges agree. The evaluated models are "
+        "not asked again and their keys are not needed.",
+    )
+    judge.add_argument("run_id")
+    judge.add_argument("--judge", required=True, metavar="PROVIDER/MODEL", help="the judge")
+    judge.add_argument(
+        "--simulator-url", metavar="URL", help="for a simulated judge (default: the run's)"
+    )
+    add_store_options(judge)
+    add_history_option(judge)
+    judge.set_defaults(func=cmd_judge)
+
+
+def request_from_args(args: argparse.Namespace) -> EvalRequest:
+    from evalfleet.cli.options import request_fields
+
+    fields = request_fields(args)
+    if not fields.get("models"):
+        raise UsageError("no model given: pass --model provider/model (e.g. openai/sim-0.5)")
+    if args.subset:
+        _apply_subset(args.subset, fields)
+    request = EvalRequest(**fields)
+    return request.model_copy(update={"run_id": request.resolved_run_id()})
+
+
+def _apply_subset(path: str, fields: dict[str, Any]) -> None:
+    benchmarks = fields.get("benchmarks") or registry.default_names()
+    takers = [b for b in benchmarks if "subset" in registry.get(b).options_model.model_fields]
+    if not takers:
+        names = [
+            b.name for b in registry.all_benchmarks() if "subset" in b.options_model.model_fields
+        ]
+        others = f" (and/or {', '.join(names[1:])})" if len(names) > 1 else ""
+        raise UsageError(
+            f"--subset applies to benchmarks that take a subset: add --benchmark {names[0]}{others}"
+        )
+    options = fields.setdefault("benchmark_options", {})
+    for name in takers:
+        options.setdefault(name, {})["subset"] = os.path.abspath(path)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from evalfleet.cli.launch import resume_hint, run_request
+    from evalfleet.cli.options import kept_flow_runs
+
+    request = request_from_args(args)
+    args.run_id = request.run_id  # the resume hint names it even when it was generated
+    if args.estimate:
+        return estimate(request, retry_errors=not args.no_retry_errors)
+    kept = kept_flow_runs(args)
+    result = run_request(request, retry_errors=not args.no_retry_errors, flow_runs_kept=kept)
+    outcome = result.outcome
+    if result.tables is None:  # batch jobs left open: the poller writes the tables
+        print(
+            f"run {outcome.run_id}: {outcome.batch_jobs_open} batch jobs open; "
+            f"`evalfleet batches poll --store {request.store}` (or the poll-batches "
+            "deployment) collects them and writes the tables once they end"
+        )
+        return 0
+    from evalfleet.reports.tables import print_result  # pandas: loaded once the run is done
+
+    print_result(result.tables)
+    if outcome.budget_reached:
+        print(f"budget reached: {outcome.budget_reached}", file=sys.stderr)
+        cap = outcome.finish_cap_usd
+        how = f"--max-cost-usd {cap:g}" if cap else "a higher --max-cost-usd"
+        print(f"to finish, rerun with {how}: {resume_hint(args.run_id, cap)}", file=sys.stderr)
+        return 3
+    return 0
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    from evalfleet.cli.launch import run_request
+    from evalfleet.cli.options import kept_flow_runs, store_from
+    from evalfleet.engine.judges import judge_request
+    from evalfleet.reports.tables import print_result
+
+    kept = kept_flow_runs(args)
+    request = judge_request(store_from(args), args.run_id, args.judge, args.simulator_url)
+    result = run_request(request, retry_errors=True, answers=False, flow_runs_kept=kept)
+    if result.unchanged:  # nothing for the judge to grade
+        print(result.unchanged)
+        return 0
+    if result.tables is not None:
+        print_result(result.tables)
+    if result.outcome.budget_reached:  # the run's own --max-cost-usd
+        print(f"budget reached: {result.outcome.budget_reached}", file=sys.stderr)
+        return 3
+    return 0
+
+
+def estimate(request: EvalRequest, *, retry_errors: bool = True) -> int:
+    """`evalfleet run --estimate`: the checks a run makes, then the table. Exit code 0."""
+    from evalfleet.engine.prepare.estimate import estimate_run, format_estimate
+    from evalfleet.engine.prepare.resolve import resolve
+
+    run = resolve(request)
+    print(format_estimate(run.run_id, estimate_run(run, retry_errors=retry_errors)))
+    return 0

@@ -1,0 +1,193 @@
+"""A run's heartbeat in its manifest, so anyone reading the store can tell a running run from
+one whose process died (SIGKILL, a lost node) without asking Prefect.
+
+While a process works on a run, a daemon thread rewrites `manifest["heartbeat"]` every
+`interval_s` (EVALFLEET_HEARTBEAT_S, default 10): state "running", the time, the host, the pid
+and, when a Prefect flow runs it, the flow run id. The end of the work writes its final state
+("finished", "evaluated", "interrupted", "failed"). A "running" heartbeat older than
+`crash_after(interval_s)` means the process is gone: the run is "crashed", and rerunning its
+id (or retrying the flow run) resumes it from the store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from evalfleet.core.settings import HEARTBEAT_S
+from evalfleet.engine.run import control
+from evalfleet.storage import layout
+from evalfleet.storage.base import Store
+
+DEFAULT_INTERVAL_S = HEARTBEAT_S.default
+# Prefect's own heartbeat of a flow run, beside the manifest's: every 30 s (Prefect's
+# minimum) wherever a crash automation watches flow runs (the stack's runners, its deployments,
+# a command attached to it). The automation's window must exceed it.
+FLOW_RUN_BEAT_S = 30
+_current: dict[str, Heartbeat] = {}
+_lock = threading.Lock()
+
+
+def interval_s() -> float:
+    return HEARTBEAT_S.get()
+
+
+def crash_after(interval: float) -> float:
+    """Three missed beats and some slack for a slow store."""
+    return 3 * interval + 5.0
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Heartbeat:
+    def __init__(self, store: Store, run_id: str, interval: float) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.interval = interval
+        # to the microsecond: which command beat is told by it (`identity`), and two commands
+        # of one process on a run within a second are told apart
+        self.started_at = _now().isoformat()
+        self.flow_run_id = control.current().run_label
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="run-heartbeat", daemon=True)
+
+    def start(self) -> Heartbeat:
+        self.write("running")
+        self._thread.start()
+        return self
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.interval):
+            with contextlib.suppress(Exception):  # a store hiccup: the next beat tries again
+                self.write("running")
+
+    def write(self, state: str) -> None:
+        key = layout.manifest_key(self.run_id)
+        with _lock:
+            blob = self.store.get(key)
+            if blob is None:
+                return
+            manifest = json.loads(blob)
+            manifest["heartbeat"] = {
+                "state": state,
+                "at": _now().isoformat(timespec="seconds"),
+                "interval_s": self.interval,
+                "started_at": self.started_at,
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+                "flow_run_id": self.flow_run_id,
+            }
+            self.store.put(key, json.dumps(manifest, indent=2, sort_keys=True).encode())
+
+    def finish(self, state: str) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=self.interval + 5)
+        self.write(state)
+
+
+def start(store: Store, run_id: str) -> Heartbeat:
+    """Start beating for a run this process works on (one heartbeat per run id)."""
+    with _lock:
+        previous = _current.pop(run_id, None)
+    if previous is not None:
+        previous._stop.set()
+    beat = Heartbeat(store, run_id, interval_s()).start()
+    with _lock:
+        _current[run_id] = beat
+    return beat
+
+
+@contextlib.contextmanager
+def beating(final: str) -> Iterator[None]:
+    """A flow body: its runs' heartbeats end with `final`, "interrupted" if a stop was asked,
+    or "failed" on an exception."""
+    from evalfleet.engine.run.interrupts import STOP
+
+    try:
+        yield
+    except BaseException:
+        finish_all("interrupted" if STOP.requested() else "failed")
+        raise
+    finish_all("interrupted" if STOP.requested() else final)
+
+
+def finish_all(state: str) -> None:
+    """Write the final state of every run this process beats for (none: a no-op)."""
+    with _lock:
+        beats = list(_current.values())
+        _current.clear()
+    for beat in beats:
+        with contextlib.suppress(Exception):  # store gone: the beat goes stale ("crashed")
+            beat.finish(state)
+
+
+def liveness(manifest: dict[str, Any], now: datetime | None = None) -> str:
+    """ "running", "crashed", or the final state the flow wrote ("-" for runs without one).
+    A beat from this host whose process is gone is "crashed" at once; from another host,
+    once it is older than `crash_after`."""
+    beat = manifest.get("heartbeat")
+    if not beat:
+        return "-"
+    if beat.get("state") != "running":
+        return str(beat.get("state"))
+    if beat.get("host") == socket.gethostname() and not _pid_alive(int(beat.get("pid") or 0)):
+        return "crashed"
+    age = ((now or _now()) - datetime.fromisoformat(beat["at"])).total_seconds()
+    return "crashed" if age > crash_after(float(beat.get("interval_s") or 10.0)) else "running"
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (dead, not yet reaped) is gone too
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1] != "Z"
+    except OSError:
+        return True
+
+
+IDENTITY = ("started_at", "host", "pid")  # the fields of a heartbeat that tell its command
+
+
+def identity(manifest: dict[str, Any]) -> list[Any] | None:
+    """Which command's heartbeat the manifest holds: [started_at, host, pid] (a list, as JSON
+    gives it back), None without one. A later command on the run has another."""
+    beat = manifest.get("heartbeat")
+    if not isinstance(beat, dict) or not beat:
+        return None
+    return [beat.get(field) for field in IDENTITY]
+
+
+def held_elsewhere(manifest: dict[str, Any]) -> str | None:
+    """Why another live process is working on this run, or None."""
+    beat = manifest.get("heartbeat") or {}
+    if liveness(manifest) != "running":
+        return None
+    if beat.get("host") == socket.gethostname() and beat.get("pid") == os.getpid():
+        return None
+    age = seconds_since(manifest) or 0.0
+    return (
+        f"pid {beat.get('pid')} on {beat.get('host')} is working on it (heartbeat {age:.0f} s ago)"
+    )
+
+
+def seconds_since(manifest: dict[str, Any], now: datetime | None = None) -> float | None:
+    beat = manifest.get("heartbeat")
+    if not beat:
+        return None
+    return ((now or _now()) - datetime.fromisoformat(beat["at"])).total_seconds()

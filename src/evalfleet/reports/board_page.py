@@ -1,0 +1,165 @@
+"""The leaderboard as people read it: one Markdown document (the `.md` file, the terminal, the
+Prefect artifact) and one static HTML page, laid out alike and written with the same cells
+(`reports.formatting`): per benchmark and scoring mode, one table per item set, its complete
+rows ranked, its partial rows apart and not ranked."""
+
+from __future__ import annotations
+
+import base64
+import urllib.parse
+from datetime import UTC, datetime
+
+import pandas as pd
+
+from evalfleet.core.escape import html_text
+from evalfleet.reports import formatting as fmt
+
+RANKED = ["rank", "band", "model", "value", "95% interval", "coverage", "errors"]
+SPENT = ["tokens/answer", "$/correct", "new"]
+PARTIAL = ["model", "value", "95% interval", "coverage", "errors", *SPENT]
+METHODS = "docs/results.md, “Intervals and ranks”"  # where the table of methods is
+
+
+def tables(frame: pd.DataFrame):
+    """(benchmark, scoring, item set label, complete rows, partial rows), in page order."""
+    for (benchmark, scoring, _), part in frame.groupby(
+        ["benchmark", "scoring", "item_set"], sort=False
+    ):
+        yield (
+            benchmark,
+            scoring,
+            part["items"].iloc[0],
+            part[part["complete"]],
+            part[~part["complete"]],
+        )
+
+
+def legend(board) -> str:
+    return (
+        f"{board.runs} runs. A value is the benchmark's headline metric, a fraction of 1, with "
+        f"its 95 % interval (methods: {METHODS}). Rows are compared only on the same items: "
+        "each table is one item set. A rank is 1 plus the number of rows significantly better "
+        "(paired 95 % interval of the difference above 0, as `evalfleet compare` prints it); "
+        "rows that cannot be told apart share a band. Partial results are not ranked."
+    )
+
+
+def cells(row) -> dict[str, str]:
+    """One row's cells, as both pages write them."""
+    return {
+        "rank": "" if pd.isna(row.rank) else str(int(row.rank)),
+        "band": "" if pd.isna(row.band) else str(int(row.band)),
+        "model": row.model,
+        "value": fmt.share(row.value),
+        "95% interval": fmt.interval(row.ci95_low, row.ci95_high),
+        "coverage": row.coverage,
+        "errors": str(row.errors),
+        "tokens/answer": fmt.tokens(row.mean_output_tokens),
+        "$/correct": fmt.money(row.cost_per_correct_usd),
+        "new": "new" if row.new else "",
+    }
+
+
+def markdown_page(board) -> str:
+    lines = ["# evalfleet leaderboard", "", legend(board), ""]
+    if board.new:
+        lines += ["## New models", "", *(f"- {fmt.md_text(n)}" for n in board.new), ""]
+    section = None
+    for benchmark, scoring, label, complete, partial in tables(board.table):
+        if (benchmark, scoring) != section:
+            section = (benchmark, scoring)
+            lines += [f"## {fmt.md_text(benchmark)} — {fmt.md_text(scoring)}", ""]
+        lines += [f"Items: {fmt.md_text(label)}", ""]
+        if not complete.empty:
+            lines += [_md_table(complete, [*RANKED, *SPENT]), ""]
+        if not partial.empty:
+            lines += ["Partial results, not ranked:", "", _md_table(partial, PARTIAL), ""]
+    if board.close_calls:
+        lines += ["## What it would take", ""]
+        lines += [f"- {fmt.md_text(line)}" for line in board.close_calls] + [""]
+    if board.damaged:
+        lines += ["## Runs that cannot be read", ""]
+        lines += [f"- {fmt.md_text(line)}" for line in board.damaged] + [""]
+    return "\n".join(lines)
+
+
+def _md_table(part: pd.DataFrame, columns: list[str]) -> str:
+    rows = [cells(r) for r in part.itertuples(index=False)]
+    head = "| " + " | ".join(columns) + " |"
+    rule = "|" + "|".join(":---" if c == "model" else "---:" for c in columns) + "|"
+    body = ["| " + " | ".join(fmt.md_text(r[c]) for c in columns) + " |" for r in rows]
+    return "\n".join([head, rule, *body])
+
+
+def html_page(board, files: dict[str, bytes]) -> str:
+    """One static page: the tables and the plots (embedded, so the file stands alone)."""
+    from evalfleet.reports.plots import PLOT_STEMS
+
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>evalfleet leaderboard</title>",
+        "<style>body{font-family:sans-serif;margin:2em;color:#222;max-width:72em}"
+        "table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ccc;"
+        "padding:3px 8px;text-align:right}th{background:#f0f0f0}td.l{text-align:left}"
+        "img{max-width:100%;border:1px solid #ddd;margin:1em 0;display:block}"
+        ".new{background:#fff4c2}.items{color:#555}.partial td{color:#777}</style>"
+        "</head><body>",
+        f"<h1>evalfleet leaderboard</h1><p>{html_text(stamp)}. {html_text(legend(board))}"
+        " Each model links to its answers in its run's report.</p>",
+    ]
+    if board.new:
+        items = "".join(f"<li>{html_text(line)}</li>" for line in board.new)
+        parts.append(f"<h2>New models</h2><ul>{items}</ul>")
+    section = None
+    for benchmark, scoring, label, complete, partial in tables(board.table):
+        if (benchmark, scoring) != section:
+            section = (benchmark, scoring)
+            parts.append(f"<h2>{html_text(benchmark)} — {html_text(scoring)}</h2>")
+        parts.append(f"<p class='items'>Items: {html_text(label)}</p>")
+        if not complete.empty:
+            parts.append(_html_table(complete, [*RANKED, *SPENT]))
+        if not partial.empty:
+            parts.append("<p>Partial results, not ranked:</p>")
+            parts.append(_html_table(partial, PARTIAL, "partial"))
+    if board.close_calls:
+        items = "".join(f"<li>{html_text(line)}</li>" for line in board.close_calls)
+        parts.append(f"<h2>What it would take</h2><ul>{items}</ul>")
+    if board.damaged:
+        items = "".join(f"<li>{html_text(line)}</li>" for line in board.damaged)
+        parts.append(f"<h2>Runs that cannot be read</h2><ul>{items}</ul>")
+    for name in sorted(files):
+        if name.endswith(".png") and name.startswith(PLOT_STEMS):
+            data = base64.b64encode(files[name]).decode()
+            parts.append(f"<img alt='{html_text(name)}' src='data:image/png;base64,{data}'>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _html_table(part: pd.DataFrame, columns: list[str], css: str = "") -> str:
+    head = "".join(f"<th>{html_text(c)}</th>" for c in columns)
+    body = []
+    for row in part.itertuples(index=False):
+        shown = cells(row)
+        tds = []
+        for column in columns:
+            text = html_text(shown[column])
+            if column == "model":
+                link = html_text(report_link(row))
+                tds.append(f"<td class='l'><a href='{link}'>{text}</a></td>")
+            else:
+                tds.append(f"<td>{text}</td>")
+        style = " ".join(c for c in (css, "new" if row.new else "") if c)
+        body.append(
+            f"<tr class='{style}'>{''.join(tds)}</tr>" if style else f"<tr>{''.join(tds)}</tr>"
+        )
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def report_link(row) -> str:
+    """From `{store}/leaderboard/index.html` to the row's items in its run's report."""
+    query = urllib.parse.urlencode(
+        {"model": row.model, "benchmark": row.benchmark, "scoring": row.scoring},
+        quote_via=urllib.parse.quote,
+    )
+    run = urllib.parse.quote(row.run_id)
+    return f"../{run}/results/{urllib.parse.quote(row.version)}/report.html#{query}"

@@ -1,0 +1,231 @@
+"""The leaderboard: every run of a store side by side, like with like.
+
+Rows are (model, benchmark, scoring mode, item set): a result counts only beside results on the
+same items (`reports.item_sets`). For each, the latest complete result (every answer the run
+asked has a record, done or failed) is kept; a key no run completed keeps its latest partial
+result, which stands in a table of its own, not ranked. Each row has the benchmark's headline
+metric with its 95 % interval (`evalfleet.metrics.intervals`: Wilson for a share of binary items, a
+bootstrap over units otherwise), coverage, mean output tokens, cost and cost per correct answer;
+complete rows have a rank and a band by paired significance (`evalfleet.reports.ranks`), the test
+`compare` prints. A model that was not on the previous leaderboard is flagged `new`.
+
+Written under `{store}/leaderboard/`: `leaderboard.parquet`, `.csv`, `.md`, the plots
+(`evalfleet.reports.plots`), `index.html` and `latest.json`. A run whose files are damaged is shown
+apart, with the line that names the file and its repair.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import pandas as pd
+
+from evalfleet.benchmarks import registry
+from evalfleet.core.types import ConfigError
+from evalfleet.metrics.intervals import UnitValues, paired
+from evalfleet.reports.board_page import tables
+from evalfleet.reports.board_rows import read_runs
+from evalfleet.reports.power import what_it_would_take
+from evalfleet.reports.ranks import rank_rows, row_units
+from evalfleet.storage.base import Store
+
+PREFIX = "leaderboard"
+COLUMNS = [
+    "benchmark",
+    "scoring",
+    "item_set",
+    "items",
+    "rank",
+    "band",
+    "model",
+    "metric",
+    "value",
+    "ci95_low",
+    "ci95_high",
+    "interval_method",
+    "units",
+    "done",
+    "expected",
+    "errors",
+    "coverage",
+    "complete",
+    "mean_output_tokens",
+    "cost_usd",
+    "correct",
+    "cost_per_correct_usd",
+    "new",
+    "run_id",
+    "version",
+    "written_at",
+]
+KEY = ["model", "benchmark", "scoring", "item_set"]
+
+
+@dataclass
+class Board:
+    table: pd.DataFrame
+    new: list[str]  # one line per model new since the last leaderboard
+    runs: int  # runs with results
+    files: dict[str, bytes]
+    models_before: list[str] = field(default_factory=list)  # what `new` was relative to
+    damaged: list[str] = field(default_factory=list)  # one line per run that cannot be read
+    close_calls: list[str] = field(default_factory=list)  # neighbours sharing a band
+
+
+def build(store: Store, latest: dict[str, Any] | None = None) -> Board:
+    """The leaderboard of every run in a store; `latest` is the last one's latest.json."""
+    read = read_runs(store)
+    if not read.rows:
+        return Board(pd.DataFrame(columns=COLUMNS), [], read.runs, {}, damaged=read.damaged)
+    frame = pd.DataFrame(read.rows)
+    # the latest complete result per key; the latest partial one where none is complete
+    frame = frame.sort_values(["complete", "written_at"], ascending=[False, False], kind="stable")
+    frame = frame.drop_duplicates(KEY, keep="first").reset_index(drop=True)
+    intervals = [read.units[row_units(r)].interval() for r in frame.itertuples(index=False)]
+    frame["ci95_low"] = [i.low if i else None for i in intervals]
+    frame["ci95_high"] = [i.high if i else None for i in intervals]
+    frame["interval_method"] = [i.method if i else None for i in intervals]
+    frame["coverage"] = frame["done"].astype(str) + "/" + frame["expected"].astype(str)
+    frame = rank_rows(frame, read.units)
+    models_before = compared_with(latest, set(frame["model"]))
+    frame["new"] = ~frame["model"].isin(models_before)
+    frame = _ordered(frame)
+    primary = frame[frame.scoring == frame.benchmark.map(_primary_scoring)]
+    new = [_new_line(row, primary) for row in primary[primary.new].itertuples(index=False)]
+    table = frame[COLUMNS].reset_index(drop=True)
+    close = close_calls(primary, read.units)
+    return Board(table, new, read.runs, {}, sorted(models_before), read.damaged, close)
+
+
+def _ordered(frame: pd.DataFrame) -> pd.DataFrame:
+    """Benchmarks in registry order, scoring modes headline first, each benchmark's full
+    item sets first (most samples first), complete rows by rank, then the partial ones."""
+    order = {name: i for i, name in enumerate(registry.names())}
+    frame = frame.assign(
+        _b=frame["benchmark"].map(order),
+        _s=[_scoring_order(b, s) for b, s in zip(frame.benchmark, frame.scoring, strict=True)],
+        _f=~frame["full_set"],
+        _n=-frame.groupby("item_set")["expected"].transform("max"),
+        _p=~frame["complete"],
+        _r=frame["rank"].fillna(0),
+        _v=-frame["value"].fillna(-1.0),
+    )
+    keys = ["_b", "_s", "_f", "_n", "item_set", "_p", "_r", "_v", "model"]
+    return frame.sort_values(keys, kind="stable").drop(columns=[k for k in keys if k[0] == "_"])
+
+
+def _new_line(row, primary: pd.DataFrame) -> str:
+    where = f"{row.benchmark} ({row.scoring}; {row.items})"
+    if not row.complete:
+        return f"{row.model} is new: a partial result ({row.coverage}) on {where}, not ranked"
+    peers = (
+        (primary.benchmark == row.benchmark) & (primary.item_set == row.item_set) & primary.complete
+    )
+    return f"{row.model} is new: rank {row.rank} of {int(peers.sum())} on {where}"
+
+
+def close_calls(primary: pd.DataFrame, units: dict[tuple, UnitValues]) -> list[str]:
+    """For each pair of neighbouring complete rows that share a band: what it would take to
+    tell them apart (`evalfleet.reports.power`)."""
+    lines = []
+    for benchmark, scoring, label, complete, _ in tables(primary):
+        rows = list(complete.itertuples(index=False))
+        for upper, lower in zip(rows, rows[1:], strict=False):
+            if upper.band != lower.band:
+                continue
+            a, b = units[row_units(upper)], units[row_units(lower)]
+            found = paired(a, b)
+            if found is None:
+                continue
+            cost = _cost_per_unit(upper) + _cost_per_unit(lower)
+            words = what_it_would_take(a, b, found, benchmark, cost).words
+            lines.append(
+                f"{benchmark} ({scoring}; {label}): {upper.model} vs {lower.model}: {words}"
+            )
+    return lines
+
+
+def _cost_per_unit(row) -> float:
+    return float(row.cost_usd) / row.units if row.units else 0.0
+
+
+def _primary_scoring(benchmark: str) -> str:
+    return registry.get(benchmark).scorings[0]
+
+
+def _scoring_order(benchmark: str, scoring: str) -> int:
+    bench = registry.get(benchmark)
+    names = [*bench.scorings, *(bench.judge.scorings if bench.judge else ())]
+    return names.index(scoring) if scoring in names else len(names)
+
+
+def render_files(board: Board) -> dict[str, bytes]:
+    from evalfleet.reports.board_page import html_page, markdown_page
+    from evalfleet.reports.plots import plots
+
+    table = board.table
+    files = {
+        "leaderboard.parquet": _parquet(table),
+        "leaderboard.csv": table.to_csv(index=False).encode(),
+        "leaderboard.md": markdown_page(board).encode(),
+    }
+    primary = table[table.scoring == table.benchmark.map(_primary_scoring)]
+    files.update(plots(primary))
+    files["index.html"] = html_page(board, files).encode()
+    files["latest.json"] = json.dumps(
+        {
+            "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "models": sorted(set(table["model"])),
+            "runs": board.runs,
+            "new": board.new,
+            "models_before": board.models_before,
+            "damaged": board.damaged,
+        },
+        indent=2,
+    ).encode()
+    return files
+
+
+def _parquet(frame: pd.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+def last_leaderboard(store: Store) -> dict[str, Any] | None:
+    try:
+        blob = store.get(f"{PREFIX}/latest.json")
+        latest = json.loads(blob) if blob is not None else None
+    except ValueError:  # damaged: the next build writes it again; nothing is new meanwhile
+        return None
+    return latest if isinstance(latest, dict) and isinstance(latest.get("models"), list) else None
+
+
+def compared_with(latest: dict[str, Any] | None, models_now: set[str]) -> set[str]:
+    """The models `new` is relative to: the last leaderboard's (none before it: nothing is
+    new). A rebuild that finds the same models as the last one (the same change triggered
+    twice) compares with what that one compared with, so its flags stay the same."""
+    if latest is None:
+        return models_now
+    models = set(latest["models"])
+    if models == models_now and isinstance(latest.get("models_before"), list):
+        return set(latest["models_before"])
+    return models
+
+
+def update(store: Store) -> tuple[Board, str]:
+    """Build the leaderboard of a store and write it under `leaderboard/`."""
+    board = build(store, last_leaderboard(store))
+    if board.table.empty and not board.damaged:
+        raise ConfigError(
+            f"no run in {store.describe()} has results yet: run `evalfleet run` (or "
+            "`evalfleet aggregate RUN_ID`) first"
+        )
+    board.files = render_files(board)
+    for name, data in board.files.items():
+        store.put(f"{PREFIX}/{name}", data)
+    return board, f"{store.url.rstrip('/')}/{PREFIX}/"

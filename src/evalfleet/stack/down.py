@@ -1,0 +1,96 @@
+"""`evalfleet down`: stop the processes `evalfleet up` started, and no other.
+
+What to stop comes from `stack.json`; if it is damaged or lost, from the pid file each
+process got when it started (`evalfleet.stack.pidfiles`), checked against its start time either way.
+Then the state folder's logs are checked: a live process still writing to one was started by
+`up` and not stopped (its pid file lost too, or it outlived its group); `down` names it with
+the command that stops it and fails (exit 1) instead of saying all is well.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evalfleet.stack import pidfiles, ray_cluster, runner_folder, runners
+from evalfleet.stack.state import Daemon, load_checked, stack_dir, stop
+
+SETTLE_S = 10.0  # what a stopped group takes to be gone from /proc
+
+
+@dataclass
+class Stopped:
+    """What `down` did: the lines to print, and whether the stack is fully down."""
+
+    lines: list[str] = field(default_factory=list)
+    complete: bool = True
+
+
+def down(folder: str | None = None) -> Stopped:
+    path = stack_dir(folder)
+    stack, problem = load_checked(path)
+    result = Stopped([f"evalfleet stack in {path}:"])
+    if stack is not None:
+        daemons, launcher = stack.daemons(), stack.launcher
+        known = {(d.pid, d.started) for d in daemons}  # and any started but never recorded
+        unrecorded = [d for d in pidfiles.recorded(path)[0] if (d.pid, d.started) not in known]
+        daemons = pidfiles.in_stop_order([*daemons, *(d for d in unrecorded if d.alive())])
+    else:
+        daemons, unreadable = pidfiles.recorded(path)
+        launcher = next((d for d in daemons if d.name == "launcher"), None)
+        if problem:
+            _set_aside(path)
+            result.lines.append(
+                f"  stack.json is damaged ({problem}; kept as stack.json.damaged): stopping "
+                "what the pid files in pids/ record"
+            )
+        for name in unreadable:
+            result.lines.append(f"  pid file pids/{name} cannot be read")
+        if not daemons and not problem:
+            if not _still_running(path, result):
+                return Stopped([f"no stack recorded in {path}: nothing to stop"])
+            return result
+        if not problem:
+            result.lines.append("  no stack.json: stopping what the pid files in pids/ record")
+    for daemon in daemons:  # what runs flows first, then Ray, then Prefect
+        state = f"stopped (pid {daemon.pid})" if stop(daemon) else "was not running"
+        result.lines.append(f"  {daemon.name:<22} {state}")
+    _clean(path, daemons, launcher)
+    _still_running(path, result)
+    return result
+
+
+def _still_running(path: Path, result: Stopped) -> bool:
+    """Name each live process still writing to a log here, with how to stop it."""
+    deadline = time.monotonic() + SETTLE_S
+    left = pidfiles.writing_logs(path)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = pidfiles.writing_logs(path)
+    for process in left:
+        result.lines.append(
+            f"  still running: pid {process.pid} ({process.command}), writing to "
+            f"{process.log}: stop it with `{process.stop_hint()}`"
+        )
+    if left:
+        result.complete = False
+        result.lines.append(
+            "  the stack is not fully stopped: `up` started these but nothing `down` can trust "
+            "records them; stop them as shown"
+        )
+    return bool(left)
+
+
+def _clean(path: Path, daemons: list[Daemon], launcher: Daemon | None) -> None:
+    if any(d.name == "Ray head" for d in daemons):
+        ray_cluster.remove_sessions(path)
+    socket = Path(launcher.address) if launcher and launcher.address else None
+    (socket or runners.launcher_path(path)).unlink(missing_ok=True)
+    runner_folder.remove_all(path)  # Prefect's runner storage, the flow runs' workspaces
+    pidfiles.forget(path)
+    (path / "stack.json").unlink(missing_ok=True)
+
+
+def _set_aside(path: Path) -> None:
+    (path / "stack.json").replace(path / "stack.json.damaged")
