@@ -1,7 +1,7 @@
 """The temporary Prefect server's database after many runs: it stays under its bound.
 
 50 runs (`--runs`) of the demo's ZeroBench data (4 questions, one simulated model, one epoch)
-into one store, each as `evalfleet run` makes it (`cli.launch.run_request`: its own temporary
+into one store, each as `evalfleet run` makes it (`api.launch.run_request`: its own temporary
 Prefect server, started, trimmed to the newest `--keep` flow runs, and stopped; the flow run
 with its task runs, logs, events and artifacts, the leaderboard's among them). Each run is a
 process forked from this one, as the stack's launcher forks commands, and all share one Ray
@@ -47,7 +47,7 @@ def flow_runs(database: Path) -> int:
 
 def forked_run(request, keep: int) -> None:
     """`run_request` in a child process, as the launcher runs a command; raises if it failed."""
-    from evalfleet.cli.launch import run_request
+    from evalfleet.api.launch import run_request
 
     names = [t.name for t in threading.enumerate()]
     assert len(names) == 1, f"a fork copies a thread's locks, not the thread: {names}"
@@ -83,9 +83,10 @@ def main() -> None:
     for name in ("PREFECT_API_URL", "RAY_ADDRESS"):
         os.environ.pop(name, None)
 
+    from evalfleet.api.launcher import preload
+
     from evalfleet.benchmarks.answer_key import write_answer_key
     from evalfleet.benchmarks.zerobench.demo import write_demo_dataset
-    from evalfleet.cli.launcher import preload
     from evalfleet.engine.run.request import EvalRequest
     from evalfleet.simulator.process import start_simulator
     from evalfleet.stack.services import LocalStack, state_dir

@@ -19,6 +19,8 @@ BASE = {"storage", "metrics", "core"}
 # room -> the rooms it may import (its own always)
 ALLOWED = {
     "cli": set(ROOMS) - {"deployments"},
+    # the Python API (`evalfleet.run`): the run's start-up sequence, services and flow
+    "api": set(ROOMS) - {"cli", "deployments"},
     "flows": {"engine", "reports", "tasks", "providers", "benchmarks"} | BASE,
     "stack": {"engine", "tasks", "providers", "benchmarks"} | BASE,
     "reports": {"engine", "benchmarks"} | BASE,

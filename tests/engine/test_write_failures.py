@@ -40,6 +40,7 @@ from evalfleet.simulator.process import start_simulator
 from evalfleet.storage import LocalStore, layout, open_store
 from evalfleet.storage.s3 import _CONFLICT_ATTEMPTS
 from tests.support.helpers import prompt_hashes, store_table
+from tests.support.hostile_places import make_read_only, release
 from tests.support.s3_server import FAKE_AWS_ENV
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
@@ -152,9 +153,12 @@ def test_local_write_that_fails_stops_the_run_and_the_resume_asks_the_rest(
         items = work_items(request)
         first = items[0]  # sample 1 of the main split, epoch 0: asked first
         assert (first.key.benchmark, first.key.sample_id) == (MAIN, "1")
-        blocker = runs / first.store_key.rsplit("/", 1)[0]  # where its record's folder goes
-        blocker.parent.mkdir(parents=True)
-        blocker.write_text("a file where the run needs a folder")
+        # Its record's folder refuses new files (what a full or failing disk does to a write;
+        # a folder of the wrong type, or a model's folder that refuses files, is refused
+        # before any request: tests/hostile/test_damaged_places.py). Read-only for root too.
+        blocker = runs / first.store_key.rsplit("/", 1)[0]
+        blocker.mkdir(parents=True)
+        make_read_only(blocker)
 
         def run() -> subprocess.CompletedProcess:
             command = [sys.executable, "-m", "evalfleet.cli.main", *args]
@@ -173,7 +177,7 @@ def test_local_write_that_fails_stops_the_run_and_the_resume_asks_the_rest(
             "error: run wlocal stopped: a record could not be stored (wlocal/completions/"
             "openai%2Fsim-0.5/zerobench/1/"
         )
-        assert "[Errno 17] File exists" in lines[0]
+        assert "Permission denied" in lines[0] or "Operation not permitted" in lines[0]
         assert (
             "nothing more was sent, the calls in flight landed, 2 answers paid for were "
             in (lines[0])
@@ -185,7 +189,7 @@ def test_local_write_that_fails_stops_the_run_and_the_resume_asks_the_rest(
         manifest = json.loads((runs / "wlocal" / "manifest.json").read_text())
         assert liveness(manifest) == "failed"
 
-        blocker.unlink()
+        release(blocker)
         resumed_at = time.time()
         done = run()
         assert done.returncode == 0, done.stderr

@@ -36,7 +36,7 @@ from urllib.parse import quote
 import pandas as pd
 import pytest
 
-from evalfleet.cli.launch import run_without_prefect
+from evalfleet.api.launch import run_without_prefect
 from evalfleet.cli.main import main
 from evalfleet.engine.prepare.resolve import resolve
 from evalfleet.engine.run.request import EvalRequest

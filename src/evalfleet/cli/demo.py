@@ -14,7 +14,7 @@ from evalfleet.engine.run.request import EvalRequest, check_run_id
 from evalfleet.storage import store_url
 
 if TYPE_CHECKING:
-    from evalfleet.engine.pipeline import JobResult
+    from evalfleet.api.result import RunResult
 
 
 def demo_choices() -> list[str]:
@@ -31,10 +31,10 @@ def run_demo(
     workdir: str = "./demo-data",
     latency_ms: float = 200.0,
     flow_runs_kept: int | None = None,
-) -> JobResult:
+) -> RunResult:
     import datasets
 
-    from evalfleet.cli.launch import run_request
+    from evalfleet.api import run
     from evalfleet.simulator.process import start_simulator
 
     datasets.disable_progress_bars()
@@ -65,4 +65,4 @@ def run_demo(
     with start_simulator(answers, config, log_path) as simulator:
         print(f"demo: simulator listening on {simulator.url} (log {simulator.log_path})")
         request = request.model_copy(update={"simulator_url": simulator.url})
-        return run_request(request, flow_runs_kept=flow_runs_kept)
+        return run(request, flow_runs_kept=flow_runs_kept)

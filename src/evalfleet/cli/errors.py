@@ -8,8 +8,6 @@ from typing import NoReturn
 
 from pydantic import ValidationError
 
-from evalfleet.core.types import ConfigError
-
 _NUMBER = re.compile(r"argument (?:\S+/)?(\S+): invalid (int|float) value: (.*)")
 _KINDS = {"int": "a whole number", "float": "a number"}
 
@@ -34,13 +32,6 @@ def _plain(message: str) -> str:
         flag = flags.split("/")[-1]
         return f"{flag} {rest}" if rest.startswith("takes ") else f"{flag}: {rest}"
     return message
-
-
-def user_errors() -> tuple[type[Exception], ...]:
-    """Errors that mean "your input is wrong"."""
-    from evalfleet.storage import StoreError
-
-    return (ConfigError, StoreError, ValidationError)
 
 
 def one_line(exc: BaseException) -> str:

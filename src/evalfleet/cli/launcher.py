@@ -26,7 +26,7 @@ from evalfleet.cli.launcher_client import (
 
 PRELOADED = (
     "evalfleet.cli.main",
-    "evalfleet.cli.launch",
+    "evalfleet.api.launch",
     "evalfleet.cli.run",
     "evalfleet.cli.results",
     "evalfleet.flows.in_process",

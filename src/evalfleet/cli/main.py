@@ -47,7 +47,8 @@ def settings_refused() -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from evalfleet.cli.errors import one_line, user_errors
+    from evalfleet.api.errors import user_errors
+    from evalfleet.cli.errors import one_line
 
     quiet_defaults()
     if settings_refused():
@@ -65,14 +66,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
     except RunFailed as exc:  # the run did not do its job (exit 0: there was nothing to do)
-        from evalfleet.cli.launch import resume_hint
+        from evalfleet.cli.hints import resume_hint
 
         print(f"{'error: ' if exc.exit_code else ''}{one_line(exc)}", file=sys.stderr)
         if exc.exit_code and getattr(args, "run_id", None):
             print(f"resume with: {resume_hint(args.run_id)}", file=sys.stderr)
         return exc.exit_code
     except Interrupted as exc:
-        from evalfleet.cli.launch import resume_hint
+        from evalfleet.cli.hints import resume_hint
         from evalfleet.engine.run.interrupts import STOP
 
         print(f"{exc}", file=sys.stderr)

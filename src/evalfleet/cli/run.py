@@ -6,11 +6,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalfleet.benchmarks import registry
 from evalfleet.core.types import UsageError
 from evalfleet.engine.run.request import EvalRequest
+
+if TYPE_CHECKING:
+    from evalfleet.api.result import RunResult
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -91,7 +94,7 @@ def _apply_subset(path: str, fields: dict[str, Any]) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from evalfleet.cli.launch import resume_hint, run_request
+    from evalfleet.api import run
     from evalfleet.cli.options import kept_flow_runs
 
     request = request_from_args(args)
@@ -99,43 +102,50 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.estimate:
         return estimate(request, retry_errors=not args.no_retry_errors)
     kept = kept_flow_runs(args)
-    result = run_request(request, retry_errors=not args.no_retry_errors, flow_runs_kept=kept)
+    result = run(request, retry_errors=not args.no_retry_errors, flow_runs_kept=kept)
+    return print_run(result, args.run_id)
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    from evalfleet.api import judge
+    from evalfleet.cli.options import kept_flow_runs, store_from
+
+    kept = kept_flow_runs(args)
+    result = judge(
+        args.run_id,
+        args.judge,
+        store=store_from(args),
+        simulator_url=args.simulator_url,
+        flow_runs_kept=kept,
+    )
+    if result.note:  # nothing for the judge to grade
+        print(result.note)
+        return 0
+    return print_run(result, args.run_id, resume=False)
+
+
+def print_run(result: RunResult, run_id: str, *, resume: bool = True) -> int:
+    """A run's tables, and how it ended: the exit code (3: the cost cap was reached)."""
+    from evalfleet.cli.hints import resume_hint
+
     outcome = result.outcome
-    if result.tables is None:  # batch jobs left open: the poller writes the tables
+    if result.results is None:  # batch jobs left open: the poller writes the tables
         print(
             f"run {outcome.run_id}: {outcome.batch_jobs_open} batch jobs open; "
-            f"`evalfleet batches poll --store {request.store}` (or the poll-batches "
+            f"`evalfleet batches poll --store {result.store}` (or the poll-batches "
             "deployment) collects them and writes the tables once they end"
         )
         return 0
     from evalfleet.reports.tables import print_result  # pandas: loaded once the run is done
 
-    print_result(result.tables)
+    print_result(result.results.tables)
     if outcome.budget_reached:
         print(f"budget reached: {outcome.budget_reached}", file=sys.stderr)
-        cap = outcome.finish_cap_usd
-        how = f"--max-cost-usd {cap:g}" if cap else "a higher --max-cost-usd"
-        print(f"to finish, rerun with {how}: {resume_hint(args.run_id, cap)}", file=sys.stderr)
-        return 3
-    return 0
-
-
-def cmd_judge(args: argparse.Namespace) -> int:
-    from evalfleet.cli.launch import run_request
-    from evalfleet.cli.options import kept_flow_runs, store_from
-    from evalfleet.engine.judges import judge_request
-    from evalfleet.reports.tables import print_result
-
-    kept = kept_flow_runs(args)
-    request = judge_request(store_from(args), args.run_id, args.judge, args.simulator_url)
-    result = run_request(request, retry_errors=True, answers=False, flow_runs_kept=kept)
-    if result.unchanged:  # nothing for the judge to grade
-        print(result.unchanged)
-        return 0
-    if result.tables is not None:
-        print_result(result.tables)
-    if result.outcome.budget_reached:  # the run's own --max-cost-usd
-        print(f"budget reached: {result.outcome.budget_reached}", file=sys.stderr)
+        if resume:
+            cap = outcome.finish_cap_usd
+            how = f"--max-cost-usd {cap:g}" if cap else "a higher --max-cost-usd"
+            hint = resume_hint(run_id, cap)
+            print(f"to finish, rerun with {how}: {hint}", file=sys.stderr)
         return 3
     return 0
 

@@ -227,6 +227,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
         s3_endpoint_url=args.s3_endpoint_url,
         flow_runs_kept=kept_flow_runs(args),
     )
-    if result.tables is not None:
-        print_result(result.tables)
+    if result.results is not None:
+        print_result(result.results.tables)
     return 0

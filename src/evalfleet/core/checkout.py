@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SUFFIXES = (".py", ".yaml", ".yml")
 PROJECT_PACKAGES = (  # every package of the project: what the stack's launcher has loaded
     "cli",
+    "api",
     "flows",
     "stack",
     "reports",

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import sys
 from typing import TYPE_CHECKING
 
@@ -43,7 +42,7 @@ def run_request(
     """Run one request end to end from the command line; raise Interrupted on a signal.
     With `answers` off (a judge added to a stored run) only the judges are asked. A
     temporary Prefect server keeps `flow_runs_kept` flow runs (`stack.prefect_history`)."""
-    from evalfleet.cli.errors import user_errors
+    from evalfleet.api.errors import user_errors
     from evalfleet.core import collector
     from evalfleet.engine.generation.online import place_samples, prestart_workers
     from evalfleet.engine.judges import resolve_stored
@@ -195,29 +194,3 @@ def _disconnect_ray() -> None:
         if ray.is_initialized():
             with contextlib.suppress(Exception):
                 ray.shutdown()
-
-
-def resume_hint(run_id: str, max_cost_usd: float | None = None) -> str:
-    """The command that resumes this run: the same command line, with its run id (as --run-id
-    unless the command line names it), and `max_cost_usd` as its cap when given."""
-    args = sys.argv[1:]
-    if max_cost_usd is not None:
-        args = _without_option(args, "--max-cost-usd") + ["--max-cost-usd", f"{max_cost_usd:g}"]
-    named = run_id in args or any(a.startswith("--run-id=") for a in args)
-    if not named:
-        args = [*args, "--run-id", run_id]
-    return "evalfleet " + " ".join(shlex.quote(a) for a in args)
-
-
-def _without_option(args: list[str], option: str) -> list[str]:
-    """`args` without `option VALUE` and `option=VALUE`."""
-    out: list[str] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg == option:
-            skip = True
-        elif not arg.startswith(option + "="):
-            out.append(arg)
-    return out
