@@ -1,8 +1,10 @@
-"""The wheel where its users install it: built from this checkout (`uv build --wheel`),
-installed into a fresh environment outside it (`uv venv`, `uv pip install`, the lock's versions
-as constraints so that a failure is this code's and not a new release's), and `evalfleet demo`
-run in an empty folder, with a home and a temporary directory of its own, no PYTHONPATH and the
-checkout on no path. Everything the code reads must have come with the wheel.
+"""The wheel where its users install it: built from this checkout (`uv build --wheel`), one
+top-level package in it (`evalfleet`), installed into a fresh environment outside it (`uv venv`,
+`uv pip install`, the lock's versions as constraints so that a failure is this code's and not a
+new release's) beside another project's package named `core`, then `evalfleet demo` and a
+script calling `evalfleet.run` in a folder holding a `tasks.py` and a `cli.py` of the user's,
+with a home and a temporary directory of its own, no PYTHONPATH and the checkout on no path.
+Everything the code reads must have come with the wheel, and nothing of the user's shadows it.
 
 The demo may write bytecode (PYTHONDONTWRITEBYTECODE is unset for it): each module is then
 compiled once, as on a user's first run. With no bytecode at all, each of the demo's processes
@@ -33,6 +35,15 @@ pytestmark = pytest.mark.slow  # a build, an install and a demo with its own Ray
 REPO = Path(__file__).resolve().parents[2]
 WHEEL = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]
 PACKAGES = WHEEL["wheel"]["packages"]
+assert PACKAGES == ["src/evalfleet"]
+MODULES = [
+    "evalfleet",
+    *(
+        f"evalfleet.{p.name}"
+        for p in sorted((REPO / PACKAGES[0]).iterdir())
+        if (p / "__init__.py").is_file()
+    ),
+]
 OF_MAKE = ("UV_PROJECT_ENVIRONMENT", "UV_PYTHON")  # `make ... PYTHON_VERSION=3.13` sets them
 RUN_ID = "wheel-demo"
 # 2 models x (4 ZeroBench questions + 11 subquestions) x 6 epochs (one greedy, five sampled)
@@ -78,13 +89,48 @@ def _run(command: list[str], *, cwd: Path, env: dict[str, str], timeout: float, 
 
 
 def _tracked_package_files() -> set[str]:
+    """The checkout's tracked files of the package, as the wheel names them (evalfleet/...)."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--", *PACKAGES],
         cwd=REPO,
         capture_output=True,
         check=True,
     ).stdout.decode()
-    return {name for name in listed.split("\0") if name and (REPO / name).is_file()}
+    return {
+        name.removeprefix("src/") for name in listed.split("\0") if name and (REPO / name).is_file()
+    }
+
+
+# Another project's package named like one of evalfleet's rooms, and the user's own files.
+OTHER_CORE = """
+[project]
+name = "core"
+version = "1.0"
+[build-system]
+requires = ["hatchling"]
+build-backend = "hatchling.build"
+[tool.hatch.build.targets.wheel]
+packages = ["core"]
+"""
+SHADOW = "raise SystemExit(\"the user's {name} was imported: evalfleet's module is shadowed\")\n"
+API_SCRIPT = """
+import sys
+import evalfleet
+from evalfleet.simulator import start_simulator
+
+with start_simulator(sys.argv[1], {"latency": {"ms": 5}}) as sim:
+    result = evalfleet.run(
+        models=["openai/sim-0.5"],
+        benchmarks=["zerobench"],
+        dataset_path="demo-data/zerobench",
+        simulator_url=sim.url,
+        run_id="from-python",
+        epochs=1,
+    )
+print("complete", result.complete)
+for headline in result.headline:
+    print("headline", headline)
+"""
 
 
 def test_the_installed_wheel_runs_the_demo_in_an_empty_folder():
@@ -114,7 +160,7 @@ def _check_wheel_run(root: Path, tag: str) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     assert _tracked_package_files() - names == set()
     dist_info = "-".join(wheel.name.split("-")[:2]) + ".dist-info"
-    assert {name.split("/")[0] for name in names} == {*PACKAGES, dist_info}
+    assert {name.split("/")[0] for name in names} == {"evalfleet", dist_info}
 
     # A fresh environment outside the checkout, with the lock's versions.
     constraints = root / "constraints.txt"
@@ -125,12 +171,19 @@ def _check_wheel_run(root: Path, tag: str) -> None:
     python = str(venv / "bin" / "python")
     install = ["pip", "install", "-q", "--python", python, "-c", str(constraints), str(wheel)]
     uv_run(*install, cwd=root, timeout=600)
+    other = root / "other-core"  # another project's top-level package `core`, beside it
+    (other / "core").mkdir(parents=True)
+    (other / "pyproject.toml").write_text(OTHER_CORE)
+    (other / "core" / "__init__.py").write_text(SHADOW.format(name="core package"))
+    uv_run("pip", "install", "-q", "--python", python, str(other), cwd=root, timeout=300)
 
     # The demo's world: an empty folder, a home and a temporary directory of its own, in a git
     # repository of someone else's (whose commit is not evalfleet's code version).
     (root / "home").mkdir()
     work = root / "work"
     work.mkdir()
+    for name in ("tasks.py", "cli.py"):  # the user's own files, in the folder they work in
+        (work / name).write_text(SHADOW.format(name=name))
     git = ["git", "-c", "user.name=someone", "-c", "user.email=someone@example.org"]
     subprocess.run([*git, "init", "-q"], cwd=root, check=True)
     subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "theirs"], cwd=root, check=True)
@@ -147,7 +200,7 @@ def _check_wheel_run(root: Path, tag: str) -> None:
     def in_work(*command: str, log: str) -> str:
         return _run(list(command), cwd=work, env=env, timeout=600, log=root / log)
 
-    found = json.loads(in_work(python, "-c", PROBE, *PACKAGES, log="probe.log").splitlines()[-1])
+    found = json.loads(in_work(python, "-c", PROBE, *MODULES, log="probe.log").splitlines()[-1])
     site = (venv / "lib").resolve()
     for name, file in found["files"].items():
         assert Path(file).resolve().is_relative_to(site), (name, file)
@@ -172,10 +225,30 @@ def _check_wheel_run(root: Path, tag: str) -> None:
         assert sorted(set(summary["model"])) == ["openai/sim-0.3", "openai/sim-0.7"]
     assert len(list((runs / RUN_ID / "completions").rglob("*.json"))) == ANSWERS
     html = (results / "report.html").read_text()
-    assets = sorted((REPO / "reports" / "assets").iterdir())
+    assets = sorted((REPO / PACKAGES[0] / "reports" / "assets").iterdir())
     assert {p.suffix for p in assets} == {".css", ".js"}
     for asset in assets:  # each inlined from the installed reports/assets
         assert asset.read_text() in html, asset.name
     assert (runs / "leaderboard" / "index.html").is_file()
     manifest = json.loads((runs / RUN_ID / "manifest.json").read_text())
     assert (manifest["code_version"], latest["code_version"]) == ("unknown", "unknown")
+
+    # The same run from Python, through the front door: the demo's data and answer key.
+    (work / "api.py").write_text(API_SCRIPT)
+    answers = work / "demo-data" / "answers-zerobench.jsonl"
+    said = in_work(python, "api.py", str(answers), log="api.log")
+    assert wait_for_no_processes(tag, timeout_s=20) == []
+    lines = [line for line in said.splitlines() if line.startswith(("complete", "headline"))]
+    assert lines[0] == "complete True"
+    headline = [line.split()[1:5] for line in lines[1:]]
+    assert headline == [
+        ["openai/sim-0.5", "zerobench", scoring, "accuracy"] for scoring in ("upstream", "robust")
+    ]
+    frame = pd.read_parquet(
+        next((runs / "from-python" / "results").glob("v-*/summary_zerobench.parquet"))
+    )
+    figures = {
+        f"{v:.3f} ({lo:.3f}–{hi:.3f})"
+        for v, lo, hi in zip(frame["accuracy"], frame["ci95_low"], frame["ci95_high"], strict=True)
+    }
+    assert {" ".join(line.split()[5:]) for line in lines[1:]} == figures

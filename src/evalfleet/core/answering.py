@@ -8,18 +8,18 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import sys
 from typing import BinaryIO
 
 from evalfleet.core.checkout import ROOT
+from evalfleet.core.interpreter import module_command
 
 
 def start_answering(module: str, *, quiet: bool = False) -> tuple[subprocess.Popen, BinaryIO]:
     """The child running `module` with the write end of a pipe as its argument, its stdin a
     pipe; and the pipe's read end, for its answer. `quiet`: its output goes nowhere."""
     answer_read, answer_write = os.pipe()
-    command = [sys.executable, "-m", "evalfleet.core.fate", str(os.getpid()), "--"]
-    command += [sys.executable, "-m", module, str(answer_write)]
+    command = module_command("evalfleet.core.fate", str(os.getpid()), "--")
+    command += module_command(module, str(answer_write))
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     silent = subprocess.DEVNULL if quiet else None
     try:

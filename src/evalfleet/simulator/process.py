@@ -10,7 +10,6 @@ import os
 import re
 import selectors
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -19,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from evalfleet.core.interpreter import module_command
 from evalfleet.simulator.answering import AnswerKey
 from evalfleet.simulator.config import SimulatorConfig, config_from_dict, load_config
 
@@ -161,7 +161,7 @@ def start_simulator(
     the child's standard input and its standard error to a file without a name.
     """
     cfg = _as_config(config).model_copy(update={"host": host, "port": port})
-    cmd = [sys.executable, "-m", "evalfleet.simulator.cli", "serve", "--config", "-"]
+    cmd = module_command("evalfleet.simulator.cli", "serve", "--config", "-")
     if answer_key_path is not None:
         cmd += ["--answers", str(answer_key_path)]
     if log_path is not None:
@@ -173,7 +173,7 @@ def start_simulator(
     # Its own process group (a Ctrl-C meant for the caller does not cut it off mid-run) and
     # bound to the caller's life (evalfleet.core.fate), so it never outlives it.
     proc = subprocess.Popen(
-        [sys.executable, "-m", "evalfleet.core.fate", str(os.getpid()), "--", *cmd],
+        [*module_command("evalfleet.core.fate", str(os.getpid()), "--"), *cmd],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=stderr,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from evalfleet.core import fate
 from evalfleet.core.checkout import ROOT
+from evalfleet.core.interpreter import module_command
 
 
 class Child:
@@ -24,7 +25,7 @@ class Child:
 
     def __init__(self, name: str, command: list[str], env: dict[str, str], log_path: Path):
         self._open(name, log_path)
-        wrapped = [sys.executable, "-m", "evalfleet.core.fate", str(os.getpid()), "--", *command]
+        wrapped = [*module_command("evalfleet.core.fate", str(os.getpid()), "--"), *command]
         self.process = subprocess.Popen(
             wrapped,
             env=env,

@@ -21,6 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from evalfleet.core.interpreter import module_command
 from evalfleet.stack.services import ServiceError, free_port
 from evalfleet.stack.state import (
     READY_TIMEOUT_S,
@@ -154,7 +155,7 @@ def start_warm_workers(folder: Path, address: str, token: str) -> None:
     with log.open("ab") as out:
         try:
             done = subprocess.run(
-                [sys.executable, "-m", "evalfleet.stack.warm_workers", str(count)],
+                module_command("evalfleet.stack.warm_workers", str(count)),
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,

@@ -22,6 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from evalfleet.core.interpreter import module_command
+
 PARENT = "runners"  # in the state folder
 
 
@@ -32,13 +34,7 @@ def folder_of(state: Path, name: str) -> Path:
 
 def command(state: Path, name: str, program: list[str]) -> list[str]:
     """`program` (a script and its arguments, or ["-m", module, ...]) run in its folder."""
-    return [
-        sys.executable,
-        "-m",
-        "evalfleet.stack.runner_folder",
-        str(folder_of(state, name)),
-        *program,
-    ]
+    return [*module_command("evalfleet.stack.runner_folder", str(folder_of(state, name))), *program]
 
 
 def remove_all(state: Path) -> None:

@@ -23,6 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from evalfleet.core.interpreter import module_command
 from evalfleet.core.settings import RUNNER_POLL_S, WORKER_POLL_S
 from evalfleet.engine.store.heartbeat import FLOW_RUN_BEAT_S
 from evalfleet.stack import runner_folder
@@ -148,7 +149,7 @@ def start_launcher(folder: Path, env: dict[str, str]) -> Daemon:
     """The warm launcher of `evalfleet` commands (`evalfleet.cli.launcher`)."""
     path = launcher_path(folder)
     env = {**env, "MPLBACKEND": "Agg"}
-    command = [sys.executable, "-m", "evalfleet.cli.launcher", str(path)]
+    command = module_command("evalfleet.cli.launcher", str(path))
     log = folder / "launcher.log"
     ready = logged_since(log, b"launcher ready")
     daemon = spawn("launcher", command, env, log)

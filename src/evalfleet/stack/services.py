@@ -29,6 +29,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+from evalfleet.core.interpreter import module_command
 from evalfleet.core.places import evalfleet_home
 from evalfleet.stack import prefect_history
 from evalfleet.stack.children import Child, ForkedChild
@@ -184,14 +185,7 @@ class LocalStack:
         env.pop("PREFECT_API_URL", None)
         log = self.workdir / "prefect.log"
         keep = self.flow_runs_kept - 1  # room for the run this server is started for
-        command = [
-            sys.executable,
-            "-m",
-            "evalfleet.stack.prefect_app",
-            str(port),
-            str(database),
-            str(keep),
-        ]
+        command = module_command("evalfleet.stack.prefect_app", str(port), str(database), str(keep))
         if "prefect" in sys.modules and threading.active_count() == 1:
             from evalfleet.stack.prefect_app import serve
 
@@ -207,7 +201,7 @@ class LocalStack:
         env = {**os.environ, **self.ray_env}
         env.pop("RAY_ADDRESS", None)
         command = [
-            *(sys.executable, "-m", "evalfleet.stack.ray_head", "--port", str(port)),
+            *module_command("evalfleet.stack.ray_head", "--port", str(port)),
             *("--temp-dir", str(self.workdir / "ray")),
             *("--dashboard-agent-listen-port", str(free_port())),
         ]
