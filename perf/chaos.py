@@ -27,7 +27,9 @@ Every call carries a canary API key. The last line:
                 Prefect's logs, artifacts and flow-run parameters
   errors_apart  items whose stored record is an error (kept apart from wrong answers)
 
-Usage: python perf/chaos.py [--questions 40] [--kills 3] [--seed 0]
+Usage: python perf/chaos.py [--questions 40] [--kills 3] [--seed 0] [--smoke]
+  --smoke   8 questions (144 items), one driver kill: every step above at a size that runs in
+            about a minute (a check that the script works, not a measurement)
 """
 
 from __future__ import annotations
@@ -317,12 +319,23 @@ async def read_prefect() -> list[str]:
     return texts
 
 
-def main() -> None:
+SMOKE = {"questions": 8, "kills": 1}
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--questions", type=int, default=40)
     parser.add_argument("--kills", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
-    chaos = Chaos(parser.parse_args())
+    parser.add_argument("--smoke", action="store_true", help="144 items: a check, not a figure")
+    return parser
+
+
+def main() -> None:
+    args = build_parser().parse_args()
+    if args.smoke:
+        vars(args).update(SMOKE)
+    chaos = Chaos(args)
     chaos.started = time.time()
     with removed_afterwards():  # the killed node's Ray session, once searched for secrets
         chaos.main()

@@ -5,7 +5,9 @@
 Exact binomial arithmetic gives 0.969 for Wilson and 0.802 for Wald
 (`reference/statistics.md`); the simulated figures scatter around those.
 
-    .venv/bin/python perf/coverage.py [--runs 2000] [--p 0.03] [--n 100] [--seed 0]
+    .venv/bin/python perf/coverage.py [--runs 2000] [--p 0.03] [--n 100] [--seed 0] [--smoke]
+
+`--smoke`: 200 runs, the same code (a check that the script works, not a measurement).
 
 Prints, last: `coverage_wilson=… coverage_wald=…`.
 """
@@ -30,13 +32,20 @@ def wald(k: int, n: int) -> tuple[float, float]:
     return max(0.0, p - half), min(1.0, p + half)
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--p", type=float, default=0.03)
     parser.add_argument("--n", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="200 runs: a check, not a figure")
+    return parser
+
+
+def main() -> None:
+    args = build_parser().parse_args()
+    if args.smoke:
+        args.runs = 200
     correct = np.random.default_rng(args.seed).binomial(args.n, args.p, size=args.runs)
     held_wilson = held_wald = 0
     for k in correct:

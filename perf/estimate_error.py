@@ -9,11 +9,15 @@ the stored records' costs). Figures (last line):
   in_range                  of the two real costs, how many lie within the low-high range
 Target: both errors within +-25 %, in_range=2.
 
-Usage: python perf/estimate_error.py
+Usage: python perf/estimate_error.py [--smoke]
+  --smoke   the same request limited to 2 questions of each split (`--limit 2`): a check that
+            the script works, not a measurement (the demo is small already: its time is the
+            commands' start-up)
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -41,7 +45,14 @@ def real_cost(run: Path) -> float:
     return sum(json.loads(p.read_text())["cost_usd"] for p in paths)
 
 
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="2 questions a split: a check")
+    return parser
+
+
 def main() -> None:
+    options = build_parser().parse_args()
     import datasets
 
     from evalfleet.benchmarks import registry
@@ -64,6 +75,7 @@ def main() -> None:
             args += [x for name in demo.benchmarks for x in ("-b", name)]
             args += ["--dataset-path", dataset, "--store", str(store), "--run-id", mode]
             args += ["--simulator-url", sim.url, *extra]
+            args += ["--limit", "2"] if options.smoke else []
             found = TOTAL.search(evalfleet(env, "run", *args, "--estimate"))
             if found is None:
                 raise SystemExit("the estimate printed no total")

@@ -11,7 +11,8 @@ The dataset, the answer key and the simulator are prepared before timing. Figure
   warm_s   wall time of the warm run (median of --warm-runs)
 Targets: warm <= 4 s, cold <= 10 s.
 
-Usage: python perf/first_result.py [--latency-ms 200] [--warm-runs 3]
+Usage: python perf/first_result.py [--latency-ms 200] [--warm-runs 3] [--smoke]
+  --smoke   one warm run (a check that the script works, not a measurement)
 """
 
 from __future__ import annotations
@@ -40,11 +41,18 @@ def timed_run(env: dict[str, str], args: list[str]) -> tuple[float, str]:
     return elapsed, done.stdout + done.stderr
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency-ms", type=float, default=200.0)
     parser.add_argument("--warm-runs", type=int, default=3)
-    options = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="one warm run: a check")
+    return parser
+
+
+def main() -> None:
+    options = build_parser().parse_args()
+    if options.smoke:
+        options.warm_runs = 1
 
     from evalfleet.benchmarks.answer_key import write_answer_key
     from evalfleet.simulator.process import start_simulator

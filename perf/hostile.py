@@ -2,7 +2,10 @@
 command against damaged store files, hostile names and hostile numbers, on a fresh copy of a
 small store, against the simulator, with one local Ray and one Prefect server for all.
 
-    .venv/bin/python perf/hostile.py [--only TEXT]
+    .venv/bin/python perf/hostile.py [--only TEXT] [--smoke]
+
+`--smoke`: 4 cases spread over the matrix (of those `--only` keeps), the same code in well
+under a minute: a check that the script works, not a measurement.
 
 Prints a line per case that went wrong (none, when all is well), then, last:
 `cases=<n> tracebacks=<n> paid_unstored=<n> lost=<n> silent=<n> billed_unrecorded_usd=<usd>`;
@@ -22,10 +25,25 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def main() -> None:
+SMOKE_CASES = 4
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default="", help="run only the cases whose name holds this")
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="4 cases: a check, not a figure")
+    return parser
+
+
+def spread(cases: list, count: int) -> list:
+    """`count` cases evenly spaced over the list (its first among them), or all of a shorter
+    one."""
+    step = max(1, len(cases) // count)
+    return cases[::step][:count]
+
+
+def main() -> None:
+    args = build_parser().parse_args()
     os.environ.setdefault("TQDM_DISABLE", "1")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -63,6 +81,8 @@ def main() -> None:
             with start_simulator(answers, SIMULATOR_CONFIG, log) as sim:
                 build_base(work / "base", dataset, sim.url)
                 cases = [c for c in all_cases() if args.only in c.name]
+                if args.smoke:
+                    cases = spread(cases, SMOKE_CASES)
                 outcomes = []
                 for case in cases:
                     outcome = run_case(case, work / "base", work / "cases", sim, log, dataset)

@@ -50,8 +50,12 @@ report after the work included, is on a line above) and worker_peak_mb the large
 worker actors'.
 
 Usage: python perf/million.py [--scale 1.0] [--outage-s 60] [--latency-ms 200]
-                              [--in-flight 1024]
+                              [--in-flight 1024] [--smoke]
   --scale 0.01: 834 questions (10,008 items), a bare pass of 504 items.
+  --smoke: 9 questions (108 items) at 4 in flight, a 3 s outage, a bare pass of 12 items, the
+           runs' Prefect database in the caller's home (as a user's `evalfleet run` has it, not
+           one of their own to migrate): every step above in a few minutes rather than an
+           hour, a check that the script works, not a measurement.
 tests/engine/test_million.py runs steps 1-3 at 1/100 scale.
 """
 
@@ -111,6 +115,7 @@ class Options:
     kill_at: float = 0.3
     outage_at: float = 0.6
     copy_kill_at: float = 0.5
+    keep_resume_log: bool = True  # a copy of the resume's output in the temp dir, to read
 
     @property
     def questions(self) -> int:
@@ -682,9 +687,11 @@ def killed_and_resumed(world: World) -> Copy:
     world.log_mark()
     first = first or first_request(tail.new(), resumed) or math.nan
     say(f"resume done in {time.time() - resumed:.0f} s")
-    kept = Path(tempfile.gettempdir()) / f"million-resume-{time.strftime('%Y%m%d-%H%M%S')}.log"
-    shutil.copyfile(run.output, kept)  # what the resume said before its first request
-    say(f"the resume's output, kept: {kept}")
+    if o.keep_resume_log:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        kept = Path(tempfile.gettempdir()) / f"million-resume-{stamp}.log"
+        shutil.copyfile(run.output, kept)  # what the resume said before its first request
+        say(f"the resume's output, kept: {kept}")
     left += run.leftovers()
     end = world.log_mark()
     counted = tally(world.index, entries(world.log_path, start, end), store, [(killed, resumed)])
@@ -788,18 +795,35 @@ def afterwards(work: Path, env: dict[str, str], page: Path) -> dict[str, float]:
     return figures
 
 
-def main() -> None:
+SMOKE = {"scale": 1e-4, "outage_s": 3.0, "in_flight": 4}  # 9 questions, 108 items
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scale", type=float, default=1.0, help="of the 83,334 questions")
     parser.add_argument("--outage-s", type=float, default=60.0)
     parser.add_argument("--latency-ms", type=float, default=200.0)
     parser.add_argument("--in-flight", type=int, default=1024)
-    args = parser.parse_args()
-    options = Options(args.scale, args.outage_s, args.latency_ms, args.in_flight)
+    parser.add_argument("--smoke", action="store_true", help="108 items: a check, not a figure")
+    return parser
+
+
+def main() -> None:
+    args = build_parser().parse_args()
+    if args.smoke:
+        vars(args).update(SMOKE)
+    options = Options(
+        args.scale,
+        args.outage_s,
+        args.latency_ms,
+        args.in_flight,
+        keep_resume_log=not args.smoke,
+    )
     started = time.monotonic()
     with removed_afterwards():  # the killed node's Ray session files
         work = work_folder("million")
-        with World(options, work, home=work / "home") as world:
+        home = None if args.smoke else work / "home"
+        with World(options, work, home=home) as world:
             first = first_run(world)
             env = world.env(f"million-{uuid.uuid4().hex[:12]}", ray=False)
             aggregate, page = aggregated(work, env)

@@ -10,7 +10,8 @@ Figures (last line):
   bytes_per_item  (peak RSS - RSS before planning) / items: what each planned item holds
 Before it: items, the samples' build time, RSS before planning.
 
-Usage: python perf/plan_scale.py [--models 10] [--samples 20000] [--epochs 5]
+Usage: python perf/plan_scale.py [--models 10] [--samples 20000] [--epochs 5] [--smoke]
+  --smoke   2 models x 50 samples x 2 epochs: the same code in seconds (a check, not a figure)
 """
 
 from __future__ import annotations
@@ -35,12 +36,22 @@ def rss_mb() -> float:
     return 0.0
 
 
-def main() -> None:
+SMOKE = {"models": 2, "samples": 50, "epochs": 2}
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=10)
     parser.add_argument("--samples", type=int, default=20_000)
     parser.add_argument("--epochs", type=int, default=5)
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="200 items: a check, not a figure")
+    return parser
+
+
+def main() -> None:
+    args = build_parser().parse_args()
+    if args.smoke:
+        vars(args).update(SMOKE)
 
     import ray  # noqa: F401
     from synthetic import synthetic_run

@@ -17,7 +17,8 @@ flow runs; last line
   full_mb       the size after run keep + 1, the first with the history full
   db_mb         the size at the end
 
-Usage: python perf/prefect_db.py [--runs 50] [--keep 10]
+Usage: python perf/prefect_db.py [--runs 50] [--keep 10] [--smoke]
+  --smoke   2 runs keeping 1: the same code in under a minute (a check, not a measurement)
 """
 
 from __future__ import annotations
@@ -68,11 +69,21 @@ def forked_run(request, keep: int) -> None:
         raise SystemExit(f"run {request.run_id} failed")
 
 
-def main() -> None:
+SMOKE = {"runs": 2, "keep": 1}
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--keep", type=int, default=10)
-    options = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="2 runs: a check, not a figure")
+    return parser
+
+
+def main() -> None:
+    options = build_parser().parse_args()
+    if options.smoke:
+        vars(options).update(SMOKE)
 
     work = work_folder("prefect-db")
     os.environ["EVALFLEET_HOME"] = str(work / "home")
@@ -83,10 +94,9 @@ def main() -> None:
     for name in ("PREFECT_API_URL", "RAY_ADDRESS"):
         os.environ.pop(name, None)
 
-    from evalfleet.api.launcher import preload
-
     from evalfleet.benchmarks.answer_key import write_answer_key
     from evalfleet.benchmarks.zerobench.demo import write_demo_dataset
+    from evalfleet.cli.launcher import preload
     from evalfleet.engine.run.request import EvalRequest
     from evalfleet.simulator.process import start_simulator
     from evalfleet.stack.services import LocalStack, state_dir

@@ -18,6 +18,9 @@ its first admitted request; the runs are then stopped. From the simulator's requ
                 reaches it, so every one is the limiter's fault
 
 Usage: python perf/ratelimit.py [--rpm 1200] [--tpm 600000] [--window-s 95] [--latency-ms 200]
+                                [--questions 600] [--smoke]
+  --smoke   100 questions, 5 s windows: the same code in seconds (a check that the script
+            works, not a measurement: a window shorter than the limit's 60 s says little)
 """
 
 from __future__ import annotations
@@ -94,7 +97,10 @@ def first_admitted(log: Path, model: str) -> float | None:
     return min(times) if times else None
 
 
-def main() -> None:
+SMOKE = {"questions": 100, "window_s": 5.0}
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rpm", type=int, default=1200)
     parser.add_argument("--tpm", type=int, default=600_000)
@@ -104,7 +110,14 @@ def main() -> None:
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     for name in ("--model", "--limit", "--run-id", "--dataset", "--store", "--simulator-url"):
         parser.add_argument(name, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="5 s windows: a check, not a figure")
+    return parser
+
+
+def main() -> None:
+    args = build_parser().parse_args()
+    if args.smoke:
+        vars(args).update(SMOKE)
     if args.child:
         child(args)
         return

@@ -19,6 +19,9 @@ warm_open_s=<the median of three opens> filter_s=<the slowest filter> sort_s=<so
 search_s=<the text search over every response> heap_mb=<the page's JavaScript heap>
 page_mb=<report.html> files_mb=<the folder beside it> index_mb=<its index.js>
 build_s=<writing the report> build_peak_mb=<its peak RSS>. Needs chromium and chromedriver.
+
+`--smoke`: 20 questions x 2 epochs x 2 models = 80 items, the same code in seconds (a check
+that the script works, not a measurement).
 """
 
 from __future__ import annotations
@@ -157,7 +160,8 @@ def build_report(work: Path) -> tuple[Path, float, float]:
     """`write_report` in a child process: the page's path, seconds, peak RSS in MB."""
     # its own peak (VmHWM): ru_maxrss of a child counts what it had when forked from here
     code = (
-        "from evalfleet.reports.report import write_report; from storage import open_store;"
+        "from evalfleet.reports.report import write_report;"
+        "from evalfleet.storage import open_store;"
         f"print(write_report(open_store({str(work / 'runs')!r}), 'big'));"
         "print(open('/proc/self/status').read().split('VmHWM:')[1].split()[0])"
     )
@@ -194,14 +198,24 @@ def open_seconds(driver, page: Path) -> float:
     return max(wall, in_page)
 
 
-def main() -> None:
+SMOKE = {"items": None, "questions": 20, "epochs": 2}
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=None, help="about this many items")
     parser.add_argument("--questions", type=int, default=2000)
     parser.add_argument("--epochs", type=int, default=None, help="5; 6 with --items")
     parser.add_argument("--image-side", type=int, default=None, help="384; 64 above 20,000")
     parser.add_argument("--work", help="a folder kept from a run of this script: its run again")
-    options = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="80 items: a check, not a figure")
+    return parser
+
+
+def main() -> None:
+    options = build_parser().parse_args()
+    if options.smoke:
+        vars(options).update(SMOKE)
     epochs = options.epochs or (6 if options.items else 5)
     questions = options.questions
     if options.items:

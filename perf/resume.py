@@ -8,7 +8,7 @@ and (unless --no-s3) on a moto S3 server on 127.0.0.1, then times:
 
   plan_s_local    what a resume does before its first request: engine.run.state.list_records
                   and the plan's sweep of every answer against that listing
-                  (engine.prepare.plan._sweep: no record read, the places of the rest kept)
+                  (engine.prepare.sweep.sweep: no record read, the places of the rest kept)
   read_back_s_local  every record the plan counted, read and decoded
                   (engine.run.state.undecodable), as a resume does after its first requests
   plan_s_s3       the plan against the S3 store, over HTTP with boto3
@@ -27,8 +27,10 @@ Progress goes to stdout; the last line is
 planned=<m>` (without the S3 figures under --no-s3).
 
 Usage: python perf/resume.py [--planned 100000] [--stored PLANNED] [--models 2] [--epochs 5]
-                             [--repeat 2] [--no-s3] [--profile]
+                             [--repeat 2] [--no-s3] [--profile] [--smoke]
        python perf/resume.py --planned 1000000 --stored 500000 --no-s3   (the issue's scale)
+  --smoke   100 items planned, 50 stored, one round, S3 included: the same code in seconds
+            (a check that the script works, not a measurement)
 """
 
 from __future__ import annotations
@@ -98,14 +100,14 @@ def plan(store, run) -> tuple[float, Counter, int]:
 
 def planned(store, run):
     """The plan's own listing and sweep (`evalfleet.engine.prepare.plan`), timed."""
-    from evalfleet.engine.prepare.plan import _sweep
+    from evalfleet.engine.prepare.sweep import sweep
     from evalfleet.engine.run.items import AnswerSpace
     from evalfleet.engine.run.state import list_records
     from evalfleet.storage import layout
 
     started = time.perf_counter()
     listing = list_records(store, RUN_ID, (layout.ANSWER,))
-    swept = _sweep(AnswerSpace(run), listing, {"missing", "stale", "failed"}, set())
+    swept = sweep(AnswerSpace(run), listing, {"missing", "stale", "failed"}, set())
     return time.perf_counter() - started, swept
 
 
@@ -224,7 +226,10 @@ class Figures:
         return f"{out} objects={stored} planned={planned}"
 
 
-def parse_args() -> argparse.Namespace:
+SMOKE = {"planned": 100, "stored": 50, "repeat": 1}
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--planned", type=int, default=100_000, help="items the run plans")
     parser.add_argument("--stored", type=int, help="items already stored (default: all)")
@@ -234,7 +239,15 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--no-s3", action="store_true", help="time the local store only")
     parser.add_argument("--profile", action="store_true", help="profile one plan of each store")
     parser.add_argument("--serve-s3", metavar="FILE", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="100 items: a check, not a figure")
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.smoke:
+        vars(args).update(SMOKE)
     per_sample = args.models * args.epochs
     if args.planned % per_sample:
         parser.error(f"--planned must be a multiple of models x epochs ({per_sample})")

@@ -28,7 +28,11 @@ Last line:
   leftover_processes  processes of the rehearsal alive 30 s after `evalfleet down`
 Targets: lost=0 repeated=0 resumed=1 leftover_processes=0.
 
-Usage: python perf/team.py [--questions 100] [--crash-after 40] [--latency-ms 300]
+Usage: python perf/team.py [--questions 100] [--crash-after 40] [--latency-ms 300] [--smoke]
+  --smoke   20 questions (120 answers) at 1,000 ms, so that both kills still land mid-run,
+            and the shortest crash window (35 s): every step above, in about three minutes
+            rather than seconds (the stack's start and Prefect's 30 s heartbeat are most of
+            it); a check that the script works, not a measurement
 """
 
 from __future__ import annotations
@@ -251,13 +255,24 @@ class Rehearsal:
         return lost, repeated
 
 
-def main() -> None:
+SMOKE = {"questions": 20, "crash_after": 35, "latency_ms": 1000.0}
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--crash-after", type=int, default=40)
     parser.add_argument("--latency-ms", type=float, default=300.0)
+    parser.add_argument("--smoke", action="store_true", help="120 answers: a check, not a figure")
+    return parser
+
+
+def main() -> None:
+    args = build_parser().parse_args()
+    if args.smoke:
+        vars(args).update(SMOKE)
     with removed_afterwards():  # the lost flow run's workspace, the runners' storage
-        Rehearsal(parser.parse_args()).main()
+        Rehearsal(args).main()
 
 
 if __name__ == "__main__":

@@ -42,9 +42,11 @@ and the whole machine's busy cores (another user's load shows up there); memory:
 The probes wrap `evalfleet.tasks.dispatch.dispatch` from here; no pipeline code changes.
 
 Usage: python perf/throughput.py [--questions 500] [--models 2] [--latency-ms 200]
-                                 [--in-flight 256] [--workers 2] [--scale]
+                                 [--in-flight 256] [--workers 2] [--scale] [--smoke]
   --scale   the 50,000-item point: 4,167 questions x 6 epochs x 2 models = 50,004 items at
             1,024 in flight (overrides --questions, --models and --in-flight)
+  --smoke   4 questions x 6 epochs x 2 models = 48 items at 16 in flight: both passes in
+            seconds (a check that the script works, not a measurement)
 """
 
 from __future__ import annotations
@@ -105,6 +107,7 @@ def write_dataset(path: Path, questions: int) -> str:
 
 
 SCALE = {"questions": 4167, "models": 2, "in_flight": 1024}
+SMOKE = {"questions": 4, "models": 2, "in_flight": 16}
 BARE = Path(__file__).resolve().parent / "bare_client.py"
 
 
@@ -381,7 +384,7 @@ def same_requests(log: list[dict[str, Any]], api_models: list[str]) -> bool:
     return all(asked.get(m) and asked.get(m) == asked.get(f"{m}-bare") for m in api_models)
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--questions", type=int, default=500)
     parser.add_argument("--models", type=int, default=2)
@@ -391,10 +394,16 @@ def main() -> None:
     parser.add_argument(
         "--scale", action="store_true", help="50,004 items at 1,024 in flight (see above)"
     )
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="48 items: a check, not a figure")
+    return parser
+
+
+def main() -> None:
+    args = build_parser().parse_args()
     if args.scale:
-        for name, value in SCALE.items():
-            setattr(args, name, value)
+        vars(args).update(SCALE)
+    if args.smoke:
+        vars(args).update(SMOKE)
 
     from evalfleet.providers.registry import resolve_model
     from evalfleet.simulator.process import start_simulator
