@@ -30,7 +30,7 @@ Targets: lost=0 repeated=0 resumed=1 leftover_processes=0.
 
 Usage: python perf/team.py [--questions 100] [--crash-after 40] [--latency-ms 300] [--smoke]
   --smoke   20 questions (120 answers) at 1,000 ms, so that both kills still land mid-run,
-            and the shortest crash window (35 s): every step above, in about three minutes
+            and the shortest crash window (35 s): every step above, in two to three minutes
             rather than seconds (the stack's start and Prefect's 30 s heartbeat are most of
             it); a check that the script works, not a measurement
 """

@@ -6,11 +6,14 @@ the test session. Its last line's `key=value` pairs must hold every figure of
 `tests/perf/promises.py`, each a finite number, and at that size the counts and the script's
 own targets (nothing lost, no traceback) take exact values.
 
-Measured one at a time on 2 cores (`python3 -c "sum(range(3*10**7))"` 0.76 s, the machine
-otherwise shared): coverage 0.2 s, plan_scale 4, report_open 8, aggregate_scale 6, resume 8,
-throughput 32, hostile 39, prefect_db 35, estimate_error 48, ratelimit 52, first_result 77
-(`evalfleet up --ray` is 50 of it), million 107, chaos 113, team 165 (`evalfleet up` with a
-pool and two Ray nodes, 74, and Prefect's 30 s heartbeat before a lost flow run is marked)."""
+Measured one at a time on 2 cores shared with other work (`python3 -c "sum(range(3*10**7))"`
+0.76 s), 2026-11-28: coverage 0.2 s, plan_scale 2.1, aggregate_scale 2.4, resume 2.5,
+report_open 5.2, throughput 12.9, estimate_error 23, prefect_db 24, hostile 28, ratelimit 30,
+chaos 71, million 74, first_result 88, team 102: 7.8 minutes in all (about twice each at a
+load of 6 to 9). The four longest start a whole stack or cluster: `evalfleet up` with a fresh
+Prefect database to migrate (first_result, team: 23 s quiet, 74 s loaded), a Ray cluster of
+three nodes (chaos, million), and team waits out Prefect's 30 s heartbeat before a lost flow
+run is marked Crashed."""
 
 from __future__ import annotations
 
