@@ -22,7 +22,6 @@ from evalfleet.core.interpreter import module_command
 from evalfleet.simulator.answering import AnswerKey
 from evalfleet.simulator.config import SimulatorConfig, config_from_dict, load_config
 
-_PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _LISTENING = re.compile(r"listening on (http://\S+)")
 
 ConfigLike = SimulatorConfig | dict[str, Any] | str | Path | None
@@ -163,11 +162,10 @@ def start_simulator(
     cfg = _as_config(config).model_copy(update={"host": host, "port": port})
     cmd = module_command("evalfleet.simulator.cli", "serve", "--config", "-")
     if answer_key_path is not None:
-        cmd += ["--answers", str(answer_key_path)]
+        cmd += ["--answers", os.path.abspath(answer_key_path)]  # the caller's relative path
     if log_path is not None:
-        cmd += ["--log", str(log_path)]
+        cmd += ["--log", os.path.abspath(log_path)]
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PROJECT_ROOT), env.get("PYTHONPATH")]))
     # unlinked already: gone with the last process that holds it; closed by end()
     stderr: IO[str] = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115
     # Its own process group (a Ctrl-C meant for the caller does not cut it off mid-run) and
@@ -179,7 +177,6 @@ def start_simulator(
         stderr=stderr,
         text=True,
         env=env,
-        cwd=_PROJECT_ROOT,
         start_new_session=True,
     )
     assert proc.stdin is not None
