@@ -318,3 +318,104 @@ def _modules_imported(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.add(node.module)
     return names
+
+
+def _module_name(path: Path, root: Path) -> str:
+    """`<root>/engine/x.py` is `evalfleet.engine.x`; a package is its `__init__.py`."""
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(root: Path = CODE) -> dict[str, set[str]]:
+    """Each module of the package at `root` -> the package's modules it imports, anywhere in
+    it (in a function or under TYPE_CHECKING too): `from p.a import b` is the module `p.a.b`
+    where there is one, else `p.a`; relative imports are resolved from the module's package."""
+    paths = {_module_name(path, root): path for path in sorted(root.rglob("*.py"))}
+
+    def known(name: str) -> str | None:  # the module itself, else its nearest package
+        while name and name not in paths:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {}
+    for module, path in paths.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {known(alias.name) for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parent, *([node.module] if node.module else [])])
+                found |= {known(f"{base}.{alias.name}") or known(base) for alias in node.names}
+        graph[module] = found - {None, module}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or around a circle (the
+    strongly connected components of more than one module, Tarjan's algorithm), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = stack[stack.index(node) :]
+            del stack[stack.index(node) :]
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def test_the_import_graph_sees_every_kind_of_import_and_its_circles(tmp_path):
+    """A circle closed by an import in a function, one by a relative import, and modules
+    imported through their package (`from p import a`) or beside a name (`from p.a import f`)."""
+    root = tmp_path / "p"
+    files = {
+        "__init__.py": "",
+        "a.py": "import os\ndef f():\n    from p.b import g\n",
+        "b.py": "from p import c\nfrom p.c import h as g\n",
+        "c.py": "from p.a import f\n",
+        "sub/__init__.py": "from .d import x\n",
+        "sub/d.py": "from ..sub import e\nimport p.c\n",
+        "sub/e.py": "from . import d\nfrom .. import a\n",
+    }
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    graph = import_graph(root)
+    assert graph == {
+        "p": set(),
+        "p.a": {"p.b"},
+        "p.b": {"p.c"},
+        "p.c": {"p.a"},
+        "p.sub": {"p.sub.d"},
+        "p.sub.d": {"p.sub.e", "p.c"},
+        "p.sub.e": {"p.sub.d", "p.a"},
+    }
+    assert cycles(graph) == [["p.a", "p.b", "p.c"], ["p.sub.d", "p.sub.e"]]
+
+
+def test_no_modules_import_each_other():
+    """Imports flow one way between modules too, not only between rooms: a circle hidden by
+    an import inside a function works until the day the other side is imported first.
+    (The scoring workers' own module imports scoring; the pool only starts it by name.)"""
+    graph = import_graph()
+    assert "evalfleet.engine.scoring.score" in graph["evalfleet.engine.scoring.worker_main"]
+    assert cycles(graph) == []

@@ -1,6 +1,8 @@
-"""Scoring in worker processes: `python -m evalfleet.engine.scoring.workers`, each reading
+"""Scoring in worker processes (`evalfleet.engine.scoring.worker_main`), each reading
 length-prefixed pickles on stdin (first the store and run, then a task at a time: a shard of
-answers, then a metric group) and answering each with its result or the error it met.
+answers, then a metric group) and answering each with its result or the error it met. This
+module is the parent's side and the framing both sides use; what a worker does with a task
+is the worker's own module, so that scoring imports this one and not the other way round.
 
 Plain child processes rather than `multiprocessing`: a forked copy of a flow run's process
 inherits its threads' locks (Prefect's client, logging), and a spawned one re-imports the
@@ -14,16 +16,16 @@ import contextlib
 import os
 import pickle
 import queue
-import signal
 import struct
 import subprocess
-import sys
 import threading
-import traceback
 from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
+from evalfleet.core.interpreter import module_command
+
+WORKER_MODULE = "evalfleet.engine.scoring.worker_main"
 _LENGTH = struct.Struct("!Q")
 
 
@@ -102,7 +104,7 @@ class _Worker:
 
     def __init__(self, store: Any, run_id: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "evalfleet.engine.scoring.workers"],
+            module_command(WORKER_MODULE),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -157,34 +159,3 @@ class _Worker:
             self.proc.wait()
         for thread in self.threads:
             thread.join(timeout=10)
-
-
-def _serve() -> None:
-    from evalfleet.engine.scoring.score import GroupTask, group_rows
-    from evalfleet.engine.scoring.shards import score_shard
-    from evalfleet.engine.store.stored import plan_run
-
-    # Ctrl-C reaches the whole process group: the parent stops sending and closes the pipe,
-    # and this worker leaves at its end, without a traceback of its own.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    source, sink = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr  # nothing but answers goes down the pipe
-    store, run_id = receive(source)
-    run = plan_run(store, run_id)
-    while True:
-        try:
-            task = receive(source)
-        except EOFError:
-            return
-        try:
-            if isinstance(task, GroupTask):
-                answer = ("ok", group_rows(run, task))
-            else:
-                answer = ("ok", score_shard(run, task))
-        except Exception:
-            answer = ("error", traceback.format_exc())
-        send(sink, answer)
-
-
-if __name__ == "__main__":
-    _serve()
