@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from evalfleet.core.types import Decoding, Part
 from evalfleet.providers.registry import ModelConfig
-from evalfleet.providers.retry_after import remaining_from_headers
+from evalfleet.providers.retry_after import limits_from_headers, remaining_from_headers
 from evalfleet.providers.types import ErrorKind, ProviderError, ProviderResponse
 
 # Keyword arguments of an openai or anthropic SDK call that are not part of the JSON body.
@@ -130,6 +130,7 @@ class ProviderClient(ABC):
         HTTP answer's headers."""
         response = self._convert(body, raw.headers.get(self.request_id_header))
         response.remaining = remaining_from_headers(raw.headers)
+        response.limits = limits_from_headers(raw.headers)
         return response
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook

@@ -9,11 +9,19 @@ refills at `(1 - HEADROOM) * limit` per minute, holds at most `BURST * limit` an
 most `LUMP * limit` at once (a lease paid for mostly before a window starts can land inside
 it) never lets more than `(1 - HEADROOM + BURST + LUMP) * limit` = 99 % of the limit through
 in any 60 s, so the budget's own traffic is never refused, while it uses about 97.5 % of it.
+
+Where the provider states its limits (OpenAI's `x-ratelimit-limit-requests` and
+`-remaining-requests`, Anthropic's `anthropic-ratelimit-requests-limit` and `-remaining`, the
+same for tokens), the budget follows them (`observe`): the limit it applies is the stricter of
+the runs' and the provider's, less what others using the same key take. That share is what the
+provider says is used of its window (limit - remaining) beyond what this budget granted in the
+last minute, smoothed.
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -23,6 +31,7 @@ LUMP = 0.005  # the most one lease releases at once: 0.5 % of a minute's limit
 DECREASE_COOLDOWN_S = 2.0  # 429s this close together are one congestion event, one halving
 CLAIM_TTL_S = 120.0  # a run that has not leased for this long no longer constrains the budget
 EWMA = 0.1  # weight of the newest observation in the token estimates
+WINDOW_S = 60.0  # the providers' window: what this budget granted in it is its own use
 
 
 @dataclass
@@ -119,6 +128,12 @@ class SharedBudget:
     granted_requests: int = 0
     request_tokens: float = 0.0  # mean tokens charged per request (sizes the leases)
     last_decrease: float = float("-inf")
+    provider: Limits = field(default_factory=lambda: Limits(None, None))  # from its headers
+    others_requests: float = 0.0  # of the provider's window, used by others with this key
+    others_tokens: float = 0.0
+    _granted: deque[tuple[float, int, float]] = field(
+        default_factory=deque
+    )  # (usable at, n, tokens)
 
     def claim(self, run_id: str, rpm: float | None, tpm: float | None) -> str | None:
         """Register (or refresh) a run's limits; return a note when they are not what applies."""
@@ -129,10 +144,8 @@ class SharedBudget:
         for other, (_, seen) in list(self.claims.items()):
             if now - seen > CLAIM_TTL_S:
                 del self.claims[other]
-        effective = Limits(None, None)
-        for limits, _ in self.claims.values():
-            effective = effective.stricter(limits)
-        self._apply(effective)
+        effective = self._claimed()
+        self._apply(self._effective())
         if previous is not None and previous[0] == asked:
             return None
         if effective != asked:
@@ -143,12 +156,57 @@ class SharedBudget:
             )
         return None
 
+    def _claimed(self) -> Limits:
+        effective = Limits(None, None)
+        for limits, _ in self.claims.values():
+            effective = effective.stricter(limits)
+        return effective
+
+    def _effective(self) -> Limits:
+        """The runs' limits, and the provider's less what others take of it."""
+        rpm, tpm = self.provider.rpm, self.provider.tpm
+        stated = Limits(
+            None if rpm is None else max(1.0, float(int(rpm - self.others_requests))),
+            None if tpm is None else max(1.0, float(int(tpm - self.others_tokens))),
+        )
+        return self._claimed().stricter(stated)
+
     def _apply(self, limits: Limits) -> None:
         if limits == self.limits:
             return
         self.limits = limits
-        self._requests = _rebucket(self._requests, limits.rpm, self.clock)
-        self._tokens = _rebucket(self._tokens, limits.tpm, self.clock)
+        self._requests = _rebucket(self._requests, limits.rpm, self.clock, self.scale)
+        self._tokens = _rebucket(self._tokens, limits.tpm, self.clock, self.scale)
+
+    def observe(
+        self,
+        limit_requests: int | None,
+        remaining_requests: int | None,
+        limit_tokens: int | None,
+        remaining_tokens: int | None,
+    ) -> None:
+        """What a provider's answer said of its window: follow its limits, learn what others
+        using the key take of them, and pause when nothing remains."""
+        now = self.clock()
+        self._forget_granted(now)
+        own_requests = sum(n for at, n, _ in self._granted if at <= now)
+        own_tokens = sum(t for at, _, t in self._granted if at <= now)
+        if limit_requests:
+            self.provider = Limits(float(limit_requests), self.provider.tpm)
+            if remaining_requests is not None:
+                others = max(0.0, limit_requests - remaining_requests - own_requests)
+                self.others_requests += EWMA * (others - self.others_requests)
+        if limit_tokens:
+            self.provider = Limits(self.provider.rpm, float(limit_tokens))
+            if remaining_tokens is not None:
+                others = max(0.0, limit_tokens - remaining_tokens - own_tokens)
+                self.others_tokens += EWMA * (others - self.others_tokens)
+        self._apply(self._effective())
+        self.headers(remaining_requests, remaining_tokens)
+
+    def _forget_granted(self, now: float) -> None:
+        while self._granted and self._granted[0][0] <= now - WINDOW_S:
+            self._granted.popleft()
 
     def lease(self, requests: int, tokens: float) -> Grant:
         """Reserve up to `requests` requests (and their share of `tokens` tokens); the grant
@@ -165,6 +223,9 @@ class SharedBudget:
         if self._tokens is not None:
             wait = max(wait, self._tokens.reserve(tokens, self.scale))
         self.granted_requests += requests
+        now = self.clock()
+        self._granted.append((now + wait, requests, tokens))
+        self._forget_granted(now)
         return Grant(
             requests=requests,
             tokens=tokens,
@@ -243,13 +304,17 @@ class SharedBudget:
             self.scale = min(1.0, self.scale + self.recover_per_success * self.scale)
 
 
-def _rebucket(old: Bucket | None, per_minute: float | None, clock) -> Bucket | None:
+def _rebucket(old: Bucket | None, per_minute: float | None, clock, scale: float) -> Bucket | None:
+    """The bucket at a new rate: a debt and a pause carry over, credit beyond the new
+    capacity does not."""
     if per_minute is None:
         return None
-    bucket = Bucket(per_minute, clock)
-    if old is not None:
-        bucket.level = min(old.level, bucket.capacity)  # a debt carries over, credit does not
-    return bucket
+    if old is None:
+        return Bucket(per_minute, clock)
+    old._refill(scale)  # what accrued at the old rate
+    old.per_minute = per_minute
+    old.level = min(old.level, old.capacity)
+    return old
 
 
 def _num(value: float | None) -> str:

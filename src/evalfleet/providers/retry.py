@@ -10,6 +10,11 @@ Three budgets, so that one kind of trouble never uses up another's:
 - empty answers: `max_empty_answers` more attempts, since tokens were already spent.
 
 Terminal errors (other 4xx) are never retried.
+
+A call waiting out a failure's back-off is woken at once when another call to the same endpoint
+succeeds after errors (`Wake`): after an outage every waiting call goes again as soon as one
+gets through, not at its own timer (up to `max_delay_s` later). A 429's wait is not cut short:
+the rate budget decides when those go.
 """
 
 from __future__ import annotations
@@ -51,6 +56,38 @@ class RetryPolicy:
         return self.delay(min(n, 10), None, rng)
 
 
+class Wake:
+    """The calls of one endpoint sleeping in back-off, and the signal that it answers again."""
+
+    def __init__(self) -> None:
+        self._event: asyncio.Event | None = None
+        self.failing = False
+        self.wakes = 0
+
+    async def sleep(self, seconds: float) -> bool:
+        """Sleep `seconds`, or less if the endpoint answers meanwhile; True when woken."""
+        if self._event is None:
+            self._event = asyncio.Event()
+        try:
+            await asyncio.wait_for(self._event.wait(), seconds)
+        except TimeoutError:
+            return False
+        return True
+
+    def failed(self) -> None:
+        self.failing = True
+
+    def succeeded(self) -> None:
+        """A call got through: wake those waiting, if the endpoint had been failing."""
+        if not self.failing:
+            return
+        self.failing = False
+        if self._event is not None:
+            self.wakes += 1
+            self._event.set()
+            self._event = None
+
+
 @dataclass
 class Attempted:
     """A final outcome plus how many attempts it took (all kinds counted)."""
@@ -66,8 +103,10 @@ async def call_with_retries(
     on_error: Callable[[ProviderError], Awaitable[None]] | None = None,
     rng: random.Random | None = None,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    wake: Wake | None = None,
 ) -> tuple[T | None, ProviderError | None, Attempted]:
     """Run `call` until it succeeds, fails terminally, or a budget of the policy runs out.
+    A failure's back-off ends early when `wake` says the endpoint answers again.
 
     Returns (result, final_error, attempted); exactly one of result / final_error is set.
     """
@@ -79,6 +118,8 @@ async def call_with_retries(
     while True:
         try:
             result = await call()
+            if wake is not None:
+                wake.succeeded()
             return result, None, Attempted(len(errors) + 1, errors)
         except ProviderError as exc:
             errors.append(exc)
@@ -103,5 +144,9 @@ async def call_with_retries(
                 wait = policy.delay(failures - 1, exc.retry_after_s, rng)
                 if time.monotonic() - started - rate_wait + wait > policy.max_total_s:
                     return None, exc, done
+                if wake is not None:
+                    wake.failed()
+                    await wake.sleep(wait)
+                    continue
             if wait > 0:
                 await sleep(wait)

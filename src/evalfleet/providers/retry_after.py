@@ -35,6 +35,11 @@ _REMAINING = (
     ("x-ratelimit-remaining-requests", "x-ratelimit-remaining-tokens"),
     ("anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-tokens-remaining"),
 )
+# The window's size: requests and tokens a minute (OpenAI, Anthropic).
+_LIMIT = (
+    ("x-ratelimit-limit-requests", "x-ratelimit-limit-tokens"),
+    ("anthropic-ratelimit-requests-limit", "anthropic-ratelimit-tokens-limit"),
+)
 
 
 def remaining_from_headers(headers: Mapping[str, str] | None) -> tuple[int | None, int | None]:
@@ -42,6 +47,17 @@ def remaining_from_headers(headers: Mapping[str, str] | None) -> tuple[int | Non
     if not headers:
         return None, None
     for requests_name, tokens_name in _REMAINING:
+        requests, tokens = _int(headers.get(requests_name)), _int(headers.get(tokens_name))
+        if requests is not None or tokens is not None:
+            return requests, tokens
+    return None, None
+
+
+def limits_from_headers(headers: Mapping[str, str] | None) -> tuple[int | None, int | None]:
+    """(requests, tokens) a minute the provider says the key may use; None where not said."""
+    if not headers:
+        return None, None
+    for requests_name, tokens_name in _LIMIT:
         requests, tokens = _int(headers.get(requests_name)), _int(headers.get(tokens_name))
         if requests is not None or tokens is not None:
             return requests, tokens

@@ -99,3 +99,5 @@ class ProviderResponse:
     extra: dict[str, Any] = field(default_factory=dict)
     #: (requests, tokens) left in the provider's rate-limit window, from its headers
     remaining: tuple[int | None, int | None] = (None, None)
+    #: (requests, tokens) a minute the provider's headers say the key may use
+    limits: tuple[int | None, int | None] = (None, None)
