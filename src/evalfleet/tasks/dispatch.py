@@ -45,6 +45,7 @@ from evalfleet.tasks.pool import Crew
 from evalfleet.tasks.work import WorkItem
 from evalfleet.tasks.worker import ClaimLost, Outcome
 
+Job = tuple[WorkItem, Any]  # (item, prompt): a sample's index in the workers' samples, or parts
 ProgressCallback = Callable[[list[Outcome]], None]
 FollowUp = Callable[[Outcome], list[tuple[WorkItem, list[Part]]]]
 log = logging.getLogger("evalfleet.dispatch")
@@ -85,11 +86,11 @@ class Dispatched:
 @dataclass
 class _Worker:
     actor: Any
-    outstanding: dict[ItemKey, tuple[WorkItem, Any]] = field(default_factory=dict)
+    outstanding: dict[ItemKey, Job] = field(default_factory=dict)
 
 
 def dispatch(
-    jobs: Iterable[tuple[WorkItem, Any]],
+    jobs: Iterable[Job],
     crew: Crew,
     workers: list[Any],
     *,
@@ -109,178 +110,288 @@ def dispatch(
     for a judgement, the list of its parts itself. Jobs are taken from `jobs` a block at a
     time, when no queued one can be sent: a run of a million items never queues them all.
     """
-    pool = [_Worker(w) for w in workers]
-    queues: dict[str, deque[tuple[WorkItem, Any]]] = {}
-    endpoints = Endpoints()
-    result = Dispatched()
-    source = iter(jobs)
-    total = len(jobs) if isinstance(jobs, Sized) else None
-    taken = 0  # jobs taken from `source`
+    return Dispatcher(
+        jobs,
+        crew,
+        workers,
+        max_in_flight=max_in_flight,
+        per_model_limit=per_model_limit,
+        on_progress=on_progress,
+        follow_up=follow_up,
+        stop_requested=stop_requested,
+        drain_s=drain_s,
+        budget=budget,
+        head=head,
+    ).run()
 
-    def enqueue(item: WorkItem, prompt: Any, front: bool = False) -> None:
-        if item.key.caller in result.down:  # its endpoint is down: not asked in this run
-            unsent([(item, prompt)])
+
+class Dispatcher:
+    """One run's hot loop (`dispatch`): a queue per model fed from the jobs, the workers with
+    what each has in flight, and the counts of what happened (`result`)."""
+
+    def __init__(
+        self,
+        jobs: Iterable[Job],
+        crew: Crew,
+        workers: list[Any],
+        *,
+        max_in_flight: int,
+        per_model_limit: dict[str, int],
+        on_progress: ProgressCallback | None = None,
+        follow_up: FollowUp | None = None,
+        stop_requested: Callable[[], bool] = lambda: False,
+        drain_s: float = 10.0,
+        budget: Budget | None = None,
+        head: HeadWatch | None = None,
+    ) -> None:
+        self.crew = crew
+        self.max_in_flight = max_in_flight
+        self.per_model_limit = per_model_limit
+        self.on_progress = on_progress
+        self.follow_up = follow_up
+        self.stop_requested = stop_requested
+        self.drain_s = drain_s
+        self.budget = budget
+        self.head = head
+        self.pool = [_Worker(w) for w in workers]
+        self.retired: list[Any] = []  # replaced workers, ended with the others
+        self.queues: dict[str, deque[Job]] = {}
+        self.busy: Counter[str] = Counter()  # in flight per model
+        self.collecting: dict[Any, int] = {}  # a collect call in flight -> its worker
+        self.endpoints = Endpoints()
+        self.result = Dispatched()
+        self._source = iter(jobs)
+        self._total = len(jobs) if isinstance(jobs, Sized) else None
+        self.taken = 0  # jobs taken from the source
+
+    def run(self) -> Dispatched:
+        """Send until everything has landed or sending ends, let what is in flight land for
+        `drain_s`, count what is left; the workers are ended however it ends."""
+        try:
+            self.send_all()
+            self.result.stopped = self.stopped_early()
+            self.drain()
+            self.count_left()
+        finally:
+            self.end()
+        return self.result
+
+    # the queues
+
+    def enqueue(self, item: WorkItem, prompt: Any, front: bool = False) -> None:
+        if item.key.caller in self.result.down:  # its endpoint is down: not asked in this run
+            self.unsent([(item, prompt)])
             return
-        queue = queues.setdefault(item.key.caller, deque())
+        queue = self.queues.setdefault(item.key.caller, deque())
         (queue.appendleft if front else queue.append)((item, prompt))
 
-    def take(block: int) -> bool:
+    def take(self, block: int) -> bool:
         """Queue up to `block` more jobs; False when there are none left."""
-        nonlocal taken
-        before = taken
-        for item, prompt in itertools.islice(source, block):
-            taken += 1
-            enqueue(item, prompt)
-        return taken > before
+        before = self.taken
+        for item, prompt in itertools.islice(self._source, block):
+            self.taken += 1
+            self.enqueue(item, prompt)
+        return self.taken > before
 
-    def unsent(left: Iterable[tuple[WorkItem, Any]]) -> None:
+    def unsent(self, left: Iterable[Job]) -> None:
         """Count jobs this run will not send: one sent by a worker lost since (`recheck`) was
         asked all the same."""
         for item, _ in left:
             if item.recheck:
-                result.abandoned += 1
+                self.result.abandoned += 1
             else:
-                result.not_started += 1
+                self.result.not_started += 1
 
-    def left_untaken() -> int:
-        nonlocal total
-        if total is None:  # counted once, by running through what is left
-            total = taken + sum(1 for _ in source)
-        return total - taken
+    def left_untaken(self) -> int:
+        if self._total is None:  # counted once, by running through what is left
+            self._total = self.taken + sum(1 for _ in self._source)
+        return self._total - self.taken
 
-    busy: Counter[str] = Counter()  # in flight per model
-    retired: list[Any] = []  # replaced workers, ended with the others
-    collecting: dict[Any, int] = {}  # a collect call in flight -> its worker
+    def in_flight(self) -> int:
+        return sum(len(w.outstanding) for w in self.pool)
 
-    def in_flight() -> int:
-        return sum(len(w.outstanding) for w in pool)
-
-    def limit(model: str) -> int:
-        most = per_model_limit.get(model, 1 << 30)
-        probe = budget.limit(model) if budget is not None else None
+    def limit(self, model: str) -> int:
+        most = self.per_model_limit.get(model, 1 << 30)
+        probe = self.budget.limit(model) if self.budget is not None else None
         return most if probe is None else min(most, probe)
 
-    def wanting() -> bool:
+    def wanting(self) -> bool:
         """Whether a model could send more than is queued for it: only then are more jobs
         taken (a model at its limit keeps what it has queued; the source has every model's
         items interleaved, so a slow model's share waits in its queue)."""
-        return not queues or any(not q and busy[m] < limit(m) for m, q in queues.items())
+        return not self.queues or any(
+            not q and self.busy[m] < self.limit(m) for m, q in self.queues.items()
+        )
 
-    def fill() -> None:
+    # sending and landing
+
+    def fill(self) -> None:
         """Take items, models in turn, up to the limits; send them in chunks, each to the
         least busy worker. A model whose next item the budget refuses waits for the calls in
         flight to settle; refused with nothing in flight, the budget is reached."""
-        room = max_in_flight - in_flight()
-        picked: list[tuple[WorkItem, Any]] = []
+        picked, refused = self.pick(self.max_in_flight - self.in_flight())
+        if refused and not picked and not self.in_flight():
+            self.result.budget_reached = True
+        for start in range(0, len(picked), CHUNK):
+            chunk = picked[start : start + CHUNK]
+            worker = min(self.pool, key=lambda w: len(w.outstanding))
+            for item, prompt in chunk:
+                worker.outstanding[item.key] = (item, prompt)
+            # its outcomes come back through `collect`
+            worker.actor.submit.remote(self.crew.claim, chunk)
+
+    def pick(self, room: int) -> tuple[list[Job], set[str]]:
+        """Up to `room` jobs, one model's at a time in turn, each reserved with the budget and
+        counted busy; and the models whose next job the budget refused."""
+        picked: list[Job] = []
         refused: set[str] = set()
         while room > 0:
             progressed = False
-            for model, queue in queues.items():
-                if not queue or model in refused or busy[model] >= limit(model):
+            for model, queue in self.queues.items():
+                if not queue or model in refused or self.busy[model] >= self.limit(model):
                     continue
                 item, prompt = queue[0]
-                if budget is not None and not budget.reserve(item, prompt):
+                if self.budget is not None and not self.budget.reserve(item, prompt):
                     refused.add(model)
                     continue
                 queue.popleft()
                 picked.append((item, prompt))
-                busy[model] += 1
+                self.busy[model] += 1
                 room -= 1
                 progressed = True
                 if room <= 0:
                     break
             if progressed:
                 continue
-            if refused or not wanting() or not take(max(room, BLOCK)):
+            if refused or not self.wanting() or not self.take(max(room, BLOCK)):
                 break
-        if refused and not picked and not in_flight():
-            result.budget_reached = True
-        for start in range(0, len(picked), CHUNK):
-            chunk = picked[start : start + CHUNK]
-            worker = min(pool, key=lambda w: len(w.outstanding))
-            for item, prompt in chunk:
-                worker.outstanding[item.key] = (item, prompt)
-            # its outcomes come back through `collect`
-            worker.actor.submit.remote(crew.claim, chunk)
+        return picked, refused
 
-    def lost(index: int, exc: Exception) -> None:
+    def lost(self, index: int, exc: Exception) -> None:
         """The worker died (node lost) or no longer serves the run's claim: replace it and
         send its items again, rechecked."""
-        worker = pool[index]
-        if head is not None and not head.answers():  # the head is lost: nothing is replaced
+        worker = self.pool[index]
+        if self.head is not None and not self.head.answers():  # the head is lost: none replaced
             return
         if isinstance(exc, ClaimLost) or _is_dead(worker.actor):
             log.warning("a worker was lost (%s); starting a replacement", type(exc).__name__)
-            pool[index] = _Worker(crew.new())
-            retired.append(worker.actor)
+            self.pool[index] = _Worker(self.crew.new())
+            self.retired.append(worker.actor)
             for item, prompt in worker.outstanding.values():
-                busy[item.key.caller] -= 1
-                if budget is not None:
-                    budget.settle(item.key, None)
-                enqueue(dataclasses.replace(item, recheck=True), prompt, front=True)
-                result.redispatched += 1
-        else:  # only unavailable for a moment: its items are still in it
-            pool[index].outstanding = worker.outstanding
+                self.busy[item.key.caller] -= 1
+                if self.budget is not None:
+                    self.budget.settle(item.key, None)
+                self.enqueue(dataclasses.replace(item, recheck=True), prompt, front=True)
+                self.result.redispatched += 1
+        # else only unavailable for a moment: its items are still in it
 
-    def landed(index: int, outcomes: list[Outcome]) -> None:
-        worker = pool[index]
+    def landed(self, index: int, outcomes: list[Outcome]) -> None:
+        """A worker's outcomes came back: settle them, stop a model whose endpoint is down,
+        queue their follow-ups."""
+        worker = self.pool[index]
+        result = self.result
         for outcome in outcomes:
             worker.outstanding.pop(outcome.key, None)
             caller = outcome.key.caller
-            busy[caller] -= 1
-            if budget is not None:
-                budget.settle(outcome.key, (outcome.status, outcome.cost_usd))
+            self.busy[caller] -= 1
+            if self.budget is not None:
+                self.budget.settle(outcome.key, (outcome.status, outcome.cost_usd))
             if outcome.status == "write_failed" and not result.write_failed:
                 result.write_failed = f"{outcome.store_key}: {outcome.error}"
                 log.error("a record could not be stored (%s): nothing more is sent", outcome.error)
-            if endpoints.land(caller, outcome.status, outcome.error_kind, outcome.error):
-                result.down[caller] = error = endpoints.down()[caller]
-                unsent(queues.pop(caller, ()))
+            if self.endpoints.land(caller, outcome.status, outcome.error_kind, outcome.error):
+                result.down[caller] = error = self.endpoints.down()[caller]
+                self.unsent(self.queues.pop(caller, ()))
                 log.error("every call to %s failed (%s): it is not asked again", caller, error)
         result.count(outcomes)
-        if follow_up is not None:
+        if self.follow_up is not None:
             for outcome in outcomes:
-                for item, parts in follow_up(outcome):
-                    enqueue(item, parts)
-        if on_progress is not None and outcomes:
-            on_progress(outcomes)
+                for item, parts in self.follow_up(outcome):
+                    self.enqueue(item, parts)
+        if self.on_progress is not None and outcomes:
+            self.on_progress(outcomes)
 
-    def collect(timeout: float) -> None:
+    def collect(self, timeout: float) -> None:
+        """Wait up to `timeout` for workers' outcomes, and take all that have come back."""
         # One collect in flight per worker, even an idle one: it keeps the claim alive.
-        for index, worker in enumerate(pool):
-            if index not in collecting.values():
-                collecting[worker.actor.collect.remote(crew.claim)] = index
-        if not collecting:
+        for index, worker in enumerate(self.pool):
+            if index not in self.collecting.values():
+                self.collecting[worker.actor.collect.remote(self.crew.claim)] = index
+        if not self.collecting:
             return
-        ready, _ = ray.wait(list(collecting), num_returns=1, timeout=timeout)
+        ready, _ = ray.wait(list(self.collecting), num_returns=1, timeout=timeout)
         if ready:
-            more, _ = ray.wait(list(collecting), num_returns=len(collecting), timeout=0)
+            more, _ = ray.wait(list(self.collecting), num_returns=len(self.collecting), timeout=0)
             ready = list(dict.fromkeys([*ready, *more]))
         for ref in ready:
-            index = collecting.pop(ref)
+            index = self.collecting.pop(ref)
             try:
                 outcomes = ray.get(ref)
             except WORKER_LOST as exc:
-                lost(index, exc)
+                self.lost(index, exc)
                 continue
             except ray.exceptions.RayTaskError as exc:
                 if not isinstance(exc.cause, ClaimLost):
                     raise
-                lost(index, exc.cause)
+                self.lost(index, exc.cause)
                 continue
-            landed(index, outcomes)
+            self.landed(index, outcomes)
 
-    def head_lost() -> bool:
-        if head is not None and not result.head_lost:
-            result.head_lost = head.lost() or ""
-        return bool(result.head_lost)
+    # the run's course
 
-    def unsent_in_workers() -> int:
+    def head_lost(self) -> bool:
+        if self.head is not None and not self.result.head_lost:
+            self.result.head_lost = self.head.lost() or ""
+        return bool(self.result.head_lost)
+
+    def sending(self) -> bool:
+        return not (self.stop_requested() or self.result.write_failed or self.head_lost())
+
+    def send_all(self) -> None:
+        """Send and collect until nothing is in flight. After a failed write nothing more is
+        sent, but what is in flight lands; a stop or a lost head ends it at once."""
+        if self.sending():
+            self.fill()
+        while self.in_flight() and not self.stop_requested() and not self.head_lost():
+            self.collect(timeout=POLL_S)
+            if self.sending():
+                self.fill()
+
+    def stopped_early(self) -> bool:
+        """Sending ended with calls in flight, or with jobs left that nothing else (the
+        budget, a failed write, a lost head) accounts for."""
+        left = sum(len(q) for q in self.queues.values()) + self.left_untaken()
+        ended = self.result.budget_reached or bool(self.result.write_failed) or self.head_lost()
+        return not self.head_lost() and bool(self.in_flight() or (left and not ended))
+
+    def drain(self) -> None:
+        """Let the calls in flight land for up to `drain_s` (unless the head is lost)."""
+        if self.in_flight() and not self.head_lost():
+            deadline = time.monotonic() + self.drain_s
+            while self.in_flight() and time.monotonic() < deadline and not self.head_lost():
+                self.collect(timeout=min(POLL_S, max(0.0, deadline - time.monotonic())))
+
+    def count_left(self) -> None:
+        """Count what was not stored: in flight (asked, unless a worker says it never sent
+        them), queued and never taken."""
+        result = self.result
+        if self.in_flight() and not self.head_lost():
+            never_asked = self.unsent_in_workers()
+            result.not_started += never_asked
+            result.abandoned += self.in_flight() - never_asked
+        else:
+            result.abandoned += self.in_flight()
+        for queue in self.queues.values():
+            self.unsent(queue)
+        result.not_started += self.left_untaken()
+        result.down.update(self.endpoints.down())
+
+    def unsent_in_workers(self) -> int:
         """Of the items still in flight, how many no request went out for (each worker is
         asked; one that does not answer within a second counts all its own as sent)."""
         asks = {
-            worker.actor.unsent.remote(crew.claim, list(worker.outstanding)): worker
-            for worker in pool
+            worker.actor.unsent.remote(self.crew.claim, list(worker.outstanding)): worker
+            for worker in self.pool
             if worker.outstanding
         }
         ready, _ = ray.wait(list(asks), num_returns=len(asks), timeout=1.0)
@@ -292,40 +403,13 @@ def dispatch(
                 continue
         return count
 
-    def sending() -> bool:
-        return not (stop_requested() or result.write_failed or head_lost())
-
-    try:
-        if sending():
-            fill()
-        # After a failed write nothing more is sent, but what is in flight lands.
-        while in_flight() and not stop_requested() and not head_lost():
-            collect(timeout=POLL_S)
-            if sending():
-                fill()
-        left = sum(len(q) for q in queues.values()) + left_untaken()
-        ended = result.budget_reached or bool(result.write_failed) or head_lost()
-        result.stopped = not head_lost() and bool(in_flight() or (left and not ended))
-        if in_flight() and not head_lost():
-            deadline = time.monotonic() + drain_s
-            while in_flight() and time.monotonic() < deadline and not head_lost():
-                collect(timeout=min(POLL_S, max(0.0, deadline - time.monotonic())))
-        if in_flight() and not head_lost():
-            never_asked = unsent_in_workers()
-            result.not_started += never_asked
-            result.abandoned += in_flight() - never_asked
-        else:
-            result.abandoned += in_flight()
-        for queue in queues.values():
-            unsent(queue)
-        result.not_started += left_untaken()
-        result.down.update(endpoints.down())
-    finally:
-        if not head_lost():  # with the head gone there is no one to cancel or end them
-            for ref in collecting:
+    def end(self) -> None:
+        """Cancel the collects in flight and end the workers, replaced ones included; with the
+        head gone there is no one to cancel or end them."""
+        if not self.head_lost():
+            for ref in self.collecting:
                 ray.cancel(ref)
-            crew.end([*(w.actor for w in pool), *retired])
-    return result
+            self.crew.end([*(w.actor for w in self.pool), *self.retired])
 
 
 def _is_dead(actor: Any) -> bool:
