@@ -87,6 +87,12 @@ def answer_key(demo_dataset, tmp_path_factory) -> Path:
 # The files that take minutes start first, so the two xdist workers (`--dist loadfile`) do not
 # end with one of them alone on a long file.
 SLOW_FILES = (
+    "test_smoke_team.py",
+    "test_smoke_first_result.py",
+    "test_smoke_million.py",
+    "test_smoke_chaos.py",
+    "test_docs_run.py",
+    "test_smoke_runs.py",
     "test_million.py",
     "test_stack.py",
     "test_pool.py",

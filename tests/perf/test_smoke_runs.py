@@ -90,8 +90,17 @@ def run_smoke(name: str, out_dir) -> tuple[int, str, str]:
     return code, stdout_path.read_text(errors="replace"), stderr_path.read_text(errors="replace")
 
 
-@pytest.mark.parametrize("name", benchmarks())
+# Each of these starts a whole stack or cluster: a file of its own (tests/perf/test_smoke_*.py),
+# so that the suite's workers (`--dist loadfile`) run them side by side.
+APART = ("team", "first_result", "million", "chaos")
+
+
+@pytest.mark.parametrize("name", [n for n in benchmarks() if n not in APART])
 def test_the_script_runs_at_smoke_and_prints_every_figure_it_promises(name, tmp_path):
+    check_smoke(name, tmp_path)
+
+
+def check_smoke(name: str, tmp_path) -> None:
     if name in NEEDS_CHROMIUM and not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
         pytest.skip("needs chromium and chromedriver: apt-get install chromium chromium-driver")
     code, out, err = run_smoke(name, tmp_path)
@@ -105,3 +114,11 @@ def test_the_script_runs_at_smoke_and_prints_every_figure_it_promises(name, tmp_
     assert [f for f, v in values.items() if not math.isfinite(v)] == [], lines[-1]
     expected = AT_SMOKE.get(name, {})
     assert {f: values[f] for f in expected} == pytest.approx(expected), lines[-1]
+
+
+def test_every_script_apart_has_its_file():
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    assert set(APART) <= set(benchmarks())
+    assert [n for n in APART if not (here / f"test_smoke_{n}.py").is_file()] == []
