@@ -27,12 +27,14 @@ def run(
     *,
     retry_errors: bool = True,
     flow_runs_kept: int | None = None,
+    full_stack: bool = False,
     **fields: Any,
 ) -> RunResult:
     """Evaluate, then score and write the tables: `evalfleet run`. Give an `EvalRequest`, or
     its fields as keywords (`models=["openai/sim-0.5"], benchmarks=["zerobench"], ...`). The
     same run id resumes a run: only what the store lacks is asked. `retry_errors` False keeps
-    stored terminal errors instead of asking them again."""
+    stored terminal errors instead of asking them again. A small run (its `limit` caps it at
+    200 items) runs in this process unless `full_stack` (`evalfleet run --full-stack`)."""
     from evalfleet.api.launch import run_request
     from evalfleet.engine.run.request import EvalRequest
 
@@ -41,7 +43,9 @@ def run(
     elif fields:
         raise TypeError("give a request or its fields, not both")
     request = request.model_copy(update={"run_id": request.resolved_run_id()})
-    job = run_request(request, retry_errors=retry_errors, flow_runs_kept=flow_runs_kept)
+    job = run_request(
+        request, retry_errors=retry_errors, flow_runs_kept=flow_runs_kept, full_stack=full_stack
+    )
     results = Results.of(job.tables) if job.tables is not None else None
     return RunResult(request.run_id, request.store, job.outcome, results)
 

@@ -13,6 +13,13 @@
 4. Whatever happens, what step 2 started is stopped; the exit code is 0, 2 (bad input),
    3 (the cost cap), 4 (the run did not do its job: a record not stored, a model down, the
    Ray head lost), 130 / 143 (interrupted: everything stored is kept) or 1 (a bug).
+
+A small run (its --limit caps it at `SMALL_ITEMS` answers and judgements) with no stack to use
+(no `evalfleet up`, no RAY_ADDRESS or PREFECT_API_URL) starts neither: the same steps run as
+plain calls in this process (`run_here`), its items asked by the same worker class on this
+process's event loop (`engine.generation.here`); the records and tables are the same. Starting
+a Ray head and a Prefect server would take most of its wall time. `full_stack` (the command's
+--full-stack) runs it as any other.
 """
 
 from __future__ import annotations
@@ -38,10 +45,12 @@ def run_request(
     retry_errors: bool = True,
     answers: bool = True,
     flow_runs_kept: int | None = None,
+    full_stack: bool = False,
 ) -> JobResult:
     """Run one request end to end from the command line; raise Interrupted on a signal.
     With `answers` off (a judge added to a stored run) only the judges are asked. A
-    temporary Prefect server keeps `flow_runs_kept` flow runs (`stack.prefect_history`)."""
+    temporary Prefect server keeps `flow_runs_kept` flow runs (`stack.prefect_history`).
+    A small run is run in this process unless `full_stack` (see the module's docstring)."""
     from evalfleet.api.errors import user_errors
     from evalfleet.core import collector
     from evalfleet.engine.generation.online import place_samples, prestart_workers
@@ -57,6 +66,8 @@ def run_request(
     ray_was_up = _ray_initialized()
     if not ray_was_up:
         _attach_to_running_stack()
+    if answers and not full_stack and not ray_was_up and runs_here(request):
+        return run_here(request, configs, retry_errors)
     own_ray = not os.environ.get("RAY_ADDRESS") and not ray_was_up
     stack = LocalStack(flow_runs_kept)
     if own_ray:
@@ -166,17 +177,61 @@ def _run(run: ResolvedRun, retry_errors: bool, prefect_url: str | None) -> JobRe
 
 def run_without_prefect(run: ResolvedRun, *, retry_errors: bool = True) -> JobResult:
     """The whole job without a Prefect server: the same steps, as plain calls."""
-    from evalfleet.engine.pipeline import plain_steps, whole_job
-    from evalfleet.reports.leaderboard import update
+    from evalfleet.engine.pipeline import whole_job
+
+    return whole_job(run, _plain_steps(run.run_id), retry_errors)
+
+
+def _plain_steps(run_id: str):
+    from evalfleet.engine.pipeline import plain_steps
     from evalfleet.reports.report import write_report_or_warn
 
     def leaderboard(store: Store) -> None:
+        from evalfleet.reports.leaderboard import update
+
         try:
-            update(store)
+            update(store, run_id)
         except Exception as exc:  # the tables are written; the leaderboard can wait
             print(f"the leaderboard was not updated: {exc}", file=sys.stderr)
 
-    return whole_job(run, plain_steps(write_report_or_warn, leaderboard), retry_errors)
+    return plain_steps(write_report_or_warn, leaderboard)
+
+
+def runs_here(request: EvalRequest) -> bool:
+    """Whether a request is small enough to run in this process: its --limit caps it at
+    `SMALL_ITEMS` items, it asks nothing in batch jobs, and no stack is there to use."""
+    from evalfleet.engine.generation.here import SMALL_ITEMS, planned_at_most
+
+    if os.environ.get("RAY_ADDRESS") or os.environ.get("PREFECT_API_URL"):
+        return False
+    if request.uses_batches():
+        return False
+    most = planned_at_most(request)
+    return most is not None and most <= SMALL_ITEMS
+
+
+def run_here(request: EvalRequest, configs, retry_errors: bool) -> JobResult:
+    """The whole job in this process: no Ray head, no Prefect server (a small run)."""
+    import dataclasses
+
+    from evalfleet.engine.generation.here import generate_here
+    from evalfleet.engine.pipeline import whole_job
+    from evalfleet.engine.prepare.reading import start_reading
+    from evalfleet.engine.prepare.resolve import resolve
+
+    STOP.reset()
+    with STOP.handling():
+        reading = start_reading(request)  # its plan tables are taken when the run opens
+        try:
+            run = resolve(request, configs, reading)
+            steps = dataclasses.replace(_plain_steps(run.run_id), generate=generate_here)
+            result = whole_job(run, steps, retry_errors)
+        finally:
+            if reading is not None:
+                reading.close()
+    if result.outcome.stopped:
+        raise Interrupted(interrupted_message(result.outcome))
+    return result
 
 
 def _ray_initialized() -> bool:

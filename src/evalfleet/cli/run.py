@@ -44,6 +44,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="on resume, keep terminal errors instead of requesting them again",
     )
+    run.add_argument(
+        "--full-stack",
+        action="store_true",
+        help="start a Ray head and a Prefect server even for a small run (by default a run "
+        "whose --limit caps it at 200 items runs in this process, with the same results)",
+    )
     add_history_option(run)
     run.set_defaults(func=cmd_run)
 
@@ -102,7 +108,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.estimate:
         return estimate(request, retry_errors=not args.no_retry_errors)
     kept = kept_flow_runs(args)
-    result = run(request, retry_errors=not args.no_retry_errors, flow_runs_kept=kept)
+    result = run(
+        request,
+        retry_errors=not args.no_retry_errors,
+        flow_runs_kept=kept,
+        full_stack=args.full_stack,
+    )
     return print_run(result, args.run_id)
 
 

@@ -12,6 +12,10 @@ complete rows have a rank and a band by paired significance (`evalfleet.reports.
 Written under `{store}/leaderboard/`: `leaderboard.parquet`, `.csv`, `.md`, the plots
 (`evalfleet.reports.plots`), `index.html` and `latest.json`. A run whose files are damaged is shown
 apart, with the line that names the file and its repair.
+
+After a run, `update(store, run_id)` reads only that run's tables: the other runs' rows come
+from `rows.json` (`reports.board_cache`), and only the plots whose rows changed are drawn
+again. Without a run (`evalfleet leaderboard`) it reads the whole store.
 """
 
 from __future__ import annotations
@@ -27,8 +31,9 @@ import pandas as pd
 from evalfleet.benchmarks import registry
 from evalfleet.core.types import ConfigError
 from evalfleet.metrics.intervals import UnitValues, paired
+from evalfleet.reports import board_cache
 from evalfleet.reports.board_page import tables
-from evalfleet.reports.board_rows import read_runs
+from evalfleet.reports.board_rows import StoreRows
 from evalfleet.reports.power import what_it_would_take
 from evalfleet.reports.ranks import rank_rows, row_units
 from evalfleet.storage.base import Store
@@ -76,9 +81,13 @@ class Board:
     close_calls: list[str] = field(default_factory=list)  # neighbours sharing a band
 
 
-def build(store: Store, latest: dict[str, Any] | None = None) -> Board:
-    """The leaderboard of every run in a store; `latest` is the last one's latest.json."""
-    read = read_runs(store)
+def build(
+    store: Store, latest: dict[str, Any] | None = None, read: StoreRows | None = None
+) -> Board:
+    """The leaderboard of every run in a store; `latest` is the last one's latest.json, and
+    `read` what its runs hold (read from the store when not given)."""
+    if read is None:
+        read = board_cache.store_rows(board_cache.read_all(store))
     if not read.rows:
         return Board(pd.DataFrame(columns=COLUMNS), [], read.runs, {}, damaged=read.damaged)
     frame = pd.DataFrame(read.rows)
@@ -163,9 +172,10 @@ def _scoring_order(benchmark: str, scoring: str) -> int:
     return names.index(scoring) if scoring in names else len(names)
 
 
-def render_files(board: Board) -> dict[str, bytes]:
+def render_files(board: Board, kept: dict[str, bytes] | None = None) -> dict[str, bytes]:
+    """The leaderboard's files; `kept` are plots already drawn, of groups whose rows did not
+    change (the others are drawn)."""
     from evalfleet.reports.board_page import html_page, markdown_page
-    from evalfleet.reports.plots import plots
 
     table = board.table
     files = {
@@ -173,8 +183,7 @@ def render_files(board: Board) -> dict[str, bytes]:
         "leaderboard.csv": table.to_csv(index=False).encode(),
         "leaderboard.md": markdown_page(board).encode(),
     }
-    primary = table[table.scoring == table.benchmark.map(_primary_scoring)]
-    files.update(plots(primary))
+    files.update(_plots(primary_rows(table), kept or {}))
     files["index.html"] = html_page(board, files).encode()
     files["latest.json"] = json.dumps(
         {
@@ -187,6 +196,27 @@ def render_files(board: Board) -> dict[str, bytes]:
         },
         indent=2,
     ).encode()
+    return files
+
+
+def primary_rows(table: pd.DataFrame) -> pd.DataFrame:
+    return table[table.scoring == table.benchmark.map(_primary_scoring)]
+
+
+def _plots(primary: pd.DataFrame, kept: dict[str, bytes]) -> dict[str, bytes]:
+    """Each group's plots: those in `kept` as they are, the rest drawn."""
+    from evalfleet.reports.plots import PLOT_STEMS, plots
+
+    files: dict[str, bytes] = {}
+    redraw = []
+    for (benchmark, item_set), part in primary.groupby(["benchmark", "item_set"], sort=False):
+        names = [f"{stem}--{benchmark}--{item_set}.png" for stem in PLOT_STEMS]
+        if all(name in kept for name in names):
+            files.update({name: kept[name] for name in names})
+        else:
+            redraw.append(part)
+    if redraw:
+        files.update(plots(pd.concat(redraw)))
     return files
 
 
@@ -217,15 +247,41 @@ def compared_with(latest: dict[str, Any] | None, models_now: set[str]) -> set[st
     return models
 
 
-def update(store: Store) -> tuple[Board, str]:
-    """Build the leaderboard of a store and write it under `leaderboard/`."""
-    board = build(store, last_leaderboard(store))
+def update(store: Store, run_id: str | None = None) -> tuple[Board, str]:
+    """Build the leaderboard of a store and write it under `leaderboard/`: after run `run_id`
+    wrote its results, from the kept rows of the others and its own (see the module's
+    docstring); without one, from the whole store."""
+    cache = board_cache.load(store, PREFIX) if run_id is not None else None
+    if cache is None:
+        cache = board_cache.read_all(store)
+    else:
+        cache = board_cache.runs_with(store, cache, run_id)  # type: ignore[arg-type]
+    board = build(store, last_leaderboard(store), board_cache.store_rows(cache))
     if board.table.empty and not board.damaged:
         raise ConfigError(
             f"no run in {store.describe()} has results yet: run `evalfleet run` (or "
             "`evalfleet aggregate RUN_ID`) first"
         )
-    board.files = render_files(board)
+    digests = board_cache.plot_digests(primary_rows(board.table))
+    kept = _unchanged_plots(store, cache.plots, digests) if run_id is not None else {}
+    board.files = render_files(board, kept)
     for name, data in board.files.items():
         store.put(f"{PREFIX}/{name}", data)
+    cache.plots = digests
+    board_cache.save(store, PREFIX, cache)
     return board, f"{store.url.rstrip('/')}/{PREFIX}/"
+
+
+def _unchanged_plots(store: Store, before: dict[str, str], now: dict[str, str]) -> dict[str, bytes]:
+    """The stored plots of the groups whose rows are as they were when they were drawn."""
+    from evalfleet.reports.plots import PLOT_STEMS
+
+    kept: dict[str, bytes] = {}
+    for group, digest in now.items():
+        if before.get(group) != digest:
+            continue
+        for stem in PLOT_STEMS:
+            blob = store.get(f"{PREFIX}/{stem}--{group}.png")
+            if blob is not None:
+                kept[f"{stem}--{group}.png"] = blob
+    return kept

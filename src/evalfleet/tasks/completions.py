@@ -245,6 +245,7 @@ class CompletionWorker:
         self._budgets: dict[str, Any] = {}  # model id -> its SharedRateLimit actor
         self._leases: dict[str, Lease] = {}
         self._wakes: dict[str, Wake] = {}  # endpoint -> its calls in back-off
+        self._retunes: asyncio.Task | None = None  # watches the run's control file
         self._in_process = False
         self._parts_cache: OrderedDict[int, asyncio.Future[list[list[Part]]]] = OrderedDict()
         self._samples: list[Any] = []
@@ -285,6 +286,8 @@ class CompletionWorker:
             await self._give_back()
 
     async def _give_back(self) -> None:
+        if self._retunes is not None:
+            self._retunes.cancel()
         running = list(self._running)
         for task in running:
             task.cancel()
@@ -352,11 +355,39 @@ class CompletionWorker:
             wake = self._wakes[config.endpoint()] = Wake()
         return wake
 
+    async def _watch_limits(self, run_id: str) -> None:
+        """Apply the run's control file (`evalfleet limits`) to every lease, as it changes."""
+        from evalfleet.tasks.run_control import EVERY_S, read_limits
+
+        seq = 0
+        loop = asyncio.get_running_loop()
+        while True:
+            store = self._store
+            if store is not None:
+                try:
+                    if store.writes_are_local:
+                        limits = read_limits(store, run_id)
+                    else:
+                        limits = await loop.run_in_executor(self._io, read_limits, store, run_id)
+                except Exception as exc:  # the store hiccuped: the limits stay as they are
+                    log.warning("the run's control file could not be read: %s", exc)
+                    limits = None
+                if limits is not None and limits.seq != seq:
+                    seq = limits.seq
+                    for model, config in self._models.items():
+                        rpm = limits.rpm_for(model) or config.rpm
+                        tpm = limits.tpm_for(model) or config.tpm
+                        self._lease(config, run_id).retune(rpm, tpm, limits.max_in_flight)
+                    log.info("run %s retuned (#%d): %s", run_id, seq, limits)
+            await asyncio.sleep(EVERY_S)
+
     # -- the driver's two calls --------------------------------------------------------
 
     async def submit(self, claim: str, jobs: list[tuple[WorkItem, Any]]) -> int:
         """Start every job of the chunk; their outcomes are collected as they land."""
         self._check(claim)
+        if self._retunes is None and jobs:
+            self._retunes = asyncio.create_task(self._watch_limits(jobs[0][0].run_id))
         for item, prompt in jobs:
             task = asyncio.create_task(self._land(item, prompt))
             self._running.add(task)
