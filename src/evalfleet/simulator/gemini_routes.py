@@ -158,9 +158,46 @@ class GenerateContent(Protocol):
                         }
                     ],
                 },
+                *quota_failure(limits),
                 {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{delay}s"},
             ]
         return status, {"error": error}, {}
+
+    def ratelimit_headers(self, limits: LimitState) -> dict[str, str]:
+        """Gemini states its limits in no header: only a 429's body names the quota it hit
+        and its value (`quota_failure`)."""
+        return {}
+
+
+def quota_failure(limits: LimitState | None) -> list[dict[str, Any]]:
+    """The `google.rpc.QuotaFailure` detail of a 429, as Gemini sends it: which per-minute
+    quota was hit (requests or input tokens) and its value."""
+    if limits is None or not limits.limited_by:
+        return []
+    if limits.limited_by == "requests":
+        metric, quota, value = (
+            "generate_content_requests",
+            "GenerateRequestsPerMinute",
+            (limits.requests_limit),
+        )
+    else:
+        metric, quota, value = (
+            "generate_content_input_token_count",
+            "GenerateContentInputTokensPerMinute",
+            (limits.tokens_limit),
+        )
+    return [
+        {
+            "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+            "violations": [
+                {
+                    "quotaMetric": f"generativelanguage.googleapis.com/{metric}",
+                    "quotaId": f"{quota}PerProjectPerModel",
+                    "quotaValue": str(value),
+                }
+            ],
+        }
+    ]
 
 
 def model_resource(model: str, thinking: bool) -> dict[str, Any]:
