@@ -27,6 +27,7 @@ from evalfleet.engine.prepare.capping import round_up
 from evalfleet.engine.prepare.estimate import estimate_run
 from evalfleet.engine.prepare.resolve import resolve
 from evalfleet.engine.store.heartbeat import liveness
+from evalfleet.engine.store.manifest_types import Manifest
 from evalfleet.simulator.process import start_simulator
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
@@ -76,7 +77,7 @@ def test_a_capped_run_stops_at_the_cap_and_its_hint_finishes_it(
         assert 0 < stored < ITEMS
         assert cost <= cap  # never past the cap
         assert cap - cost < 2 * per_item  # stopped when the next call could not fit
-        manifest = json.loads((runs / "capped" / "manifest.json").read_text())
+        manifest = Manifest.from_bytes((runs / "capped" / "manifest.json").read_bytes())
         assert liveness(manifest) == "budget reached"
         # what was spent, what is left to ask and its expected cost, from the records just
         # stored; the hint's cap: 1.1 x (spent + expected), up to two significant digits
@@ -126,5 +127,5 @@ def test_a_run_whose_cost_is_below_its_cap_finishes(
             assert "budget reached" not in capped.stderr
             # the same requests: the same answers at the same cost, every one of them
             assert spent(runs, run_id) == (pytest.approx(whole, abs=1e-9), demo)
-            manifest = json.loads((runs / run_id / "manifest.json").read_text())
+            manifest = Manifest.from_bytes((runs / run_id / "manifest.json").read_bytes())
             assert liveness(manifest) == "finished"

@@ -539,7 +539,7 @@ def write_stored_work(store_url: str, dataset: str, run_id: str) -> None:
         "manifest_version": 2,
         "run_id": "old",
         "request": {"judge_model": JUDGE},
-        "identity": {"models": ["google/sim-0.5"], "benchmarks": {}},
+        "identity": {"models": ["google/sim-0.5"], "judge_model": JUDGE, "benchmarks": {}},
         "datasets": {},
     }
     store.put(layout.manifest_key("old"), json.dumps(manifest).encode())

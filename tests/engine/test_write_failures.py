@@ -33,6 +33,7 @@ from evalfleet.engine.prepare.resolve import resolve
 from evalfleet.engine.run.items import answer_items
 from evalfleet.engine.run.request import EvalRequest
 from evalfleet.engine.store.heartbeat import liveness
+from evalfleet.engine.store.manifest_types import Manifest
 from evalfleet.flows.aggregate import aggregate
 from evalfleet.flows.evaluate import evaluate
 from evalfleet.reports.status import run_status
@@ -186,7 +187,7 @@ def test_local_write_that_fails_stops_the_run_and_the_resume_asks_the_rest(
         assert resume == [f"resume with: evalfleet {' '.join(args)}"]
         # write failures are not finished work: nothing stored, no tables, the run failed
         assert list((runs / "wlocal").rglob("*.json")) == [runs / "wlocal" / "manifest.json"]
-        manifest = json.loads((runs / "wlocal" / "manifest.json").read_text())
+        manifest = Manifest.from_bytes((runs / "wlocal" / "manifest.json").read_bytes())
         assert liveness(manifest) == "failed"
 
         release(blocker)

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from evalfleet.cli.main import main
+from evalfleet.engine.store.manifest_types import Manifest
 from evalfleet.reports import formatting as fmt
 from evalfleet.reports.item_sets import item_set_of
 from tests.support.browser import close, headless_chromium
@@ -192,7 +193,7 @@ def test_the_first_screen_opens_on_the_answers(store, browser):
     version = results_dir(store, "zerobench").name
     assert ["zerobench", "zerobench"] in clipped and [version, version] in clipped
     # each headline column names the item set it was measured on (the demo's four questions)
-    manifest = json.loads((store / "zerobench" / "manifest.json").read_text())
+    manifest = Manifest.from_bytes((store / "zerobench" / "manifest.json").read_bytes())
     items = item_set_of(manifest, "zerobench").label
     assert items.startswith("4 samples, dataset at ") and [items, items] in clipped
     # and so does every headline figure under About this run, each on its row

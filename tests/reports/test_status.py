@@ -109,7 +109,7 @@ NO_RESULTS = f"results: none yet (`evalfleet aggregate {RUN_ID}`)"
 
 def test_finished_run(finished_run: Path, capsys):
     runs = str(finished_run)
-    created = read_manifest(LocalStore(runs), RUN_ID)["created_at"]
+    created = read_manifest(LocalStore(runs), RUN_ID).created_at
     assert len(created) == 25  # e.g. 2026-01-31T12:00:00+00:00: the column width below
     assert cli(capsys, "runs", "--store", runs) == [
         *RUNS_HEADER,
@@ -133,7 +133,7 @@ def test_partial_run(finished_run: Path, tmp_path: Path, capsys):
     runs_dir = shutil.copytree(finished_run, tmp_path / "runs")
     runs = str(runs_dir)
     store = LocalStore(runs)
-    created = read_manifest(store, RUN_ID)["created_at"]
+    created = read_manifest(store, RUN_ID).created_at
 
     # Deleted records and deleted failure records: missing.
     for key in sorted(shard_keys(store, OK, MAIN, failed=False))[:3]:

@@ -221,7 +221,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if about is None:
         print(f"results: none yet (`evalfleet aggregate {args.run_id}`)")
     else:
-        print(f"results: {about['version']}")
+        print(f"results: {about.version}")
     return 0
 
 

@@ -11,8 +11,8 @@ grades nothing (every call failed, or nothing for it to grade) leaves the run as
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator
+from dataclasses import replace
 from urllib.parse import urlsplit
 
 from evalfleet.benchmarks import registry
@@ -51,8 +51,7 @@ def judge_request(
     it has nothing a judge grades: checked before the run's identity changes."""
     check_model_id(judge, "judge")
     check_run_id(run_id)
-    manifest = require_manifest(store, run_id)
-    request = EvalRequest(**manifest["request"])
+    request = require_manifest(store, run_id).request
     if judge in request.models:
         raise RunError(f"{judge} is a model of run {run_id}: a model does not judge itself here")
     judged = [name for name in request.benchmarks if registry.get(name).judge is not None]
@@ -78,7 +77,7 @@ def judge_request(
 def resolve_stored(request: EvalRequest, store: Store) -> ResolvedRun:
     """The run to judge, from the store: only the judges are resolved and need keys."""
     run_id = request.resolved_run_id()
-    existing = read_manifest(store, run_id) or {}
+    existing = require_manifest(store, run_id)
     data = plan_data(store, existing, request)
     judges = resolve_models(request, only=request.judges())
     check_answering(judges)
@@ -86,12 +85,14 @@ def resolve_stored(request: EvalRequest, store: Store) -> ResolvedRun:
     keys = collect_keys(judges)
     check_modalities(request.model_copy(update={"models": []}), judges, data)
     check_batch_modes(request, judges)
-    api_models = {m: info["api_model"] for m, info in existing["models"].items()}
-    manifest = build_manifest(request, run_id, judges, data)
-    manifest["models"] = {**existing["models"], **manifest["models"]}
-    manifest["datasets"] = existing["datasets"]
+    built = build_manifest(request, run_id, judges, data)
+    manifest = replace(
+        built, models={**existing.models, **built.models}, datasets=existing.datasets
+    )
     precheck_run(store, manifest, extend=True)
-    return ResolvedRun(request, run_id, store, judges, keys, data, manifest, api_models, False)
+    return ResolvedRun(
+        request, run_id, store, judges, keys, data, manifest, existing.api_models, False
+    )
 
 
 def check_answering(judges: dict[str, ModelConfig]) -> None:
@@ -143,9 +144,8 @@ def left_as_it_was_unless_graded(store: Store, run_id: str, judge: str) -> Itera
     failed, or nothing to grade) leaves the run as it was: its manifest (identity, history,
     heartbeat) put back, and nothing kept under judgements/{judge}/."""
     before = store.get(layout.manifest_key(run_id))
-    identity = json.loads(before).get("identity", {}) if before else {}
-    judges = [identity.get("judge_model"), *(identity.get("extra_judges") or [])]
-    new = before is not None and judge not in judges
+    existing = read_manifest(store, run_id) if before is not None else None  # damaged: one line
+    new = existing is not None and judge not in existing.identity.judges
     try:
         yield
     except RunFailed:

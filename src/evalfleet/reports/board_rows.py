@@ -65,14 +65,14 @@ def run_rows(
     except NoResults:
         return []
     check_plans(store, manifest)
-    version = about["version"]
+    version = about.version
     long = read_version_table(store, run_id, version, "metrics.parquet")
     usage = read_version_table(store, run_id, version, "usage.parquet")
     samples = read_version_table(store, run_id, version, "samples.parquet")
     unit_table = read_version_table(store, run_id, version, "units.parquet")
     correct = samples.groupby(["model", "benchmark", "scoring"])["correct"].sum().to_dict()
     by_key = {key: part for key, part in unit_table.groupby(["model", "benchmark", "scoring"])}
-    identity = manifest["identity"]["benchmarks"]
+    identity = manifest.identity.benchmarks
     rows = []
     for spent in usage.itertuples(index=False):
         bench_identity = identity.get(spent.benchmark)
@@ -80,7 +80,7 @@ def run_rows(
             continue
         headline = registry.get(spent.benchmark).headline
         items = item_set_of(manifest, spent.benchmark)
-        expected = bench_identity["data"]["samples"] * len(bench_identity["decodings"])
+        expected = bench_identity.answers_per_model
         mine = long[
             (long.model == spent.model)
             & (long.benchmark == spent.benchmark)
@@ -124,7 +124,7 @@ def run_rows(
                     "cost_per_correct_usd": round(cost / right, 6) if right else None,
                     "run_id": run_id,
                     "version": version,
-                    "written_at": about.get("written_at", ""),
+                    "written_at": about.written_at or "",
                 }
             )
     return rows

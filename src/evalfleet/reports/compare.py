@@ -27,7 +27,10 @@ import pandas as pd
 
 from evalfleet.core.record import Record
 from evalfleet.core.types import ConfigError
+from evalfleet.engine.run.identity import BenchmarkIdentity, Identity
+from evalfleet.engine.store.about import ResultsAbout
 from evalfleet.engine.store.manifest import check_plans, require_manifest
+from evalfleet.engine.store.manifest_types import Manifest
 from evalfleet.engine.store.results import read_version_table, results_about
 from evalfleet.metrics.intervals import UnitValues, paired
 from evalfleet.metrics.paired import mcnemar_exact
@@ -50,8 +53,8 @@ class Side:
     run_id: str
     version: str
     model: str | None
-    manifest: dict[str, Any]
-    about: dict[str, Any]
+    manifest: Manifest
+    about: ResultsAbout
     samples: pd.DataFrame
     units: pd.DataFrame
     usage: pd.DataFrame
@@ -62,15 +65,15 @@ class Side:
         return f"{text}:{self.model}" if self.model else text
 
     @property
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> Identity:
         """The run's identity when this version was scored (the manifest's for versions
         written before it was kept)."""
-        return self.about.get("identity") or self.manifest["identity"]
+        return self.about.identity or self.manifest.identity
 
     def models(self) -> list[str]:
         """The models this version scored, in the order the run asked them."""
-        scored = set(self.identity["models"])
-        asked = [m for m in self.manifest["request"]["models"] if m in scored]
+        scored = set(self.identity.models)
+        asked = [m for m in self.manifest.request.models if m in scored]
         return asked + sorted(scored - set(asked))
 
     def unit_values(self, model: str, benchmark: str, scoring: str) -> UnitValues | None:
@@ -111,7 +114,7 @@ def load_side(store: Store, text: str) -> Side:
     manifest = require_manifest(store, run_id)
     check_plans(store, manifest)  # A's report is written with the comparison: its plans
     about = results_about(store, run_id, version)
-    version = about["version"]
+    version = about.version
     tables = {
         name: read_version_table(store, run_id, version, f"{name}.parquet")
         for name in ("samples", "units", "usage")
@@ -159,8 +162,8 @@ def compare(store: Store, spec_a: str, spec_b: str) -> dict[str, Any]:
             if units_a is None or units_b is None:
                 continue
             where = (model_a, model_b, benchmark, scoring)
-            revision_a = a.identity["benchmarks"][benchmark]["data"]["revision"]
-            revision_b = b.identity["benchmarks"][benchmark]["data"]["revision"]
+            revision_a = a.identity.benchmarks[benchmark].data.revision
+            revision_b = b.identity.benchmarks[benchmark].data.revision
             found = paired(units_a, units_b) if revision_a == revision_b else None
             if found is None:
                 apart.append(_apart(a, b, where, units_a, units_b))
@@ -250,8 +253,8 @@ def identity_differences(
     """The fields of the two identities that differ ("why did my score move")."""
     fields: list[tuple[str, Any, Any]] = []
     ia, ib = a.identity, b.identity
-    if sorted(ia.get("models", [])) != sorted(ib.get("models", [])):
-        fields.append(("models", _words(ia.get("models", [])), _words(ib.get("models", []))))
+    if sorted(ia.models) != sorted(ib.models):
+        fields.append(("models", _words(list(ia.models)), _words(list(ib.models))))
     for model_a, model_b in matched:
         if model_a != model_b:
             fields.append(("model", model_a, model_b))
@@ -262,33 +265,22 @@ def identity_differences(
                 _reported(store, b, model_b),
             )
         )
-    judges_a = [ia.get("judge_model"), *(ia.get("extra_judges") or [])]
-    judges_b = [ib.get("judge_model"), *(ib.get("extra_judges") or [])]
-    fields.append(("judges", _words(judges_a), _words(judges_b)))
-    fields.append(("max image side", ia.get("max_image_side"), ib.get("max_image_side")))
-    for name in sorted(set(ia["benchmarks"]) | set(ib["benchmarks"])):
-        ba, bb = ia["benchmarks"].get(name, {}), ib["benchmarks"].get(name, {})
-        da, db = ba.get("data") or {}, bb.get("data") or {}
-        fields.append((f"{name} dataset revision", da.get("revision"), db.get("revision")))
-        fields.append((f"{name} sample ids", _ids(da), _ids(db)))
-        fields.append((f"{name} options", ba.get("options"), bb.get("options")))
-        fields.append((f"{name} protocol", ba.get("protocol"), bb.get("protocol")))
-        epochs_a, epochs_b = len(ba.get("decodings") or []), len(bb.get("decodings") or [])
-        fields.append((f"{name} epochs", epochs_a, epochs_b))
-        if epochs_a == epochs_b:
-            fields.append((f"{name} decodings", ba.get("decodings"), bb.get("decodings")))
-    fields.append(
-        ("run code version", a.manifest.get("code_version"), b.manifest.get("code_version"))
-    )
-    fields.append(("scored by code", a.about.get("code_version"), b.about.get("code_version")))
-    fields.append(
-        ("scorer", _short(a.about.get("scorer_sha256")), _short(b.about.get("scorer_sha256")))
-    )
+    fields.append(("judges", _words(ia.judges), _words(ib.judges)))
+    fields.append(("max image side", ia.max_image_side, ib.max_image_side))
+    for name in sorted(set(ia.benchmarks) | set(ib.benchmarks)):
+        fa = _benchmark_fields(ia.benchmarks.get(name))
+        fb = _benchmark_fields(ib.benchmarks.get(name))
+        for what in _FIELDS:
+            if what != "decodings" or fa["epochs"] == fb["epochs"]:
+                fields.append((f"{name} {what}", fa[what], fb[what]))
+    fields.append(("run code version", a.manifest.code_version, b.manifest.code_version))
+    fields.append(("scored by code", a.about.code_version, b.about.code_version))
+    fields.append(("scorer", _short(a.about.scorer_sha256), _short(b.about.scorer_sha256)))
     fields.append(
         (
             "records scored",
-            _short(a.about.get("records_scored_sha256")),
-            _short(b.about.get("records_scored_sha256")),
+            _short(a.about.records_scored_sha256),
+            _short(b.about.records_scored_sha256),
         )
     )
     return [
@@ -309,10 +301,24 @@ def _reported(store: Store, side: Side, model: str) -> str:
     return ", ".join(sorted(names)) or "?"
 
 
-def _ids(data: dict[str, Any]) -> str:
-    if not data:
-        return "-"
-    return f"{data.get('samples')} ({str(data.get('sample_ids_sha256'))[:12]})"
+def _benchmark_fields(asked: BenchmarkIdentity | None) -> dict[str, Any]:
+    """One benchmark's identity as `identity_differences` compares it (a side without the
+    benchmark: nothing in each field)."""
+    if asked is None:
+        return dict(zip(_FIELDS, (None, "-", None, None, 0, None), strict=True))
+    data = asked.data
+    values = (
+        data.revision,
+        f"{data.samples} ({data.sample_ids_sha256[:12]})",
+        dict(asked.options),
+        asked.protocol,
+        asked.epochs,
+        [d.to_dict() for d in asked.decodings],
+    )
+    return dict(zip(_FIELDS, values, strict=True))
+
+
+_FIELDS = ("dataset revision", "sample ids", "options", "protocol", "epochs", "decodings")
 
 
 def _words(values: list[Any]) -> str:

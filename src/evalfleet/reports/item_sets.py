@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from evalfleet.benchmarks import registry
+from evalfleet.engine.store.manifest_types import Manifest
 
 
 @dataclass(frozen=True)
@@ -28,24 +30,24 @@ class ItemSet:
     samples: int
 
 
-def item_set_of(manifest: dict[str, Any], benchmark: str) -> ItemSet:
+def item_set_of(manifest: Manifest, benchmark: str) -> ItemSet:
     """The item set one benchmark of a run asked (from its manifest)."""
-    identity = manifest["identity"]["benchmarks"][benchmark]
-    data = identity["data"]
-    options = identity.get("options") or {}
+    asked = manifest.identity.benchmarks[benchmark]
+    data, options = asked.data, dict(asked.options)
     what = {
-        "revision": data["revision"],
-        "sample_ids_sha256": data["sample_ids_sha256"],
-        "protocol": identity.get("protocol"),
+        "revision": data.revision,
+        "sample_ids_sha256": data.sample_ids_sha256,
+        "protocol": asked.protocol,
         "options": options,
     }
     key = "is-" + hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:12]
-    limit = (manifest.get("request") or {}).get("limit")
+    limit = manifest.limit
     subset = options.get("subset")
-    revision = str(data["revision"])
+    revision = data.revision
     short = short_revision(revision)
-    samples = int(data["samples"])
-    source = str(((manifest.get("datasets") or {}).get(benchmark) or {}).get("source", ""))
+    samples = data.samples
+    dataset = manifest.datasets.get(benchmark)
+    source = dataset.source if dataset is not None else ""
     if limit:
         label = f"first {samples} samples of {short}"
     elif subset:
@@ -54,7 +56,7 @@ def item_set_of(manifest: dict[str, Any], benchmark: str) -> ItemSet:
         label = f"{samples} samples, dataset at {source.removeprefix('dataset path ')} ({short})"
     else:
         label = f"{samples} samples at {short}"
-    extra = _asked_differently(benchmark, identity.get("protocol"), options)
+    extra = _asked_differently(benchmark, asked.protocol, options)
     if extra:
         label += f"; {extra}"
     return ItemSet(key, label, revision, not limit and not subset, samples)
@@ -68,7 +70,7 @@ def short_revision(revision: str) -> str:
     return revision[:12] + ("…" if len(revision) > 12 else "")
 
 
-def _asked_differently(benchmark: str, protocol: str | None, options: dict[str, Any]) -> str:
+def _asked_differently(benchmark: str, protocol: str | None, options: Mapping[str, Any]) -> str:
     """The protocol and options that differ from the benchmark's defaults, in words."""
     if benchmark not in registry.names():
         return ""

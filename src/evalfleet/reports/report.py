@@ -39,7 +39,7 @@ def write_report(
     than `paging.above` items gets a page that reads them from files beside it
     (`evalfleet.reports.report_paged`); up to that, one self-contained page."""
     about = results_about(store, run_id, version)
-    version = about["version"]
+    version = about.version
     key = report_key(run_id, version)
     blob, shape = _samples_shape(store, run_id, version)
     if blob is not None and shape is not None and shape.items > paging.above:

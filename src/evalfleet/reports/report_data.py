@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalfleet.core.record import Record
 from evalfleet.engine.run.items import BenchmarkData
+from evalfleet.engine.store.about import ResultsAbout
 from evalfleet.engine.store.results import read_optional_table, read_version_table, results_about
 from evalfleet.engine.store.stored import StoredRun, load_run
 from evalfleet.reports import MEDIA_BUDGET_MB
@@ -63,7 +64,7 @@ def gather(
     """Everything the report of `run_id` (its latest results, or `version`) shows."""
     run = load_run(store, run_id)
     about = results_about(store, run_id, version)
-    version = about["version"]
+    version = about.version
     samples = read_version_table(store, run_id, version, "samples.parquet")
     metrics = read_version_table(store, run_id, version, "metrics.parquet")
     agreement = read_optional_table(store, run_id, version, "judge_agreement.parquet")
@@ -280,7 +281,7 @@ def coverage_row(run: StoredRun, model: str, name: str, states: Mapping[str, int
 
 def report_meta(
     run: StoredRun,
-    about: dict[str, Any],
+    about: ResultsAbout,
     metrics: pd.DataFrame,
     agreement: pd.DataFrame | None,
     scorings: dict[str, list[str]],
@@ -334,12 +335,12 @@ def report_meta(
         )
     return {
         "run_id": run.run_id,
-        "version": about["version"],
-        "written_at": about.get("written_at"),
-        "code_version": about.get("code_version"),
-        "scorer_sha256": about.get("scorer_sha256"),
-        "created_at": manifest.get("created_at"),
-        "run_code_version": manifest.get("code_version"),
+        "version": about.version,
+        "written_at": about.written_at,
+        "code_version": about.code_version,
+        "scorer_sha256": about.scorer_sha256,
+        "created_at": manifest.created_at,
+        "run_code_version": manifest.code_version,
         "models": run.request.models,
         "judges": run.judges,
         "max_image_side": run.request.max_image_side,

@@ -24,6 +24,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from evalfleet.engine.store.about import ResultsAbout
 from evalfleet.engine.store.results import read_optional_table, read_version_table
 from evalfleet.engine.store.stored import StoredRun, plan_run
 from evalfleet.reports.report_data import (
@@ -69,14 +70,14 @@ class PagedWriter:
         self,
         store: Store,
         run_id: str,
-        about: dict[str, Any],
+        about: ResultsAbout,
         shape: Shape,
         paging: Paging,
         media_mb: float,
     ) -> None:
         self.store, self.about, self.paging, self.media_mb = store, about, paging, media_mb
         self.run: StoredRun = plan_run(store, run_id)
-        self.prefix = layout.results_key(run_id, about["version"], FOLDER + "/")
+        self.prefix = layout.results_key(run_id, about.version, FOLDER + "/")
         self.models = list(self.run.request.models)
         self.benchmarks = list(self.run.data)
         self.scorings = {name: shape.scorings.get(name, []) for name in self.benchmarks}
@@ -97,7 +98,7 @@ class PagedWriter:
         self.media_files: list[int] = []
 
     def write(self, blob: bytes) -> dict[str, Any]:
-        run, version = self.run, self.about["version"]
+        run, version = self.run, self.about.version
         pending: list[ScannedItem] = []
         for item in scan_items(blob):
             if self._listed(item):

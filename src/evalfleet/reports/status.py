@@ -10,7 +10,7 @@ from evalfleet.engine.run.identity import RunError
 from evalfleet.engine.run.state import STATES, answer_counts, list_records, quarantine
 from evalfleet.engine.store import heartbeat
 from evalfleet.engine.store.counts import recorded_counts
-from evalfleet.engine.store.manifest import read_manifest
+from evalfleet.engine.store.manifest import ManifestVersionError, read_manifest
 from evalfleet.storage import layout
 from evalfleet.storage.base import Store
 
@@ -20,15 +20,6 @@ if TYPE_CHECKING:  # pandas is imported by `status` only: `runs` starts faster w
 LISTED_NOW = "listed now"
 
 
-def expected_answers(manifest: dict) -> int:
-    """Answers the run asks: samples x epochs x models, per benchmark."""
-    identity = manifest["identity"]
-    models = len(identity["models"])
-    return sum(
-        b["data"]["samples"] * len(b["decodings"]) * models for b in identity["benchmarks"].values()
-    )
-
-
 def run_progress(store: Store, run_id: str) -> dict[str, object] | None:
     """One row of `runs`. `done` counts the items with an answer record (a stale one too),
     `failed` those with only terminal errors. An ended run whose last aggregation recorded
@@ -36,21 +27,15 @@ def run_progress(store: Store, run_id: str) -> dict[str, object] | None:
     run is listed now. `counted` says which."""
     try:
         manifest = read_manifest(store, run_id)
-    except RunError as exc:
-        problem = "older evalfleet" if "older evalfleet" in str(exc) else "unreadable manifest"
-        return {
-            "run_id": run_id,
-            **dict.fromkeys(("created_at", "models", "benchmarks"), "?"),
-            "expected": None,
-            "done": None,
-            "failed": None,
-            "progress": problem,
-            "state": "?",
-            "counted": "?",
-        }
+    except ManifestVersionError as exc:
+        problem = "newer evalfleet" if exc.newer else "older evalfleet"
+        return _unreadable(run_id, problem)
+    except RunError:
+        return _unreadable(run_id, "unreadable manifest")
     if manifest is None:
         return None
-    expected = expected_answers(manifest)
+    identity = manifest.identity
+    expected = identity.expected_answers
     state = heartbeat.liveness(manifest)
     recorded = recorded_counts(store, run_id, manifest, state)
     if recorded is None:
@@ -61,15 +46,29 @@ def run_progress(store: Store, run_id: str) -> dict[str, object] | None:
         counted = f"aggregation {recorded.listed_at:%Y-%m-%d %H:%M:%S}Z"
     return {
         "run_id": run_id,
-        "created_at": manifest.get("created_at", "?"),
-        "models": ", ".join(manifest["identity"]["models"]),
-        "benchmarks": ", ".join(manifest["identity"]["benchmarks"]),
+        "created_at": manifest.created_at or "?",
+        "models": ", ".join(identity.models),
+        "benchmarks": ", ".join(identity.benchmarks),
         "expected": expected,
         "done": done,
         "failed": failed,
         "progress": f"{100.0 * min(done, expected) / expected:.1f}%" if expected else "-",
         "state": state,
         "counted": counted,
+    }
+
+
+def _unreadable(run_id: str, problem: str) -> dict[str, object]:
+    """The row of a run whose manifest does not read."""
+    return {
+        "run_id": run_id,
+        **dict.fromkeys(("created_at", "models", "benchmarks"), "?"),
+        "expected": None,
+        "done": None,
+        "failed": None,
+        "progress": problem,
+        "state": "?",
+        "counted": "?",
     }
 
 

@@ -172,15 +172,13 @@ def poll_store(store: Store) -> dict[str, RunOutcome]:
     """One round for every run of a store with open jobs; aggregate the runs whose jobs have
     all ended (`batch_jobs_open` 0)."""
     from evalfleet.engine.prepare.resolve import resolve
-    from evalfleet.engine.run.request import EvalRequest
     from evalfleet.engine.scoring.aggregate import aggregate_run
-    from evalfleet.engine.store.manifest import read_manifest
+    from evalfleet.engine.store.manifest import require_manifest
 
     report: dict[str, RunOutcome] = {}
     started = time.monotonic()
     for run_id in open_job_runs(store):
-        manifest = read_manifest(store, run_id) or {}
-        run = resolve(EvalRequest(**manifest["request"]))
+        run = resolve(require_manifest(store, run_id).request)
         outcome = run_batches(run, wait=False, after_online=False)
         report[run_id] = outcome
         if outcome.batch_jobs_open == 0:

@@ -36,6 +36,7 @@ from evalfleet.engine.prepare.resolve import ResolvedRun
 from evalfleet.engine.run.identity import RunError
 from evalfleet.engine.run.items import answer_items, judged_benchmarks, planned_judgements
 from evalfleet.engine.run.state import Reconciled, list_records, reconcile
+from evalfleet.engine.store.about import ResultsAbout
 from evalfleet.engine.store.manifest import read_manifest
 from evalfleet.providers.pricing import expected_item_cost_usd, expected_output_tokens
 from evalfleet.providers.registry import ModelConfig
@@ -334,7 +335,6 @@ def measure(store: Store, run_id: str, states: list[Reconciled]) -> Measured:
 def _measure_results(store: Store, run_id: str, measured: Measured) -> None:
     """Add a run's latest usage table (answers and, by its judge model, judgements)."""
     import io
-    import json
 
     import pandas as pd
 
@@ -343,7 +343,7 @@ def _measure_results(store: Store, run_id: str, measured: Measured) -> None:
         latest = store.get(layout.latest_results_key(run_id))
         if manifest is None or latest is None:
             return
-        version = json.loads(latest)["version"]
+        version = ResultsAbout.from_bytes(latest, layout.latest_results_key(run_id)).version
         blob = store.get(layout.results_key(run_id, version, "usage.parquet"))
         if blob is None:
             return
@@ -352,12 +352,10 @@ def _measure_results(store: Store, run_id: str, measured: Measured) -> None:
         judges = pd.read_parquet(io.BytesIO(judges_blob)) if judges_blob else None
     except (RunError, ValueError, KeyError, OSError):
         return  # a run whose results cannot be read adds nothing
-    request = manifest.get("request") or {}
+    asked = manifest.identity
     # each judge's own calls (`judges.parquet`); in older results the usage table's judge
     # columns, which are the one judge's when there is only one
-    judge = (
-        request.get("judge_model") if judges is None and not request.get("extra_judges") else None
-    )
+    judge = asked.judge_model if judges is None and not asked.extra_judges else None
     for row in judges.to_dict("records") if judges is not None else []:
         measured.add(
             layout.JUDGE,

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import json
 import os
 import pickle
 import sys
@@ -47,6 +46,7 @@ from evalfleet.engine.prepare.sweep import RunOutline, Swept, sweep, wanted_stat
 from evalfleet.engine.run.items import AnswerSpace, judged_benchmarks
 from evalfleet.engine.run.state import Listing, list_records
 from evalfleet.engine.store import heartbeat
+from evalfleet.engine.store.manifest_types import Manifest, UnreadableManifest
 from evalfleet.storage import changes, layout
 from evalfleet.storage.base import Store
 from evalfleet.tasks import batch_jobs
@@ -181,19 +181,23 @@ def taken_ahead(
 def _before(store: Store, run_id: str, stages: tuple[str, ...]) -> _Before | None:
     """The run as its listing begins, or None when it must not be listed ahead: it does not
     exist yet, another process holds it, or it has batch jobs open."""
-    blob = store.get(layout.manifest_key(run_id))
-    if blob is None:
-        return None
-    try:
-        manifest = json.loads(blob)
-    except ValueError:
-        return None  # the plan's own check says what is wrong with it
-    if not isinstance(manifest, dict) or heartbeat.held_elsewhere(manifest):
+    manifest = _manifest(store, run_id)
+    if manifest is None or heartbeat.held_elsewhere(manifest):
         return None
     if batch_jobs.in_open_jobs(batch_jobs.read_jobs(store, run_id)):
         return None
-    history = len(manifest.get("history") or [])
-    return _Before(stages, history, frozenset(changes.marks(store, run_id)))
+    return _Before(stages, len(manifest.history), frozenset(changes.marks(store, run_id)))
+
+
+def _manifest(store: Store, run_id: str) -> Manifest | None:
+    """The run's manifest; None without one, or with one that does not read (the plan's own
+    check says what is wrong with it)."""
+    key = layout.manifest_key(run_id)
+    blob = store.get(key)
+    try:
+        return Manifest.from_bytes(blob, key) if blob is not None else None
+    except UnreadableManifest:
+        return None
 
 
 def _unchanged(store: Store, run_id: str, before: _Before) -> bool:
@@ -201,12 +205,8 @@ def _unchanged(store: Store, run_id: str, before: _Before) -> bool:
     was added to the manifest's history, since the listing began."""
     if frozenset(changes.marks(store, run_id)) != before.marks:
         return False
-    blob = store.get(layout.manifest_key(run_id))
-    try:
-        history = json.loads(blob or b"{}").get("history") or []
-    except (ValueError, AttributeError):
-        return False
-    return len(history) == before.history + 1
+    manifest = _manifest(store, run_id)
+    return manifest is not None and len(manifest.history) == before.history + 1
 
 
 def _child_main(answer_fd: int) -> int:

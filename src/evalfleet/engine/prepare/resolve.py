@@ -12,6 +12,7 @@ from evalfleet.engine.prepare.reading import Reading, read_benchmarks
 from evalfleet.engine.run.items import BenchmarkData
 from evalfleet.engine.run.request import EvalRequest
 from evalfleet.engine.store import manifest as manifests
+from evalfleet.engine.store.manifest_types import Manifest
 from evalfleet.engine.store.storable import check_storable
 from evalfleet.providers.registry import ModelConfig, load_registry, resolve_api_key, resolve_model
 from evalfleet.storage import Store, open_store
@@ -30,7 +31,7 @@ class ResolvedRun:
     configs: dict[str, ModelConfig]
     keys: dict[str, Secret]
     data: dict[str, BenchmarkData]
-    manifest: dict[str, Any]
+    manifest: Manifest
     api_models: dict[str, str] = field(default_factory=dict)  # model id -> the API's name
     answers: bool = True  # False: only judges are asked (a judge added to a stored run)
     # The samples' places in Ray's object store, when the command put them there ahead of

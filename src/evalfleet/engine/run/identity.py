@@ -5,13 +5,20 @@ dataset's revision or fingerprint and sample ids, protocols and decodings) is fi
 run is created; a later request under the same id must ask the same thing, or grow it on
 purpose with `extend` (more models, more epochs). Anything else is refused before a byte is
 written.
+
+The identity is stored in the run's manifest (`evalfleet.engine.store.manifest_types`) and in
+each results version's `version.json`; `Identity.of` reads it back, checking every field.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evalfleet.core.types import ConfigError
+from evalfleet.core.json_fields import Fields
+from evalfleet.core.types import ConfigError, Decoding
 
 if TYPE_CHECKING:
     from evalfleet.engine.run.items import BenchmarkData
@@ -22,90 +29,205 @@ class RunError(ConfigError):
     """A run id that cannot be used with this request (one line, naming the way out)."""
 
 
-def run_identity(request: EvalRequest, data: dict[str, BenchmarkData]) -> dict[str, Any]:
-    """Everything that changes what is asked: equal identities mean one and the same run.
-    Extra judges (`extra_judges`, in the order they were added) appear only when there are
-    some, so the identity of a run with one judge reads as it always did."""
-    extra = {"extra_judges": list(request.extra_judges)} if request.extra_judges else {}
-    return {
-        "models": sorted(request.models),
-        "judge_model": request.judge_model,
-        **extra,
-        "max_image_side": request.max_image_side,
-        "benchmarks": {
-            name: {
-                "options": d.options.model_dump(mode="json"),
-                "protocol": d.protocol,
-                "decodings": [dec.to_dict() for dec in d.decodings],
-                "data": d.identity(),
-            }
+@dataclass(frozen=True)
+class DataIdentity:
+    """Which data a benchmark asked: its revision or fingerprint, and exactly which samples."""
+
+    revision: str
+    samples: int
+    sample_ids_sha256: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "revision": self.revision,
+            "samples": self.samples,
+            "sample_ids_sha256": self.sample_ids_sha256,
+        }
+
+    @classmethod
+    def of(cls, f: Fields) -> DataIdentity:
+        return cls(f.text("revision"), f.count("samples"), f.text("sample_ids_sha256"))
+
+
+@dataclass(frozen=True)
+class BenchmarkIdentity:
+    """What one benchmark of a run asks. `options` are the benchmark's own, as JSON: its
+    options model (`Benchmark.options`) reads them."""
+
+    data: DataIdentity
+    protocol: str | None = None  # None: an identity that did not record it
+    decodings: tuple[Decoding, ...] = ()  # one per epoch
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def epochs(self) -> int:
+        return len(self.decodings)
+
+    @property
+    def answers_per_model(self) -> int:
+        return self.data.samples * self.epochs
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "options": dict(self.options),
+            "protocol": self.protocol,
+            "decodings": [d.to_dict() for d in self.decodings],
+            "data": self.data.to_dict(),
+        }
+
+    @classmethod
+    def of(cls, f: Fields) -> BenchmarkIdentity:
+        return cls(
+            data=DataIdentity.of(f.fields("data")),
+            protocol=f.text("protocol", None),
+            decodings=f.items("decodings", decoding_of),
+            options=f.json_object("options", {}),
+        )
+
+
+def decoding_of(f: Fields) -> Decoding:
+    return Decoding(
+        temperature=f.number("temperature", None),
+        top_p=f.number("top_p", None),
+        max_tokens=f.count("max_tokens", Decoding.max_tokens),
+        seed=f.integer("seed", None),
+        reasoning_effort=f.text("reasoning_effort", None),
+    )
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Everything that changes what a run asks: equal identities mean one and the same run."""
+
+    models: tuple[str, ...]  # sorted
+    benchmarks: Mapping[str, BenchmarkIdentity]  # by name, sorted
+    judge_model: str | None = None
+    extra_judges: tuple[str, ...] = ()  # in the order they were added
+    max_image_side: int | None = None
+
+    @property
+    def judges(self) -> list[str]:
+        """The judge models: the primary first, then the extra ones."""
+        return [self.judge_model, *self.extra_judges] if self.judge_model else []
+
+    @property
+    def expected_answers(self) -> int:
+        """Answers the run asks: samples x epochs x models, per benchmark."""
+        return sum(b.answers_per_model for b in self.benchmarks.values()) * len(self.models)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As stored. Extra judges appear only when there are some, so the identity of a run
+        with one judge reads as it always did."""
+        extra = {"extra_judges": list(self.extra_judges)} if self.extra_judges else {}
+        return {
+            "models": list(self.models),
+            "judge_model": self.judge_model,
+            **extra,
+            "max_image_side": self.max_image_side,
+            "benchmarks": {name: b.to_dict() for name, b in self.benchmarks.items()},
+        }
+
+    @classmethod
+    def of(cls, f: Fields) -> Identity:
+        return cls(
+            models=f.texts("models"),
+            benchmarks=f.each("benchmarks", BenchmarkIdentity.of),
+            judge_model=f.text("judge_model", None),
+            extra_judges=f.texts("extra_judges"),
+            max_image_side=f.count("max_image_side", None),
+        )
+
+
+def run_identity(request: EvalRequest, data: dict[str, BenchmarkData]) -> Identity:
+    """The identity of a request over its resolved data."""
+    return Identity(
+        models=tuple(sorted(request.models)),
+        judge_model=request.judge_model,
+        extra_judges=tuple(request.extra_judges),
+        max_image_side=request.max_image_side,
+        benchmarks={
+            name: BenchmarkIdentity(
+                options=d.options.model_dump(mode="json"),
+                protocol=d.protocol,
+                decodings=tuple(d.decodings),
+                data=data_identity(d),
+            )
             for name, d in sorted(data.items())
         },
-    }
+    )
 
 
-def identity_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+def data_identity(d: BenchmarkData) -> DataIdentity:
+    """What identifies a benchmark's data: its revision or fingerprint, and exactly which
+    samples."""
+    ids = "\n".join(s.id for s in d.samples).encode()
+    return DataIdentity(d.revision, len(d.samples), hashlib.sha256(ids).hexdigest())
+
+
+def identity_changes(old: Identity, new: Identity) -> list[str]:
     """What differs between two identities, in words."""
     changes = []
-    for field_name in ("models", "judge_model", "extra_judges", "max_image_side"):
-        before, after = old.get(field_name), new.get(field_name)
-        if field_name == "extra_judges":
-            before, after = before or [], after or []
+    for name in ("models", "judge_model", "extra_judges", "max_image_side"):
+        before, after = getattr(old, name), getattr(new, name)
         if before != after:
-            changes.append(f"{field_name}: {before} -> {after}")
-    old_b, new_b = old.get("benchmarks", {}), new.get("benchmarks", {})
+            changes.append(f"{name}: {_shown(before)} -> {_shown(after)}")
+    old_b, new_b = old.benchmarks, new.benchmarks
     if sorted(old_b) != sorted(new_b):
         changes.append(f"benchmarks: {sorted(old_b)} -> {sorted(new_b)}")
     for name in sorted(set(old_b) & set(new_b)):
         a, b = old_b[name], new_b[name]
-        if a.get("data") != b.get("data"):
-            changes.append(f"{name} data: {_data_words(a.get('data'))} -> {_data_words(b['data'])}")
-        if a.get("options") != b.get("options"):
-            changes.append(f"{name} options: {a.get('options')} -> {b.get('options')}")
-        if a.get("protocol") != b.get("protocol"):
-            changes.append(f"{name} protocol: {a.get('protocol')} -> {b.get('protocol')}")
-        elif a.get("decodings") != b.get("decodings"):
-            old_n, new_n = len(a.get("decodings", [])), len(b.get("decodings", []))
-            what = f"{old_n} -> {new_n} epochs" if old_n != new_n else "sampling settings"
+        if a.data != b.data:
+            changes.append(f"{name} data: {_data_words(a.data)} -> {_data_words(b.data)}")
+        if a.options != b.options:
+            changes.append(f"{name} options: {_shown(a.options)} -> {_shown(b.options)}")
+        if a.protocol != b.protocol:
+            changes.append(f"{name} protocol: {a.protocol} -> {b.protocol}")
+        elif a.decodings != b.decodings:
+            what = (
+                f"{a.epochs} -> {b.epochs} epochs" if a.epochs != b.epochs else "sampling settings"
+            )
             changes.append(f"{name} decodings: {what}")
     return changes
 
 
-def _data_words(data: dict[str, Any] | None) -> str:
-    if not data:
-        return "?"
-    revision = str(data.get("revision", "?"))
+def _shown(value: Any) -> str:
+    """A field's value as it reads in JSON-ish words: a list, never a tuple."""
+    if isinstance(value, tuple):
+        return str(list(value))
+    if isinstance(value, Mapping):
+        return str(dict(value))
+    return str(value)
+
+
+def _data_words(data: DataIdentity) -> str:
+    revision = data.revision
     short = revision[:19] + "…" if len(revision) > 20 else revision
-    ids = str(data.get("sample_ids_sha256"))[:8]
-    return f"{data.get('samples')} samples at {short} (ids {ids})"
+    return f"{data.samples} samples at {short} (ids {data.sample_ids_sha256[:8]})"
 
 
-def is_extension(old: dict[str, Any], new: dict[str, Any]) -> bool:
+def is_extension(old: Identity, new: Identity) -> bool:
     """New asks everything old asked, plus more models, more epochs and/or more judges (a
     first one, or more after it)."""
-    if not set(old.get("models", [])) <= set(new.get("models", [])):
+    if not set(old.models) <= set(new.models):
         return False
-    old_judges, new_judges = old.get("extra_judges") or [], new.get("extra_judges") or []
-    if new_judges[: len(old_judges)] != old_judges:
+    if new.extra_judges[: len(old.extra_judges)] != old.extra_judges:
         return False
-    if old.get("max_image_side") != new.get("max_image_side"):
+    if old.max_image_side != new.max_image_side:
         return False
-    if old.get("judge_model") not in (None, new.get("judge_model")):  # a first judge may come
+    if old.judge_model not in (None, new.judge_model):  # a first judge may come
         return False
-    old_b, new_b = old.get("benchmarks", {}), new.get("benchmarks", {})
-    if sorted(old_b) != sorted(new_b):
+    if sorted(old.benchmarks) != sorted(new.benchmarks):
         return False
-    for name, a in old_b.items():
-        b = new_b[name]
-        if any(a.get(k) != b.get(k) for k in ("data", "options", "protocol")):
+    for name, a in old.benchmarks.items():
+        b = new.benchmarks[name]
+        if (a.data, a.options, a.protocol) != (b.data, b.options, b.protocol):
             return False
-        old_dec, new_dec = a.get("decodings", []), b.get("decodings", [])
-        if new_dec[: len(old_dec)] != old_dec:
+        if b.decodings[: a.epochs] != a.decodings:
             return False
     return True
 
 
-def check_identity(run_id: str, old: dict[str, Any], new: dict[str, Any], extend: bool) -> bool:
+def check_identity(run_id: str, old: Identity, new: Identity, extend: bool) -> bool:
     """True if `new` extends the run, False if it is the same; else a one-line RunError."""
     if old == new:
         return False

@@ -4,7 +4,6 @@ answer, each with the hash of exactly what it sends."""
 from __future__ import annotations
 
 import bisect
-import hashlib
 from array import array
 from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -54,15 +53,6 @@ class BenchmarkData:
     @cached_property
     def by_id(self) -> dict[str, Sample]:
         return {s.id: s for s in self.samples}
-
-    def identity(self) -> dict[str, object]:
-        """What identifies the data: revision or fingerprint, and exactly which samples."""
-        ids = "\n".join(s.id for s in self.samples).encode()
-        return {
-            "revision": self.revision,
-            "samples": len(self.samples),
-            "sample_ids_sha256": hashlib.sha256(ids).hexdigest(),
-        }
 
 
 def prompt_text(sample: Sample) -> str:

@@ -47,7 +47,7 @@ def aggregate_run(store: Store, run_id: str) -> dict[str, Any]:
     if run.judges:
         extra["judges"] = scored.judges
         extra["judge_agreement"] = judge_agreement(scored.judged_samples, benchmarks, run.judges)
-    identity = run.manifest["identity"]
+    identity = run.manifest.identity
     units = {name: bench.summary_unit for name, bench in benchmarks.items()}
     version, written = write_results(store, run_id, scored, tables, extra, identity, units)
     if listed is not None and run.listed is not None:

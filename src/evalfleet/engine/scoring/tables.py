@@ -12,18 +12,19 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalfleet.core.text_tables import markdown
+from evalfleet.engine.store.about import ResultsAbout
 from evalfleet.storage import layout
 from evalfleet.storage.base import Store
 
 if TYPE_CHECKING:  # loaded where a table is read: the command line starts without it
     import pandas as pd
 
+    from evalfleet.engine.run.identity import Identity
     from evalfleet.engine.scoring.score.scoring import Scored
 
 USAGE_IN_SUMMARY = [
@@ -92,7 +93,7 @@ def write_results(
     scored: Scored,
     tables: dict[str, pd.DataFrame],
     extra: dict[str, pd.DataFrame] | None = None,
-    identity: dict[str, Any] | None = None,
+    identity: Identity | None = None,
     units: dict[str, str] | None = None,
 ) -> tuple[str, list[str]]:
     """Write one aggregation's tables under its version (with `version.json`: what scored
@@ -126,16 +127,15 @@ def write_results(
         key = layout.results_key(run_id, version, name)
         store.put(key, data)
         written.append(key)
-    latest = {
-        "version": version,
-        "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "records_scored_sha256": scored.digest,
-        "scorer_sha256": scorer_sha256(),
-        "code_version": code_version(),
-        "files": sorted([*files, "version.json"]),
-        **({"identity": identity} if identity is not None else {}),
-    }
-    about = json.dumps(latest, indent=2).encode()
+    about = ResultsAbout(
+        version=version,
+        written_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        records_scored_sha256=scored.digest,
+        scorer_sha256=scorer_sha256(),
+        code_version=code_version(),
+        files=tuple(sorted([*files, "version.json"])),
+        identity=identity,
+    ).to_bytes()
     store.put(layout.results_key(run_id, version, "version.json"), about)
     written.append(layout.results_key(run_id, version, "version.json"))
     store.put(layout.latest_results_key(run_id), about)

@@ -35,6 +35,7 @@ from typing import Any
 from evalfleet.engine.run.state import AnswerCounts
 from evalfleet.engine.store import heartbeat
 from evalfleet.engine.store.manifest import read_manifest
+from evalfleet.engine.store.manifest_types import Manifest
 from evalfleet.storage import layout
 from evalfleet.storage.base import Store
 from evalfleet.storage.changes import marks
@@ -64,11 +65,14 @@ def before_listing(store: Store, run_id: str) -> Listed | None:
     not be worth recording (another process is working on the run, or crashed in it)."""
     listed_at = datetime.now(UTC)
     try:
-        manifest = read_manifest(store, run_id) or {}
-        state = heartbeat.liveness(manifest)
-        if state == "crashed" or (state == "running" and heartbeat.held_elsewhere(manifest)):
-            return None
-        return Listed(listed_at, heartbeat.identity(manifest), marks(store, run_id))
+        manifest = read_manifest(store, run_id)
+        beat = None
+        if manifest is not None:
+            state = heartbeat.liveness(manifest)
+            if state == "crashed" or (state == "running" and heartbeat.held_elsewhere(manifest)):
+                return None
+            beat = heartbeat.identity(manifest)
+        return Listed(listed_at, beat, marks(store, run_id))
     except Exception as exc:  # the counts are a shortcut: the aggregation goes on without
         log.warning("run %s: its answer counts will not be recorded: %s", run_id, exc)
         return None
@@ -90,9 +94,7 @@ def record(store: Store, run_id: str, listed: Listed, counts: AnswerCounts) -> N
         log.warning("run %s: its answer counts were not recorded: %s", run_id, exc)
 
 
-def recorded_counts(
-    store: Store, run_id: str, manifest: dict[str, Any], state: str
-) -> Recorded | None:
+def recorded_counts(store: Store, run_id: str, manifest: Manifest, state: str) -> Recorded | None:
     """The counts the run's last aggregation recorded, if they still hold (see the module);
     `state` is the run's `heartbeat.liveness`."""
     if state in NOT_ENDED:

@@ -1,7 +1,7 @@
 """A run's heartbeat in its manifest, so anyone reading the store can tell a running run from
 one whose process died (SIGKILL, a lost node) without asking Prefect.
 
-While a process works on a run, a daemon thread rewrites `manifest["heartbeat"]` every
+While a process works on a run, a daemon thread rewrites the manifest's `heartbeat` every
 `interval_s` (EVALFLEET_HEARTBEAT_S, default 10): state "running", the time, the host, the pid
 and, when a Prefect flow runs it, the flow run id. The end of the work writes its final state
 ("finished", "evaluated", "interrupted", "failed"). A "running" heartbeat older than
@@ -12,17 +12,18 @@ id (or retrying the flow run) resumes it from the store.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import socket
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from evalfleet.core.settings import HEARTBEAT_S
 from evalfleet.engine.run import control
+from evalfleet.engine.store.manifest_types import Beat, Manifest
 from evalfleet.storage import layout
 from evalfleet.storage.base import Store
 
@@ -76,17 +77,17 @@ class Heartbeat:
             blob = self.store.get(key)
             if blob is None:
                 return
-            manifest = json.loads(blob)
-            manifest["heartbeat"] = {
-                "state": state,
-                "at": _now().isoformat(timespec="seconds"),
-                "interval_s": self.interval,
-                "started_at": self.started_at,
-                "host": socket.gethostname(),
-                "pid": os.getpid(),
-                "flow_run_id": self.flow_run_id,
-            }
-            self.store.put(key, json.dumps(manifest, indent=2, sort_keys=True).encode())
+            beat = Beat(
+                state=state,
+                at=_now().isoformat(timespec="seconds"),
+                interval_s=self.interval,
+                started_at=self.started_at,
+                host=socket.gethostname(),
+                pid=os.getpid(),
+                flow_run_id=self.flow_run_id,
+            )
+            manifest = replace(Manifest.from_bytes(blob, key), heartbeat=beat)
+            self.store.put(key, manifest.to_bytes())
 
     def finish(self, state: str) -> None:
         self._stop.set()
@@ -131,19 +132,19 @@ def finish_all(state: str) -> None:
             beat.finish(state)
 
 
-def liveness(manifest: dict[str, Any], now: datetime | None = None) -> str:
+def liveness(manifest: Manifest, now: datetime | None = None) -> str:
     """ "running", "crashed", or the final state the flow wrote ("-" for runs without one).
     A beat from this host whose process is gone is "crashed" at once; from another host,
     once it is older than `crash_after`."""
-    beat = manifest.get("heartbeat")
-    if not beat:
+    beat = manifest.heartbeat
+    if beat is None:
         return "-"
-    if beat.get("state") != "running":
-        return str(beat.get("state"))
-    if beat.get("host") == socket.gethostname() and not _pid_alive(int(beat.get("pid") or 0)):
+    if beat.state != "running":
+        return beat.state
+    if beat.host == socket.gethostname() and not _pid_alive(beat.pid or 0):
         return "crashed"
-    age = ((now or _now()) - datetime.fromisoformat(beat["at"])).total_seconds()
-    return "crashed" if age > crash_after(float(beat.get("interval_s") or 10.0)) else "running"
+    age = ((now or _now()) - beat.at_time).total_seconds()
+    return "crashed" if age > crash_after(beat.interval_s or 10.0) else "running"
 
 
 def _pid_alive(pid: int) -> bool:
@@ -164,30 +165,29 @@ def _pid_alive(pid: int) -> bool:
 IDENTITY = ("started_at", "host", "pid")  # the fields of a heartbeat that tell its command
 
 
-def identity(manifest: dict[str, Any]) -> list[Any] | None:
+def identity(manifest: Manifest) -> list[Any] | None:
     """Which command's heartbeat the manifest holds: [started_at, host, pid] (a list, as JSON
-    gives it back), None without one. A later command on the run has another."""
-    beat = manifest.get("heartbeat")
-    if not isinstance(beat, dict) or not beat:
+    gives it back, kept in `counts.json`), None without one. A later command on the run has
+    another."""
+    beat = manifest.heartbeat
+    if beat is None:
         return None
-    return [beat.get(field) for field in IDENTITY]
+    return [getattr(beat, field) for field in IDENTITY]
 
 
-def held_elsewhere(manifest: dict[str, Any]) -> str | None:
+def held_elsewhere(manifest: Manifest) -> str | None:
     """Why another live process is working on this run, or None."""
-    beat = manifest.get("heartbeat") or {}
-    if liveness(manifest) != "running":
+    beat = manifest.heartbeat
+    if beat is None or liveness(manifest) != "running":
         return None
-    if beat.get("host") == socket.gethostname() and beat.get("pid") == os.getpid():
+    if beat.host == socket.gethostname() and beat.pid == os.getpid():
         return None
     age = seconds_since(manifest) or 0.0
-    return (
-        f"pid {beat.get('pid')} on {beat.get('host')} is working on it (heartbeat {age:.0f} s ago)"
-    )
+    return f"pid {beat.pid} on {beat.host} is working on it (heartbeat {age:.0f} s ago)"
 
 
-def seconds_since(manifest: dict[str, Any], now: datetime | None = None) -> float | None:
-    beat = manifest.get("heartbeat")
-    if not beat:
+def seconds_since(manifest: Manifest, now: datetime | None = None) -> float | None:
+    beat = manifest.heartbeat
+    if beat is None:
         return None
-    return ((now or _now()) - datetime.fromisoformat(beat["at"])).total_seconds()
+    return ((now or _now()) - beat.at_time).total_seconds()

@@ -1,5 +1,6 @@
-"""A run's manifest (identity, request, datasets, models, history, heartbeat) and its plans
-(the samples each benchmark asks, so aggregation never needs the dataset again)."""
+"""A run's manifest (identity, request, datasets, models, history, heartbeat: its type is
+`manifest_types.Manifest`) read, created and updated, and its plans (the samples each
+benchmark asks, so aggregation never needs the dataset again)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,22 @@ import io
 import json
 import subprocess
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from evalfleet.core.settings import CODE_VERSION
 from evalfleet.core.types import Sample
 from evalfleet.engine.run.identity import RunError, check_identity, run_identity
+from evalfleet.engine.store.manifest_types import (
+    DatasetInfo,
+    Event,
+    Manifest,
+    ModelInfo,
+    OtherManifestVersion,
+    UnreadableManifest,
+)
 from evalfleet.storage import layout
 from evalfleet.storage.base import Store
 
@@ -22,8 +31,6 @@ if TYPE_CHECKING:
     from evalfleet.engine.run.items import BenchmarkData
     from evalfleet.engine.run.request import EvalRequest
     from evalfleet.providers.registry import ModelConfig
-
-MANIFEST_VERSION = 2
 
 
 def code_version() -> str:
@@ -53,70 +60,65 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+class ManifestVersionError(RunError):
+    """A run whose manifest another version of evalfleet wrote (one line, the way out)."""
+
+    def __init__(self, store: Store, run_id: str, found: OtherManifestVersion) -> None:
+        self.newer = found.newer
+        which, fix = (
+            ("a newer", "upgrade evalfleet to use it")
+            if found.newer
+            else ("an older", "choose a new --run-id")
+        )
+        super().__init__(
+            f"run {run_id} in {store.describe()} was written by {which} evalfleet "
+            f"(manifest version {found.version}): {fix}"
+        )
+
+
 def build_manifest(
     request: EvalRequest,
     run_id: str,
     configs: dict[str, ModelConfig],
     data: dict[str, BenchmarkData],
-) -> dict[str, Any]:
-    return {
-        "manifest_version": MANIFEST_VERSION,
-        "run_id": run_id,
-        "created_at": now_iso(),
-        "identity": run_identity(request, data),
-        "request": request.model_dump(mode="json"),
-        "code_version": code_version(),
-        "datasets": {
-            name: {
-                "source": d.source,
-                "revision": d.revision,
-                "samples": len(d.samples),
-                "excluded": [{"id": e.id, "reason": e.reason} for e in d.excluded],
-            }
+) -> Manifest:
+    """The manifest a run of `request` over `data` will have (not stored here)."""
+    return Manifest.of_request(
+        request,
+        run_id=run_id,
+        created_at=now_iso(),
+        identity=run_identity(request, data),
+        code_version=code_version(),
+        datasets={
+            name: DatasetInfo(d.source, d.revision, len(d.samples), tuple(d.excluded))
             for name, d in data.items()
         },
-        "models": {
-            model_id: {
-                "provider": c.provider,
-                "api_model": c.api_model,
-                "base_url": c.base_url,
-                "simulated": c.simulated,
-            }
+        models={
+            model_id: ModelInfo(c.api_model, c.provider, c.base_url, c.simulated)
             for model_id, c in configs.items()
         },
-        "history": [],
-    }
+    )
 
 
-def read_manifest(store: Store, run_id: str) -> dict[str, Any] | None:
+def read_manifest(store: Store, run_id: str) -> Manifest | None:
     """The run's manifest, None if there is no run of that id; DamagedFile if its bytes are
-    not a manifest."""
-    from evalfleet.engine.store.damage import manifest_damaged, problem_of
+    not a manifest, ManifestVersionError if another version of evalfleet wrote it."""
+    from evalfleet.engine.store.damage import manifest_damaged
 
     key = layout.manifest_key(run_id)
     data = store.get(key)
     if data is None:
         return None
     try:
-        manifest = json.loads(data)
-    except ValueError as exc:
-        raise manifest_damaged(store, key, f"not JSON: {problem_of(exc)}") from None
-    if not isinstance(manifest, dict):
-        raise manifest_damaged(store, key, "not a JSON object")
-    if manifest.get("manifest_version") != MANIFEST_VERSION:
-        raise RunError(
-            f"run {run_id} in {store.describe()} was written by an older evalfleet "
-            f"(manifest version {manifest.get('manifest_version', 1)}): choose a new --run-id"
-        )
-    missing = [
-        k for k in ("identity", "request", "datasets") if not isinstance(manifest.get(k), dict)
-    ]
-    if missing:
-        raise manifest_damaged(store, key, f"no {', '.join(missing)}")
-    return manifest
+        manifest = Manifest.from_bytes(data, key)
+    except OtherManifestVersion as exc:
+        raise ManifestVersionError(store, run_id, exc) from None
+    except UnreadableManifest as exc:
+        raise manifest_damaged(store, key, exc.problem) from None
+    return manifest if manifest.run_id else replace(manifest, run_id=run_id)
 
 
-def require_manifest(store: Store, run_id: str) -> dict[str, Any]:
+def require_manifest(store: Store, run_id: str) -> Manifest:
     """The run's manifest; one line when there is no such run, or when the run's files are
     there without their manifest (DamagedFile: it names what is missing)."""
     manifest = read_manifest(store, run_id)
@@ -133,59 +135,53 @@ def require_manifest(store: Store, run_id: str) -> dict[str, Any]:
     )
 
 
-def precheck_run(store: Store, manifest: dict[str, Any], extend: bool) -> dict[str, Any] | None:
+def precheck_run(store: Store, manifest: Manifest, extend: bool) -> Manifest | None:
     """The existing manifest if the new one may use its run id; raises RunError if not.
     Writes nothing."""
     from evalfleet.engine.store.heartbeat import held_elsewhere
 
-    existing = read_manifest(store, manifest["run_id"])
+    existing = read_manifest(store, manifest.run_id)
     if existing is not None:
-        check_identity(manifest["run_id"], existing["identity"], manifest["identity"], extend)
+        check_identity(manifest.run_id, existing.identity, manifest.identity, extend)
         busy = held_elsewhere(existing)
         if busy:
             raise RunError(
-                f"run {manifest['run_id']} is running: {busy}; wait for it or stop it (a "
+                f"run {manifest.run_id} is running: {busy}; wait for it or stop it (a "
                 "process that died is seen as crashed within a minute, then this resumes it)"
             )
     return existing
 
 
-def open_run(
-    store: Store, manifest: dict[str, Any], data: dict[str, BenchmarkData], extend: bool
-) -> str:
+def open_run(store: Store, manifest: Manifest, data: dict[str, BenchmarkData], extend: bool) -> str:
     """Create the run, or resume or extend it; writes the manifest and the plans.
     Returns "new", "resumed" or "extended"."""
-    run_id = manifest["run_id"]
+    run_id = manifest.run_id
     existing = precheck_run(store, manifest, extend)
     event = "created"
     if existing is None:
-        manifest = {**manifest, "history": [_event("created", manifest)]}
-        if not store.put_if_absent(layout.manifest_key(run_id), _dumps(manifest)):
+        created = replace(manifest, history=(_event("created", manifest),))
+        if not store.put_if_absent(layout.manifest_key(run_id), created.to_bytes()):
             # another process created it meanwhile: check against that one
             return open_run(store, manifest, data, extend)
     else:
-        event = "extended" if existing["identity"] != manifest["identity"] else "resumed"
-        updated = {
-            **existing,
-            "identity": manifest["identity"],
-            "request": manifest["request"],
-            "datasets": manifest["datasets"],
-            "models": manifest["models"],
-            "code_version": manifest["code_version"],
-            "history": [*existing.get("history", []), _event(event, manifest)],
-        }
-        store.put(layout.manifest_key(run_id), _dumps(updated))
+        event = "extended" if existing.identity != manifest.identity else "resumed"
+        updated = replace(
+            existing,
+            identity=manifest.identity,
+            stored_request=manifest.stored_request,
+            datasets=manifest.datasets,
+            models=manifest.models,
+            code_version=manifest.code_version,
+            history=(*existing.history, _event(event, manifest)),
+        )
+        store.put(layout.manifest_key(run_id), updated.to_bytes())
     for name, bench_data in data.items():
         write_plan(store, run_id, name, bench_data)
     return {"created": "new"}.get(event, event)
 
 
-def _event(name: str, manifest: dict[str, Any]) -> dict[str, Any]:
-    return {"event": name, "at": now_iso(), "code_version": manifest["code_version"]}
-
-
-def _dumps(obj: Any) -> bytes:
-    return json.dumps(obj, indent=2, sort_keys=True).encode()
+def _event(name: str, manifest: Manifest) -> Event:
+    return Event(name, now_iso(), manifest.code_version or "unknown")
 
 
 def write_plan(store: Store, run_id: str, name: str, bench_data: BenchmarkData) -> None:
@@ -268,15 +264,15 @@ class Plan:
     prompts: dict[str, str]
 
 
-def check_plans(store: Store, manifest: dict[str, Any]) -> None:
+def check_plans(store: Store, manifest: Manifest) -> None:
     """DamagedFile when one of the run's plans is missing or not whole (its footer does not
     read): what a reader of the run's results checks without reading every plan."""
     import pyarrow.parquet as pq
 
     from evalfleet.engine.store.damage import plan_damaged, problem_of
 
-    run_id = manifest["run_id"]
-    for name in manifest["identity"]["benchmarks"]:
+    run_id = manifest.run_id
+    for name in manifest.identity.benchmarks:
         key = layout.plan_key(run_id, name)
         blob = store.get(key)
         if blob is None:

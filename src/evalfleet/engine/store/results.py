@@ -1,15 +1,15 @@
 """A run's results versions, read: what scored one (`version.json`, `latest.json`) and its
 tables, each failure one line, a damaged file named with its repair (`engine.store.damage`).
-`evalfleet.engine.scoring.score.tables` writes them."""
+`evalfleet.engine.scoring.tables` writes them."""
 
 from __future__ import annotations
 
 import io
-import json
 import shlex
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from evalfleet.engine.run.identity import RunError
+from evalfleet.engine.store.about import ResultsAbout, UnreadableAbout
 from evalfleet.storage import layout
 from evalfleet.storage.base import Store
 
@@ -23,7 +23,7 @@ class NoResults(RunError):
 
 def read_result(store: Store, run_id: str, name: str) -> pd.DataFrame:
     """A table of the run's latest results (`summary_zerobench.parquet`, ...)."""
-    return read_version_table(store, run_id, results_about(store, run_id)["version"], name)
+    return read_version_table(store, run_id, results_about(store, run_id).version, name)
 
 
 def read_version_table(store: Store, run_id: str, version: str, name: str) -> pd.DataFrame:
@@ -55,7 +55,7 @@ def read_optional_table(store: Store, run_id: str, version: str, name: str) -> p
         raise results_damaged(store, key, f"not Parquet: {problem_of(exc)}") from None
 
 
-def results_about(store: Store, run_id: str, version: str | None = None) -> dict[str, Any]:
+def results_about(store: Store, run_id: str, version: str | None = None) -> ResultsAbout:
     """What scored a results version (its `version.json`): the latest one, or `version`.
     Versions written before it was kept say only their name. One line if there is none;
     DamagedFile when `latest.json` or `version.json` is unreadable, or names a version that
@@ -77,10 +77,10 @@ def results_about(store: Store, run_id: str, version: str | None = None) -> dict
                 f"{run_id}` (or finish the run) first"
             )
         about = _about(store, key, blob)
-        if not _version_exists(store, run_id, about["version"]):
+        if not _version_exists(store, run_id, about.version):
             from evalfleet.engine.store.damage import results_damaged
 
-            raise results_damaged(store, key, f"it names {about['version']}, which is missing")
+            raise results_damaged(store, key, f"it names {about.version}, which is missing")
         return about
     key = layout.results_key(run_id, version, "version.json")
     blob = store.get(key)
@@ -88,7 +88,7 @@ def results_about(store: Store, run_id: str, version: str | None = None) -> dict
         return _about(store, key, blob)
     if store.get(layout.results_key(run_id, version, "samples.parquet")) is None:
         raise RunError(f"run {run_id} has no results version {version} in {store.describe()}")
-    return {"version": version}
+    return ResultsAbout(version)
 
 
 def results_in_the_way(store: Store, run_id: str) -> RunError:
@@ -106,7 +106,7 @@ def results_in_the_way(store: Store, run_id: str) -> RunError:
     )
 
 
-def check_results(store: Store, run_id: str) -> dict[str, Any] | None:
+def check_results(store: Store, run_id: str) -> ResultsAbout | None:
     """What scored the run's latest results (`results_about`), after checking that
     `latest.json` names a version that is there and that each of its Parquet tables is whole
     (its footer reads); None before the first aggregation. DamagedFile otherwise."""
@@ -118,8 +118,8 @@ def check_results(store: Store, run_id: str) -> dict[str, Any] | None:
         about = results_about(store, run_id)
     except NoResults:
         return None
-    version = about["version"]
-    names = about.get("files") or ["samples.parquet", "metrics.parquet", "usage.parquet"]
+    version = about.version
+    names = about.files or ("samples.parquet", "metrics.parquet", "usage.parquet")
     for name in names:
         if not name.endswith(".parquet"):
             continue
@@ -134,17 +134,13 @@ def check_results(store: Store, run_id: str) -> dict[str, Any] | None:
     return about
 
 
-def _about(store: Store, key: str, blob: bytes) -> dict[str, Any]:
-    from evalfleet.engine.store.damage import problem_of, results_damaged
+def _about(store: Store, key: str, blob: bytes) -> ResultsAbout:
+    from evalfleet.engine.store.damage import results_damaged
 
     try:
-        about = json.loads(blob)
-    except ValueError as exc:
-        raise results_damaged(store, key, f"not JSON: {problem_of(exc)}") from None
-    version = about.get("version") if isinstance(about, dict) else None
-    if not isinstance(version, str) or not layout.is_results_version(version):
-        raise results_damaged(store, key, "no results version named in it")
-    return about
+        return ResultsAbout.from_bytes(blob, key)
+    except UnreadableAbout as exc:
+        raise results_damaged(store, key, exc.problem) from None
 
 
 def _version_exists(store: Store, run_id: str, version: str) -> bool:

@@ -4,11 +4,8 @@ the state and records of every item (what `aggregate`, `status` and the batch po
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from evalfleet.benchmarks import registry
-from evalfleet.benchmarks.interface import Exclusion
-from evalfleet.core.types import Decoding
 from evalfleet.engine.run.items import AnswerSpace, BenchmarkData, answer_items, planned_judgements
 from evalfleet.engine.run.request import EvalRequest
 from evalfleet.engine.run.state import (
@@ -22,6 +19,7 @@ from evalfleet.engine.run.state import (
     unscored_keys,
 )
 from evalfleet.engine.store.manifest import read_plan, require_manifest
+from evalfleet.engine.store.manifest_types import Manifest
 from evalfleet.storage import layout
 from evalfleet.storage.base import Store
 from evalfleet.tasks.work import WorkItem
@@ -31,7 +29,7 @@ from evalfleet.tasks.work import WorkItem
 class StoredRun:
     """A run rebuilt from its manifest and plans: what it asked, and the state of it."""
 
-    manifest: dict[str, Any]
+    manifest: Manifest
     request: EvalRequest
     store: Store
     data: dict[str, BenchmarkData]
@@ -47,7 +45,7 @@ class StoredRun:
 
     @property
     def run_id(self) -> str:
-        return self.manifest["run_id"]
+        return self.manifest.run_id
 
     @property
     def models(self) -> list[str]:
@@ -101,32 +99,38 @@ def plan_run(store: Store, run_id: str) -> StoredRun:
     """A stored run's manifest and plans alone: no work item listed, no record read (the
     report of a large run reads its records a chunk at a time)."""
     manifest = require_manifest(store, run_id)
-    request = EvalRequest(**manifest["request"])
+    request = manifest.request
     data = plan_data(store, manifest, request)
-    api_models = {m: info["api_model"] for m, info in manifest["models"].items()}
-    return StoredRun(manifest, request, store, data, api_models, [], Reconciled(), [], Reconciled())
+    return StoredRun(
+        manifest, request, store, data, manifest.api_models, [], Reconciled(), [], Reconciled()
+    )
 
 
-def plan_data(
-    store: Store, manifest: dict[str, Any], request: EvalRequest
-) -> dict[str, BenchmarkData]:
+def plan_data(store: Store, manifest: Manifest, request: EvalRequest) -> dict[str, BenchmarkData]:
     """Each benchmark of a stored run as it asked it, from its plans: no dataset needed."""
-    run_id = manifest["run_id"]
-    identity = manifest["identity"]["benchmarks"]
+    from evalfleet.engine.store.damage import manifest_damaged
+
     data: dict[str, BenchmarkData] = {}
     for name in request.benchmarks:
-        plan = read_plan(store, run_id, name)
+        asked = manifest.identity.benchmarks.get(name)
+        dataset = manifest.datasets.get(name)
+        if asked is None or dataset is None:
+            key = layout.manifest_key(manifest.run_id)
+            raise manifest_damaged(
+                store, key, f"its request asks {name}, which its identity or datasets lack"
+            )
+        plan = read_plan(store, manifest.run_id, name)
         bench = registry.get(name)
         data[name] = BenchmarkData(
             benchmark=bench,
-            options=bench.options(identity[name]["options"]),
+            options=bench.options(dict(asked.options)),
             samples=plan.samples,
-            revision=identity[name]["data"]["revision"],
-            source=manifest["datasets"][name]["source"],
-            protocol=identity[name]["protocol"],
-            decodings=[Decoding(**d) for d in identity[name]["decodings"]],
+            revision=asked.data.revision,
+            source=dataset.source,
+            protocol=asked.protocol or bench.protocol,
+            decodings=list(asked.decodings),
             digests=plan.digests,
             prompts=plan.prompts,
-            excluded=[Exclusion(**e) for e in manifest["datasets"][name].get("excluded", [])],
+            excluded=list(dataset.excluded),
         )
     return data
