@@ -166,8 +166,8 @@ class SharedBudget:
         """The runs' limits, and the provider's less what others take of it."""
         rpm, tpm = self.provider.rpm, self.provider.tpm
         stated = Limits(
-            None if rpm is None else max(1.0, float(int(rpm - self.others_requests))),
-            None if tpm is None else max(1.0, float(int(tpm - self.others_tokens))),
+            None if rpm is None else max(1.0, float(round(rpm - self.others_requests))),
+            None if tpm is None else max(1.0, float(round(tpm - self.others_tokens))),
         )
         return self._claimed().stricter(stated)
 
