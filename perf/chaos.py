@@ -28,8 +28,14 @@ Every call carries a canary API key. The last line:
   errors_apart  items whose stored record is an error (kept apart from wrong answers)
 
 Usage: python perf/chaos.py [--questions 40] [--kills 3] [--seed 0] [--smoke]
+                            [--outage [--outage-s 10]]
   --smoke   8 questions (144 items), one driver kill: every step above at a size that runs in
             about a minute (a check that the script works, not a measurement)
+  --outage  instead of the above: a run (one model, 64 in flight, 200 ms) whose simulator is
+            stopped for --outage-s seconds mid-run and started again on its port. Its last line:
+              outage_recovery_s  from the simulator's return to the first 2 s in which the
+                                 run's answers per second are back to 90 % of their rate over
+                                 the 10 s before the outage (the simulator's request log)
 """
 
 from __future__ import annotations
@@ -322,12 +328,76 @@ async def read_prefect() -> list[str]:
 SMOKE = {"questions": 8, "kills": 1}
 
 
+def outage_recovery(args: argparse.Namespace) -> None:
+    """--outage: how long a run takes to answer at its steady rate again after an outage."""
+    from evalfleet.benchmarks.answer_key import write_answer_key
+    from evalfleet.simulator.process import start_simulator
+    from perf.throughput import write_dataset
+
+    work = work_folder("outage")
+    dataset = write_dataset(work / "zerobench", 3000)
+    answers = write_answer_key(dataset, ["zerobench"], work / "answers.jsonl")
+    log = work / "sim.jsonl"
+    config = {"latency": {"ms": 200}}
+    sim = start_simulator(answers, config, log)
+    port = sim.port
+    command = [sys.executable, "-m", "evalfleet.cli.main", "run", "-m", "openai/sim-0.5"]
+    command += ["-b", "zerobench", "--dataset-path", dataset, "--store", str(work / "runs")]
+    command += ["--simulator-url", sim.url, "--max-in-flight", "64", "--max-attempts", "20"]
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "PREFECT_API_URL")}
+    env["EVALFLEET_STACK"] = str(work / "no-stack")
+    run = subprocess.Popen(
+        command,
+        cwd=work,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+    def answered() -> list[float]:
+        sim.flush_log()
+        lines = log.read_text().splitlines() if log.exists() else []
+        return [e["t"] for e in map(json.loads, lines) if e.get("status") == 200]
+
+    try:
+        while len(answered()) < 200:  # the run's start-up (a Ray head, a Prefect server)
+            if run.poll() is not None:
+                raise SystemExit(f"the run ended before the outage (exit {run.returncode})")
+            time.sleep(1.0)
+        time.sleep(12.0)  # steady state, the 10 s measured and a margin
+        down = time.time()
+        sim.stop()
+        time.sleep(args.outage_s)
+        sim = start_simulator(answers, config, log, port)
+        up = time.time()
+        time.sleep(20.0)
+        sim.flush_log()
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
+        sim.stop()
+    times = sorted(answered())
+    steady = sum(1 for t in times if down - 10.0 <= t < down) / 10.0
+    recovered = None
+    t = up
+    while t <= up + 20.0 and recovered is None:
+        if sum(1 for x in times if t - 2.0 <= x < t) / 2.0 >= 0.9 * steady:
+            recovered = t - up
+        t += 0.1
+    print(f"outage_s={up - down:.1f} steady_answers_per_s={steady:.1f}")
+    figure = f"{recovered:.1f}" if recovered is not None else "nan"
+    print(f"outage_recovery_s={figure}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--questions", type=int, default=40)
     parser.add_argument("--kills", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--smoke", action="store_true", help="144 items: a check, not a figure")
+    parser.add_argument("--outage", action="store_true", help="the outage recovery instead")
+    parser.add_argument("--outage-s", type=float, default=10.0)
     return parser
 
 
@@ -335,6 +405,9 @@ def main() -> None:
     args = build_parser().parse_args()
     if args.smoke:
         vars(args).update(SMOKE)
+    if args.outage:
+        outage_recovery(args)
+        return
     chaos = Chaos(args)
     chaos.started = time.time()
     with removed_afterwards():  # the killed node's Ray session, once searched for secrets

@@ -17,8 +17,20 @@ its first admitted request; the runs are then stopped. From the simulator's requ
   limiter_429s  429s the simulator answered in both phases: only the budget's own traffic
                 reaches it, so every one is the limiter's fault
 
+Then the headers case: a third model the run gives no limit (and the registry has none for a
+simulated model), which the simulator limits to --headers-rpm (600) and says so in its
+OpenAI headers (x-ratelimit-limit-requests, -remaining-requests). One run, measured over
+--headers-window-s (120) from its first admitted request; then `evalfleet limits RUN --rpm
+--retune-rpm` (300) retunes it, and it is watched 30 s more:
+
+  headers_rpm_share  requests admitted in the window / (--headers-rpm * window / 60)
+  headers_429_share  429s / calls the simulator answered in the window
+  retune_s           from the retune command's return to the last moment the requests
+                     admitted over the trailing 5 s were above --retune-rpm (+10 %)
+
 Usage: python perf/ratelimit.py [--rpm 1200] [--tpm 600000] [--window-s 95] [--latency-ms 200]
-                                [--questions 600] [--smoke]
+                                [--questions 600] [--headers-rpm 600] [--headers-window-s 120]
+                                [--retune-rpm 300] [--smoke]
   --smoke   100 questions, 5 s windows: the same code in seconds (a check that the script
             works, not a measurement: a window shorter than the limit's 60 s says little)
 """
@@ -38,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 from perf.work import work_folder  # noqa: E402
 
 RPM_MODEL, TPM_MODEL = "sim-0.5-rpm", "sim-0.5-tpm"
+HDR_MODEL = "sim-0.5-hdr"  # no limit given: the simulator's headers state it
 
 
 def child(args: argparse.Namespace) -> None:
@@ -47,7 +60,7 @@ def child(args: argparse.Namespace) -> None:
     from evalfleet.engine.run.request import EvalRequest
 
     kind, value = args.limit.split("=")
-    limits = {kind: {args.model: int(value)}}
+    limits = {kind: {args.model: int(value)}} if kind != "none" else {}
     request = EvalRequest(
         models=[args.model],
         benchmarks=["zerobench"],
@@ -97,7 +110,50 @@ def first_admitted(log: Path, model: str) -> float | None:
     return min(times) if times else None
 
 
-SMOKE = {"questions": 100, "window_s": 5.0}
+def headers_case(args, common: list[str], env, log: Path, sim, store: str):
+    """One run with no limit of its own against the simulator's stated 600 rpm, then
+    retuned: (headers_rpm_share, headers_429_share, retune_s)."""
+    run_id = f"{HDR_MODEL}-1"
+    command = [sys.executable, __file__, "--child", "--model", f"openai/{HDR_MODEL}"]
+    command += ["--limit", "none=0", "--run-id", run_id, *common]
+    proc = subprocess.Popen(command, env=env, cwd=ROOT, stderr=subprocess.DEVNULL)
+    retuned = first = None
+    watch_s = 30.0 if not args.smoke else 8.0
+    try:
+        while first is None or time.time() < first + args.headers_window_s + 1:
+            time.sleep(0.5)
+            sim.flush_log()
+            if first is None:
+                first = first_admitted(log, HDR_MODEL)
+            if proc.poll() is not None:
+                raise SystemExit(f"the headers run ended early (exit {proc.returncode})")
+        limits = [sys.executable, "-m", "evalfleet.cli.main", "limits", run_id]
+        limits += ["--rpm", str(args.retune_rpm), "--store", store]
+        subprocess.run(limits, env=env, cwd=ROOT, check=True, capture_output=True)
+        retuned = time.time()
+        time.sleep(watch_s)
+    finally:
+        proc.kill()
+        proc.wait()
+    sim.flush_log()
+    entries = [e for e in read_log(log) if e.get("model") == HDR_MODEL]
+    end = first + args.headers_window_s
+    window = [e for e in entries if first <= e["t"] < end]
+    admitted = [e for e in window if e["status"] == 200]
+    share = len(admitted) / (args.headers_rpm * args.headers_window_s / 60.0)
+    share_429 = sum(1 for e in window if e["status"] == 429) / max(1, len(window))
+    times = sorted(e["t"] for e in entries if e["status"] == 200)
+    most = args.retune_rpm / 60.0 * 5.0 * 1.1  # in any trailing 5 s, at the retuned rate
+    last_over = retuned
+    t = retuned
+    while t <= retuned + watch_s:
+        if sum(1 for x in times if t - 5.0 < x <= t) > most:
+            last_over = t
+        t += 0.1
+    return share, share_429, last_over - retuned
+
+
+SMOKE = {"questions": 100, "window_s": 5.0, "headers_window_s": 5.0}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,6 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--window-s", type=float, default=95.0)
     parser.add_argument("--latency-ms", type=float, default=200.0)
     parser.add_argument("--questions", type=int, default=600)
+    parser.add_argument("--headers-rpm", type=int, default=600)
+    parser.add_argument("--headers-window-s", type=float, default=120.0)
+    parser.add_argument("--retune-rpm", type=int, default=300)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     for name in ("--model", "--limit", "--run-id", "--dataset", "--store", "--simulator-url"):
         parser.add_argument(name, help=argparse.SUPPRESS)
@@ -136,6 +195,7 @@ def main() -> None:
         "rules": [
             {"match": RPM_MODEL, "requests_per_minute": args.rpm},
             {"match": TPM_MODEL, "tokens_per_minute": args.tpm},
+            {"match": HDR_MODEL, "requests_per_minute": args.headers_rpm},
         ],
     }
     from evalfleet.tasks.ray_setup import RAY_SYSTEM_CONFIG
@@ -154,6 +214,7 @@ def main() -> None:
             tpm_window, tpm_all = phase(
                 TPM_MODEL, "tpm", args.tpm, common, env, args.window_s, log, sim
             )
+            stated = headers_case(args, common, env, log, sim, str(work / "runs"))
     finally:
         ray.shutdown()
     minutes = args.window_s / 60.0
@@ -171,7 +232,11 @@ def main() -> None:
         f"latency_ms={args.latency_ms:g} requests_in_window={len(admitted)} "
         f"tokens_in_window={tokens}"
     )
-    print(f"rpm_share={rpm_share:.3f} tpm_share={tpm_share:.3f} limiter_429s={limiter_429s}")
+    print(
+        f"rpm_share={rpm_share:.3f} tpm_share={tpm_share:.3f} limiter_429s={limiter_429s} "
+        f"headers_rpm_share={stated[0]:.3f} headers_429_share={stated[1]:.4f} "
+        f"retune_s={stated[2]:.1f}"
+    )
 
 
 if __name__ == "__main__":

@@ -63,6 +63,7 @@ FIGURES: dict[str, tuple[str, ...]] = {
     "plan_scale": ("plan_s", "driver_peak_mb", "bytes_per_item"),
     "prefect_db": ("runs", "keep", "flow_runs", "peak_mb", "full_mb", "db_mb"),
     "ratelimit": ("rpm_share", "tpm_share", "limiter_429s"),
+    "small_run": ("small_wall_s", "inspect_wall_s", "ratio"),
     "report_open": (
         "items",
         "report_open_s",

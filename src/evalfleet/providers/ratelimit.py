@@ -184,10 +184,14 @@ class SharedBudget:
         remaining_requests: int | None,
         limit_tokens: int | None,
         remaining_tokens: int | None,
+        sent: int = 0,
     ) -> None:
         """What a provider's answer said of its window: follow its limits, learn what others
-        using the key take of them, and pause when nothing remains."""
+        using the key take of them, and pause when nothing remains. `sent`: requests a
+        worker sent before it drew on this budget (its own, not others')."""
         now = self.clock()
+        if sent:
+            self._granted.append((now, sent, 0.0))
         self._forget_granted(now)
         own_requests = sum(n for at, n, _ in self._granted if at <= now)
         own_tokens = sum(t for at, _, t in self._granted if at <= now)

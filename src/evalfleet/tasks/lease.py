@@ -64,7 +64,7 @@ class Port(Protocol):
 
     def rate_limited(self, retry_after_s: float | None) -> None: ...
 
-    def observe(self, seen: Observed) -> None: ...
+    def observe(self, seen: Observed, sent: int = 0) -> None: ...
 
 
 class ActorPort:
@@ -82,8 +82,8 @@ class ActorPort:
     def rate_limited(self, retry_after_s: float | None) -> None:
         self.actor.rate_limited.remote(retry_after_s)
 
-    def observe(self, seen: Observed) -> None:
-        self.actor.observe.remote(*seen)
+    def observe(self, seen: Observed, sent: int = 0) -> None:
+        self.actor.observe.remote(*seen, sent)
 
 
 class LocalPort:
@@ -102,8 +102,8 @@ class LocalPort:
     def rate_limited(self, retry_after_s: float | None) -> None:
         self.budget.rate_limited(retry_after_s)
 
-    def observe(self, seen: Observed) -> None:
-        self.budget.observe(*seen)
+    def observe(self, seen: Observed, sent: int = 0) -> None:
+        self.budget.observe(*seen, sent=sent)
 
 
 def report_to(
@@ -168,6 +168,7 @@ class Lease:
         self._refunds = 0.0
         self._seen: Observed | None = None
         self._reporting = False
+        self._window_sent = 0  # calls sent on the window: the shared budget's once it is
         if port is None and (rpm or tpm):
             self._share()
 
@@ -184,6 +185,7 @@ class Lease:
         while self._port is None:
             if self.window.room() and not self._room:
                 self.window.take()
+                self._window_sent += 1
                 return Slot(charge, shared=False)
             future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._room.append(future)
@@ -194,6 +196,7 @@ class Lease:
                 raise
             if self._port is None and self.window.room():
                 self.window.take()
+                self._window_sent += 1
                 return Slot(charge, shared=False)
         future = asyncio.get_running_loop().create_future()
         self._waiting.append((charge, future))
@@ -293,7 +296,9 @@ class Lease:
         if self._port is None and (limit_requests or limit_tokens) and self._open is not None:
             self._share()
             assert self._port is not None
-            self._port.observe(seen)  # before the first lease: the limits apply to it
+            # before the first lease, so the limits apply to it; what the window sent counts
+            # as this key's own use of the provider's minute, not others'
+            self._port.observe(seen, self._window_sent)
             return
         if self._port is not None:
             self._seen = seen  # sent with the next report

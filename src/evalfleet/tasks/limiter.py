@@ -71,8 +71,11 @@ class SharedRateLimit:
         remaining_requests: int | None,
         limit_tokens: int | None,
         remaining_tokens: int | None,
+        sent: int = 0,
     ) -> None:
-        self._budget.observe(limit_requests, remaining_requests, limit_tokens, remaining_tokens)
+        self._budget.observe(
+            limit_requests, remaining_requests, limit_tokens, remaining_tokens, sent
+        )
 
     def stats(self) -> dict[str, Any]:
         budget = self._budget
