@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -356,7 +357,8 @@ def outage_recovery(args: argparse.Namespace) -> None:
     )
 
     def answered() -> list[float]:
-        sim.flush_log()
+        with contextlib.suppress(OSError):  # stopped: its log was flushed as it stopped
+            sim.flush_log()
         lines = log.read_text().splitlines() if log.exists() else []
         return [e["t"] for e in map(json.loads, lines) if e.get("status") == 200]
 

@@ -94,7 +94,7 @@ def dispatch(
     crew: Crew,
     workers: list[Any],
     *,
-    max_in_flight: int,
+    max_in_flight: int | Callable[[], int],
     per_model_limit: dict[str, int],
     on_progress: ProgressCallback | None = None,
     follow_up: FollowUp | None = None,
@@ -135,7 +135,7 @@ class Dispatcher:
         crew: Crew,
         workers: list[Any],
         *,
-        max_in_flight: int,
+        max_in_flight: int | Callable[[], int],  # a callable: read before each fill (a retune)
         per_model_limit: dict[str, int],
         on_progress: ProgressCallback | None = None,
         follow_up: FollowUp | None = None,
@@ -229,7 +229,8 @@ class Dispatcher:
         """Take items, models in turn, up to the limits; send them in chunks, each to the
         least busy worker. A model whose next item the budget refuses waits for the calls in
         flight to settle; refused with nothing in flight, the budget is reached."""
-        picked, refused = self.pick(self.max_in_flight - self.in_flight())
+        most = self.max_in_flight
+        picked, refused = self.pick((most() if callable(most) else most) - self.in_flight())
         if refused and not picked and not self.in_flight():
             self.result.budget_reached = True
         for start in range(0, len(picked), CHUNK):

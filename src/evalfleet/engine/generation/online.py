@@ -40,6 +40,7 @@ def generate(run_plan: RunPlan) -> RunOutcome:
     from evalfleet.tasks.budget import Budget
     from evalfleet.tasks.dispatch import dispatch
     from evalfleet.tasks.pool import Crew
+    from evalfleet.tasks.run_control import Retunes
     from evalfleet.tasks.worker import WorkerSetup
 
     run_plan = run_plan.online_part()
@@ -104,7 +105,8 @@ def generate(run_plan: RunPlan) -> RunOutcome:
                 jobs,
                 crew,
                 workers,
-                max_in_flight=request.max_in_flight,
+                # `evalfleet limits` may retune it (`tasks.run_control`)
+                max_in_flight=Retunes(run.store, run.run_id, request.max_in_flight).max_in_flight,
                 per_model_limit={m: c.max_concurrency for m, c in run.configs.items()},
                 on_progress=progress.update,
                 follow_up=follow_up,
