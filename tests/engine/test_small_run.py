@@ -114,6 +114,8 @@ def test_limits_refuses_bad_input_in_one_line(demo_dataset, sim, tmp_path):
     assert done.stdout.startswith(f"run lim retuned (#1): rpm 300, {MODEL}=60")
     control = json.loads((store / "lim" / "control.json").read_text())
     assert (control["seq"], control["rpm"]) == (1, {"*": 300, MODEL: 60})
+    history = json.loads((store / "lim" / "manifest.json").read_text())["history"]
+    assert [e["event"] for e in history] == ["created", f"retuned #1: rpm 300, {MODEL}=60"]
 
 
 def test_a_retune_holds_on_a_live_run_within_seconds(demo_dataset, sim, tmp_path):

@@ -62,7 +62,14 @@ FIGURES: dict[str, tuple[str, ...]] = {
     ),
     "plan_scale": ("plan_s", "driver_peak_mb", "bytes_per_item"),
     "prefect_db": ("runs", "keep", "flow_runs", "peak_mb", "full_mb", "db_mb"),
-    "ratelimit": ("rpm_share", "tpm_share", "limiter_429s"),
+    "ratelimit": (
+        "rpm_share",
+        "tpm_share",
+        "limiter_429s",
+        "headers_rpm_share",
+        "headers_429_share",
+        "retune_s",
+    ),
     "small_run": ("small_wall_s", "inspect_wall_s", "ratio"),
     "report_open": (
         "items",

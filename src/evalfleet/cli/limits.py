@@ -2,7 +2,9 @@
 
 Writes the run's control file (`tasks.run_control`); every worker of the run reads it about
 once a second, and the run's driver as often for --max-in-flight, so the new figures hold
-within a few seconds wherever the run runs. A figure not given keeps its last value.
+within a few seconds wherever the run runs. A figure not given keeps its last value. The
+retune is recorded in the run's manifest too: an event of its history,
+`retuned #N: rpm …, tpm …, max in flight …` (the control file keeps each one's figures).
 """
 
 from __future__ import annotations
@@ -67,11 +69,27 @@ def cmd_limits(args: argparse.Namespace) -> int:
         said.append(f"tpm {_say(limits.tpm)}")
     if limits.max_in_flight:
         said.append(f"max in flight {limits.max_in_flight}")
+    _record(store, args.run_id, f"retuned #{limits.seq}: {', '.join(said)}", at)
     print(
         f"run {args.run_id} retuned (#{limits.seq}): {', '.join(said)}; its "
         "workers apply it within a few seconds"
     )
     return 0
+
+
+def _record(store: Any, run_id: str, event: str, at: str) -> None:
+    """The retune as an event of the run's history (read again just before: the run's
+    heartbeat rewrites the manifest while it runs)."""
+    from dataclasses import replace
+
+    from evalfleet.engine.store.manifest import code_version, require_manifest
+    from evalfleet.engine.store.manifest_types import Event
+    from evalfleet.storage import layout
+
+    manifest = require_manifest(store, run_id)
+    retuned = Event(event, at, code_version() or "unknown")
+    updated = replace(manifest, history=(*manifest.history, retuned))
+    store.put(layout.manifest_key(run_id), updated.to_bytes())
 
 
 def _count(flag: str, raw: str) -> int:
@@ -101,8 +119,7 @@ def _figures(flag: str, given: list[str], models: list[str]) -> dict[str, int]:
 
 def _run_models(manifest: Any) -> list[str]:
     """The model ids a run asks (its models and judges), from its manifest."""
-    models = manifest["models"] if isinstance(manifest, dict) else manifest.models
-    return sorted(models)
+    return sorted(manifest.models)
 
 
 def _say(figures: dict[str, int]) -> str:

@@ -82,5 +82,5 @@ def aggregate(run_id: str, store: Blank = "", s3_endpoint_url: Blank = "") -> di
     with attached():
         opened = open_store(store or None, s3_endpoint_url=s3_endpoint_url or None)
         result = aggregate_task(opened, run_id)
-        refresh(opened)
+        refresh(opened, run_id)
         return result

@@ -67,8 +67,9 @@ def leaderboard(store: Blank = "", s3_endpoint_url: Blank = "") -> dict:
         return {"where": where, "rows": len(board.table), "runs": board.runs, "new": board.new}
 
 
-def refresh(store: Store) -> None:
-    """Bring the leaderboard up to date after an aggregation; never fails the caller.
+def refresh(store: Store, run_id: str | None = None) -> None:
+    """Bring the leaderboard up to date after an aggregation (of `run_id`: only its rows are
+    read again, `reports.leaderboard.update`); never fails the caller.
 
     Where the stack serves the leaderboard deployment, it rebuilds it as a flow run of its
     own: its plots take a second or more that the run need not wait for. Elsewhere it is
@@ -79,7 +80,7 @@ def refresh(store: Store) -> None:
             from evalfleet.reports.leaderboard import update
 
             # Within the caller's flow run: a subflow run of its own costs about a second.
-            board, where = update(store)
+            board, where = update(store, run_id)
             publish_artifacts(board, where)
             for line in board.new:
                 log.info("%s", line)

@@ -35,4 +35,4 @@ def evaluate_and_aggregate(request: EvalRequest, retry_errors: bool = True):
 def whole_job_state(run: ResolvedRun, retry_errors: bool = True):
     """The whole job on a resolved run, within a flow run: its result, or the state that
     says it was stopped."""
-    return job_state(whole_job(run, prefect_steps(), retry_errors))
+    return job_state(whole_job(run, prefect_steps(run.run_id), retry_errors))

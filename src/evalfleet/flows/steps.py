@@ -61,13 +61,14 @@ def batch_task(run_plan: RunPlan, retry_errors: bool = True) -> RunOutcome:
     return batch_step(run_plan, retry_errors)
 
 
-def prefect_steps() -> Steps:
-    """The steps of `evalfleet.engine.pipeline`, each a task of the flow run they are called in."""
+def prefect_steps(run_id: str | None = None) -> Steps:
+    """The steps of `evalfleet.engine.pipeline`, each a task of the flow run they are called in
+    (the leaderboard reads `run_id`'s rows again, the others' it keeps)."""
     return Steps(
         plan=lambda run, retry_errors: plan_task(quote(run), retry_errors),
         generate=lambda run_plan: generate_task(quote(run_plan)),
         recheck=lambda run_plan: recheck_task(quote(run_plan)),
         batches=lambda run_plan, retry_errors: batch_task(quote(run_plan), retry_errors),
         aggregate=aggregate_task,
-        leaderboard=refresh,
+        leaderboard=lambda store: refresh(store, run_id),
     )
