@@ -118,6 +118,7 @@ def test_limits_refuses_bad_input_in_one_line(demo_dataset, sim, tmp_path):
     assert [e["event"] for e in history] == ["created", f"retuned #1: rpm 300, {MODEL}=60"]
 
 
+@pytest.mark.slow  # about 17 s: the run is watched for 6 s after its retune
 def test_a_retune_holds_on_a_live_run_within_seconds(demo_dataset, sim, tmp_path):
     """A run at the simulator's 600 rpm (learnt from its headers) is retuned to 30 rpm: two
     seconds later it sends at most what 30 rpm allows."""
