@@ -46,6 +46,27 @@ def judgement_files(runs: Path) -> list[Path]:
     return sorted(root.rglob("*.json")) if root.exists() else []
 
 
+def live_actors() -> set[str]:
+    """The ids of the actors alive in the session's Ray cluster (the GCS's actor table: Ray's
+    state API needs a dashboard, which the test cluster does not start)."""
+    from ray._private import state
+
+    return {k for k, a in state.actors().items() if a["State"] != "DEAD"}
+
+
+def wait_for_actors_to_die(before: set[str], timeout_s: float) -> None:
+    """Waits until no actor started after `before` was taken (the killed run's) is alive: on a
+    loaded machine Ray may take longer than any quiet spell to reap them, and an actor still
+    alive at the resume would ask what the resume asks too."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        alive = live_actors() - before
+        if not alive:
+            return
+        assert time.monotonic() < deadline, f"actors of the killed run still alive: {alive}"
+        time.sleep(0.2)
+
+
 def answered(sim_log: Path, killed_at: float, resumed_at: float) -> tuple[Counter, Counter]:
     """Requests the simulator answered (200) and those the kill cut off, by model, prompt and
     seed. The worker actors live in the shared Ray cluster and die a moment after the driver
@@ -72,6 +93,7 @@ def test_judge_stage_survives_a_kill_and_scores_the_format_failures(
         args = ["run", "-m", CANDIDATE, "--judge-model", JUDGE, "--dataset-path", demo_dataset]
         args += ["--run-id", "judged", "--store", str(runs), "--simulator-url", sim.url]
         command = [sys.executable, "-m", "evalfleet.cli.main", *args]
+        actors_before = live_actors()
         first = subprocess.Popen(
             command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -88,7 +110,8 @@ def test_judge_stage_survives_a_kill_and_scores_the_format_failures(
 
         # The killed run's actors (in the shared Ray cluster) die when Ray sees the driver
         # gone, seconds later on a loaded machine: what they send until then is cut off too.
-        # Resume once the simulator has been quiet for two seconds.
+        # Resume once they are gone and the simulator has been quiet for two seconds.
+        wait_for_actors_to_die(actors_before, timeout_s=120)
         quiet_deadline = time.monotonic() + 60
         sim.flush_log()
         seen = len(sim_log.read_text().splitlines())

@@ -199,7 +199,9 @@ def test_bucket_holds_exactly_the_expected_keys(both_runs, moto_server):
         for split in SPLITS
     ]
     names = [*plots, "index.html", "latest.json", "leaderboard.csv", "leaderboard.md"]
-    leaderboard = sorted(f"leaderboard/{name}" for name in [*names, "leaderboard.parquet"])
+    # rows.json: each run's rows and unit values, so the next run redraws only what changed
+    extra = ["leaderboard.parquet", "rows.json"]
+    leaderboard = sorted(f"leaderboard/{name}" for name in [*names, *extra])
     assert local.list("leaderboard") == leaderboard
     assert sorted(raw) == sorted(f"{PREFIX}/{key}" for key in [*local_keys, *leaderboard])
 
