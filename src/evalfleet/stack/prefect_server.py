@@ -12,7 +12,7 @@ from pathlib import Path
 
 from evalfleet.core.settings import CRASH_AFTER_S, SCHEDULER_LOOP_S
 from evalfleet.core.types import ConfigError
-from evalfleet.stack import prefect_history
+from evalfleet.stack import prefect_history, prefect_template
 from evalfleet.stack.services import ServiceError, free_port
 from evalfleet.stack.state import Daemon, get_json, post_json, spawn, wait_ready
 
@@ -51,6 +51,7 @@ def prefect_env(folder: Path, port: int) -> dict[str, str]:
 
 def start_prefect(folder: Path, port: int | None) -> Daemon:
     database = folder / "prefect.db"
+    prefect_template.seed(database)  # a new stack: migrated tables copied, not migrated again
     problem = prefect_history.damage(database)
     if problem is not None:  # the server would exit, or hang on its first query
         moved = shlex.quote(f"{database}.damaged")

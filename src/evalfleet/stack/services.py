@@ -31,7 +31,7 @@ from pathlib import Path
 
 from evalfleet.core.interpreter import module_command
 from evalfleet.core.places import evalfleet_home
-from evalfleet.stack import prefect_history
+from evalfleet.stack import prefect_history, prefect_template
 from evalfleet.stack.children import Child, ForkedChild
 from evalfleet.stack.ray_head import STARTED
 from evalfleet.stack.scratch import Scratch
@@ -170,6 +170,7 @@ class LocalStack:
         port = self._port_held.getsockname()[1]
         database = state_dir() / "prefect-runs.db"
         _history_checked(database)
+        prefect_template.seed(database)  # a new home: migrated tables copied, not migrated
         self._prefect_prepared = _prepared_for(database) == _prefect_version()
         env = {
             **os.environ,
