@@ -32,7 +32,14 @@ FIGURES: dict[str, tuple[str, ...]] = {
         "with_workers_peak_mb",
     ),
     "chaos": ("lost", "repeated", "unfinished", "secrets", "errors_apart"),
-    "coverage": ("coverage_wilson", "coverage_wald"),
+    "coverage": (
+        "coverage_wilson",
+        "coverage_wald",
+        "coverage_cluster_small",
+        "coverage_wilson_p0_n500",
+        "type1_clustered_paired",
+        "fwer_ranks",
+    ),
     "estimate_error": ("demo_estimate_error_pct", "batch_estimate_error_pct", "in_range"),
     "first_result": ("cold_s", "warm_s"),
     "hostile": (
