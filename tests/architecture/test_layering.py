@@ -166,6 +166,7 @@ def test_flows_hold_only_the_flows_and_their_prefect_glue():
         "evaluate-and-aggregate",
         "reevaluate",
         "leaderboard",
+        "limits",
         "poll-batches",
     }
 

@@ -34,6 +34,7 @@ def test_deployments_are_named_for_what_they_do(deployments):
         "aggregate": "aggregate",
         "judge": "judge",
         "leaderboard": "leaderboard",
+        "limits": "limits",
         "reevaluate": "reevaluate",
         "poll-batches": "poll-batches",
     }

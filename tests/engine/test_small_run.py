@@ -117,6 +117,16 @@ def test_limits_refuses_bad_input_in_one_line(demo_dataset, sim, tmp_path):
     history = json.loads((store / "lim" / "manifest.json").read_text())["history"]
     assert [e["event"] for e in history] == ["created", f"retuned #1: rpm 300, {MODEL}=60"]
 
+    # The Prefect UI's `limits` deployment runs the same retune (its flow's body, here).
+    from evalfleet.flows.limits import limits
+
+    said = limits.fn("lim", tpm=("5000",), max_in_flight=4, store=str(store))
+    assert said.startswith(f"run lim retuned (#2): rpm 300, {MODEL}=60, tpm 5000, max in flight 4")
+    control = json.loads((store / "lim" / "control.json").read_text())
+    assert (control["seq"], control["tpm"], control["max_in_flight"]) == (2, {"*": 5000}, 4)
+    history = json.loads((store / "lim" / "manifest.json").read_text())["history"]
+    assert history[-1]["event"] == f"retuned #2: rpm 300, {MODEL}=60, tpm 5000, max in flight 4"
+
 
 @pytest.mark.slow  # about 17 s: the run is watched for 6 s after its retune
 def test_a_retune_holds_on_a_live_run_within_seconds(demo_dataset, sim, tmp_path):

@@ -54,6 +54,7 @@ def build_deployments() -> list:
     from evalfleet.flows.aggregate import aggregate
     from evalfleet.flows.judge import judge
     from evalfleet.flows.leaderboard import leaderboard
+    from evalfleet.flows.limits import limits
     from evalfleet.flows.pipeline import evaluate_and_aggregate
     from evalfleet.flows.poll_batches import poll_batches
     from evalfleet.flows.reevaluate import reevaluate
@@ -82,6 +83,12 @@ def build_deployments() -> list:
         leaderboard.to_deployment(
             name="leaderboard",
             description="Every run of a store side by side: tables and plots.",
+            tags=["evalfleet"],
+            entrypoint_type=EntrypointType.MODULE_PATH,
+        ),
+        limits.to_deployment(
+            name="limits",
+            description="Retune a live run's rate limits and calls in flight (within seconds).",
             tags=["evalfleet"],
             entrypoint_type=EntrypointType.MODULE_PATH,
         ),

@@ -44,6 +44,7 @@ DEPLOYMENT_NAMES = (  # what deployments/serve.py serves and deployments/prefect
     "aggregate/aggregate",
     "judge/judge",
     "leaderboard/leaderboard",
+    "limits/limits",
     "reevaluate/reevaluate",
     "poll-batches/poll-batches",
 )
