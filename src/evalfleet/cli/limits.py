@@ -1,6 +1,6 @@
 """`evalfleet limits RUN`: retune a live run's rate limits and concurrency.
 
-`engine.run.retune` does the work (the Prefect UI's `limits` deployment calls it too): the
+`engine.retune` does the work (the Prefect UI's `limits` deployment calls it too): the
 run's control file, which every worker of the run reads about once a second, and an event of
 the run's history, `retuned #N: rpm …, tpm …, max in flight …`.
 """
@@ -44,7 +44,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 def cmd_limits(args: argparse.Namespace) -> int:
     from evalfleet.cli.options import store_from
-    from evalfleet.engine.run.retune import retune
+    from evalfleet.engine.retune import retune
 
     print(retune(store_from(args), args.run_id, args.rpm, args.tpm, args.max_in_flight))
     return 0

@@ -30,7 +30,7 @@ def limits(
             deployments were served with, $EVALFLEET_STORE, else ./runs)
         s3_endpoint_url: for MinIO, R2, Ceph, ... (empty: AWS)
     """
-    from evalfleet.engine.run.retune import retune
+    from evalfleet.engine.retune import retune
 
     where = open_store(store or None, s3_endpoint_url=s3_endpoint_url or None)
     said = retune(where, run_id, list(rpm), list(tpm), max_in_flight or None)
