@@ -60,16 +60,45 @@ def start_prefect(folder: Path, port: int | None) -> Daemon:
             f"{shlex.quote(str(database))} {moved}`) and start again: the server makes a new "
             "one (past flow runs stay in the old file)"
         )
-    if port is None:
-        port = 4200 if port_free(4200) else free_port()
-    elif not port_free(port):
+    if port is not None and not port_free(port):
         raise ServiceError(f"port {port} is taken: choose another with --port, or leave it out")
+    for attempt in range(1, PORT_TRIES + 1):
+        chosen = port or (4200 if port_free(4200) else free_port())
+        log = folder / "prefect.log"
+        offset = log.stat().st_size if log.exists() else 0
+        try:
+            return _serve_on(folder, chosen)
+        except ServiceError as exc:
+            # A port chosen here was free when chosen; another program may have bound it
+            # before the server did: choose again. A port the user gave is theirs to change.
+            if port is not None or attempt == PORT_TRIES or not _port_taken(log, offset):
+                raise exc
+    raise AssertionError("unreachable: the last try returns or raises")
+
+
+PORT_TRIES = 3
+
+
+def _serve_on(folder: Path, port: int) -> Daemon:
     prefect_cli = str(Path(sys.executable).with_name("prefect"))
     command = [prefect_cli, "server", "start", "--host", "127.0.0.1", "--port", str(port)]
-    daemon = spawn("Prefect server", command, prefect_env(folder, port), folder / "prefect.log")
+    log = folder / "prefect.log"
+    daemon = spawn("Prefect server", command, prefect_env(folder, port), log)
     daemon.address = f"http://127.0.0.1:{port}"
     wait_ready(daemon, lambda: prefect_healthy(f"{daemon.address}/api"), "Prefect server")
     return daemon
+
+
+def _port_taken(log: Path, offset: int) -> bool:
+    """Whether the server said, since `offset` of its log, that its port is in use (uvicorn's
+    errno 98)."""
+    try:
+        with log.open("rb") as lines:
+            lines.seek(offset)
+            said = lines.read().decode(errors="replace")
+    except OSError:
+        return False
+    return "address already in use" in said.lower()
 
 
 def port_free(port: int) -> bool:

@@ -96,6 +96,9 @@ class ServiceError(RuntimeError):
     """A service this command started did not come up."""
 
 
+RAY_STARTS = 3  # a head that exits while starting is started again, with new ports
+
+
 def free_port() -> int:
     """A port free now; another process may take it before it is bound (`reserve_port`)."""
     with socket.socket() as sock:
@@ -131,6 +134,8 @@ class LocalStack:
         self.workdir = self.scratch.path
         self.prefect: Child | None = None
         self.ray: Child | None = None
+        self._ray_cpus: int | None = None
+        self._ray_starts = 0
         self.prefect_url: str | None = None
         self.ray_address: str | None = None
         self._port_held: socket.socket | None = None  # held from the first start to stop
@@ -160,6 +165,7 @@ class LocalStack:
         if prefect:
             self._start_prefect()
         if ray:
+            self._ray_cpus = ray_cpus
             self._start_ray(ray_cpus)
 
     def _start_prefect(self) -> None:
@@ -198,6 +204,7 @@ class LocalStack:
         self.prefect_url = f"http://127.0.0.1:{port}/api"
 
     def _start_ray(self, cpus: int | None) -> None:
+        self._ray_starts += 1
         port = free_port()
         env = {**os.environ, **self.ray_env}
         env.pop("RAY_ADDRESS", None)
@@ -249,6 +256,13 @@ class LocalStack:
         pending = [c for c in children if c is not None and not c.ready]
         while pending:
             for child in list(pending):
+                restart = child is self.ray and self._ray_starts < RAY_STARTS
+                if not child.alive() and restart and not stop_requested():
+                    # its ports were free when chosen; another program may have bound one
+                    # before the head did: new ports, and start it again
+                    self._start_ray(self._ray_cpus)
+                    pending[pending.index(child)] = self.ray
+                    continue
                 if not child.alive():
                     raise ServiceError(
                         f"the {child.name} this run started exited ({child.log_tail()}); its "
