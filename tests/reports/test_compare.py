@@ -1,8 +1,9 @@
 """`evalfleet compare` on a simulated run of 200 questions and two models (accuracy 0.3 and
 0.7): the difference is significant, the flips are the samples table's, and the interval and
 p-value match what this file works out from the correctness vectors. A run against itself
-gives 0, p = 1 and no interval; two results versions of one run show the scorer that changed,
-or the epochs a run grew by; runs on different datasets share no item, whatever their ids."""
+gives 0, p = 1 and an interval as wide as Wilson's bound on 0 of 200; two results versions of
+one run show the scorer that changed, or the epochs a run grew by (not paired); runs on
+different datasets share no item, whatever their ids."""
 
 from __future__ import annotations
 
@@ -113,9 +114,10 @@ def test_a_run_against_itself(run, capsys, side):
     runs, work = run
     result = compare(capsys, runs, work, side, side)
     assert result["rows"]
+    w = wilson(0, 200).high  # no unit differs: at most this share could, unseen
     for row in result["rows"]:
-        assert (row["difference"], row["low"], row["high"], row["p"]) == (0.0, None, None, 1.0)
-        assert row["no_interval"] == "too few shared items for an interval (n=200, none differs)"
+        assert (row["difference"], row["low"], row["high"], row["p"]) == (0.0, -w, w, 1.0)
+        assert row["no_interval"] is None and row["test"] == "exact McNemar"
         assert row["flips_a"] == row["flips_b"] == []
     assert result["identity"] == []
     if side == "cmp":  # every model against itself
@@ -198,3 +200,8 @@ def test_a_run_grown_by_an_epoch_says_so(capsys, tmp_path, ray_address, prefect_
     assert "Nothing: the same identity" not in out
     assert "| zerobench epochs | 2 | 3 |" in out
     assert "| records scored |" in out
+    # a mean over 2 epochs and one over 3 are not paired (issue 48, case 8)
+    assert (
+        "Not paired on zerobench (upstream): A's headline is a mean over 2 epoch(s) a unit, "
+        "B's over 3: they measure different things" in " ".join(out.split())
+    )

@@ -295,7 +295,7 @@ def test_parquet_matches_the_runs_results(board, expected):
     # the data exercise every rule: errors, a partial row (not ranked), both kinds of interval
     assert table.errors.max() > 0 and not table.complete.all()
     assert table[~table.complete]["rank"].isna().all()
-    assert set(table.interval_method) == {"wilson", "bootstrap"}
+    assert set(table.interval_method) == {"wilson", "small-sample Wilson"}  # under 30 units
     # the CSV is the same table
     csv = pd.read_csv(store / "leaderboard" / "leaderboard.csv")
     shown = [*keys, "item_set", "run_id", "coverage", "new"]

@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from evalfleet.metrics.intervals import UnitValues, paired
+from evalfleet.metrics.paired import paired_test
 from evalfleet.reports import formatting as fmt
 from evalfleet.reports.power import what_it_would_take
 
@@ -84,4 +85,38 @@ def test_money_has_two_significant_digits():
 def test_no_difference_no_need():
     a, b, found = rows([1.0, 0.0] * 10, [1.0, 0.0] * 10)
     power = what_it_would_take(a, b, found, "zerobench", 0.01)
-    assert power.needed is None and power.words.endswith("no difference was observed")
+    assert power.needed is None and power.mde is None
+    assert power.words == (
+        "none of the 20 shared questions differs: a difference smaller than about 0.161 "
+        "cannot be ruled out"
+    )
+
+
+def test_case_6_every_unit_differing_alike_is_not_called_no_difference():
+    """Issue 48 case 6: A right on all 120, B on none. The SD of the differences is 0: the
+    old text said the smallest detectable difference was 0.000 and that no difference was
+    observed, beside A − B = +1.000."""
+    a, b, found = rows([1.0] * 120, [0.0] * 120)
+    test = paired_test(a, b)
+    power = what_it_would_take(a, b, found, "zerobench", 0.01, test)
+    assert power.mde is None and test.p == math.erfc(math.sqrt(60))  # X² = 120
+    assert power.words == (
+        "every one of the 120 shared questions differs by +1.000: no spread to size a power "
+        "figure from; the difference is significant"
+    )
+
+
+def test_case_7_the_pool_is_the_dataset_the_run_used():
+    """Issue 48 case 7: a 120-question local ZeroBench dataset is weighed against its own
+    120 questions, and a published run against ZeroBench's 100 never below the units
+    measured."""
+    a_values = [1.0] * 3 + [0.0] * 117
+    b_values = [1.0] * 1 + [0.0] * 119
+    a, b, found = rows(a_values, b_values)
+    own = what_it_would_take(a, b, found, "zerobench", None, paired_test(a, b), pool=120)
+    assert "zerobench has 120: it cannot be settled" in own.words
+    published = what_it_would_take(a, b, found, "zerobench", None, paired_test(a, b))
+    assert "has 100" not in published.words and "has 120" in published.words
+    unknown = what_it_would_take(a, b, found, "zerobench", None, paired_test(a, b), pool=None)
+    assert "cannot be settled" not in unknown.words
+    assert "more questions" in unknown.words

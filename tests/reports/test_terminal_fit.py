@@ -128,7 +128,8 @@ def test_compare_fits_120_columns_with_legends_and_one_precision():
     assert shares and all(len(x) == 5 for x in shares)
     words = " ".join(text.split())
     assert (
-        "- zerobench_subquestions (upstream, anthropic/claude-sonnet-4-6): no interval: too few "
+        "- zerobench_subquestions (upstream, anthropic/claude-sonnet-4-6): p by exact McNemar; "
+        "no interval: too few "
         "shared items for an interval (n=4); with 4 main questions" in words
     )
 
@@ -139,5 +140,5 @@ def test_two_models_of_one_run_name_their_models_in_the_legend_only():
         r["model_a"], r["model_b"] = "openai/sim-0.3", "openai/sim-0.7"
     lines = to_markdown(result).splitlines()
     header = next(line for line in lines if line.startswith("| benchmark"))
-    assert header == "| benchmark | scoring | A | B | A − B | 95% interval | McNemar p | units |"
+    assert header == "| benchmark | scoring | A | B | A − B | 95% interval | p | units |"
     assert max(len(line) for line in lines) <= 120

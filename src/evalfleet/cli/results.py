@@ -88,6 +88,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     add_store_options(board)
     board.add_argument("--open", action="store_true", help="open the HTML page (print its path)")
+    board.add_argument(
+        "--unadjusted",
+        action="store_true",
+        help="print ranks without Holm's adjustment across each table's pairs (the stored "
+        "pages keep the adjusted ranks; the CSV has both)",
+    )
     # How the stack's launcher rebuilds it after a run: a flow run (its tables as artifacts),
     # one at a time.
     board.add_argument("--flow-run", action="store_true", help=argparse.SUPPRESS)
@@ -232,7 +238,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     if args.flow_run:
         return rebuild_as_flow_run(args)
     board, where = update(store_from(args))
-    print(markdown_page(board))
+    print(markdown_page(board, unadjusted=args.unadjusted))
     print(f"{board.runs} runs; tables and plots in {where}")
     if args.open:
         page = Path(where[len("file://") :] if where.startswith("file://") else where)

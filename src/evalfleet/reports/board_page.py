@@ -18,6 +18,8 @@ RANKED = ["rank", "band", "model", "value", "95% interval", "coverage", "errors"
 SPENT = ["tokens/answer", "$/correct", "new"]
 PARTIAL = ["model", "value", "95% interval", "coverage", "errors", *SPENT]
 METHODS = "docs/results.md, “Intervals and ranks”"  # where the table of methods is
+ERROR_MARK = 0.05  # rows whose calls failed more often than this are marked
+MARK = "!"
 
 
 def tables(frame: pd.DataFrame):
@@ -34,34 +36,64 @@ def tables(frame: pd.DataFrame):
         )
 
 
-def legend(board) -> str:
+def legend(board, unadjusted: bool = False) -> str:
+    if unadjusted:
+        family = (
+            "each pair at an unadjusted 5 % (no correction for the table's many pairs: with "
+            "8 equal models some pair differs by chance 4 times in 10); rows share a band as "
+            "the adjusted ranks do"
+        )
+    else:
+        family = (
+            "at 5 % after Holm's adjustment across the table's pairs, so equal models are told "
+            "apart by chance at most 1 time in 20 (`evalfleet leaderboard --unadjusted`, or "
+            "the `rank_unadjusted` column: each pair at an unadjusted 5 %); rows that cannot "
+            "be told apart share a band"
+        )
     return (
         f"{board.runs} runs. A value is the benchmark's headline metric, a fraction of 1, with "
-        f"its 95 % interval (methods: {METHODS}). Rows are compared only on the same items: "
-        "each table is one item set. A rank is 1 plus the number of rows significantly better "
-        "(paired 95 % interval of the difference above 0, as `evalfleet compare` prints it); "
-        "rows that cannot be told apart share a band. Partial results are not ranked."
+        f"its 95 % interval (methods: {METHODS}); “—, one unit”: one unit has no interval. "
+        "Rows are compared only on the same items: each table is one item set. A rank is 1 "
+        "plus the number of rows significantly better by the paired test `evalfleet compare` "
+        "prints (exact McNemar on independent binary items, the clustered McNemar on grouped "
+        f"units), {family}. Errors marked {MARK}: more than {ERROR_MARK:.0%} of the row's calls "
+        "failed (they count as wrong). Partial results are not ranked."
     )
 
 
-def cells(row) -> dict[str, str]:
+def error_cell(errors: int, answers: int, threshold: float = ERROR_MARK) -> str:
+    """A row's failed calls, with their share and the mark above `threshold`; every call
+    failed: said in words."""
+    if not answers or not errors:
+        return str(errors)
+    if errors >= answers:
+        return f"{errors} {MARK} every call failed"
+    share = errors / answers
+    return f"{errors} ({share:.0%}) {MARK}" if share > threshold else str(errors)
+
+
+def cells(row, unadjusted: bool = False) -> dict[str, str]:
     """One row's cells, as both pages write them."""
+    rank = row.rank_unadjusted if unadjusted else row.rank
+    units = getattr(row, "units", None)
+    interval = fmt.interval(row.ci95_low, row.ci95_high)
     return {
-        "rank": "" if pd.isna(row.rank) else str(int(row.rank)),
-        "band": "" if pd.isna(row.band) else str(int(row.band)),
+        "rank": "" if pd.isna(rank) else str(int(rank)),
+        "band": "" if pd.isna(row.band) or unadjusted else str(int(row.band)),
         "model": row.model,
         "value": fmt.share(row.value),
-        "95% interval": fmt.interval(row.ci95_low, row.ci95_high),
+        "95% interval": "—, one unit" if units == 1 else interval,
         "coverage": row.coverage,
-        "errors": str(row.errors),
+        "errors": error_cell(int(row.errors), int(row.done) + int(row.errors)),
         "tokens/answer": fmt.tokens(row.mean_output_tokens),
         "$/correct": fmt.money(row.cost_per_correct_usd),
         "new": "new" if row.new else "",
     }
 
 
-def markdown_page(board) -> str:
-    lines = ["# evalfleet leaderboard", "", legend(board), ""]
+def markdown_page(board, unadjusted: bool = False) -> str:
+    """The Markdown page; `unadjusted`: ranked without Holm's adjustment (band left blank)."""
+    lines = ["# evalfleet leaderboard", "", legend(board, unadjusted), ""]
     if board.new:
         lines += ["## New models", "", *(f"- {fmt.md_text(n)}" for n in board.new), ""]
     section = None
@@ -71,7 +103,7 @@ def markdown_page(board) -> str:
             lines += [f"## {fmt.md_text(benchmark)} — {fmt.md_text(scoring)}", ""]
         lines += [f"Items: {fmt.md_text(label)}", ""]
         if not complete.empty:
-            lines += [_md_table(complete, [*RANKED, *SPENT]), ""]
+            lines += [_md_table(complete, [*RANKED, *SPENT], unadjusted), ""]
         if not partial.empty:
             lines += ["Partial results, not ranked:", "", _md_table(partial, PARTIAL), ""]
     if board.close_calls:
@@ -83,8 +115,8 @@ def markdown_page(board) -> str:
     return "\n".join(lines)
 
 
-def _md_table(part: pd.DataFrame, columns: list[str]) -> str:
-    rows = [cells(r) for r in part.itertuples(index=False)]
+def _md_table(part: pd.DataFrame, columns: list[str], unadjusted: bool = False) -> str:
+    rows = [cells(r, unadjusted) for r in part.itertuples(index=False)]
     head = "| " + " | ".join(columns) + " |"
     rule = "|" + "|".join(":---" if c == "model" else "---:" for c in columns) + "|"
     body = ["| " + " | ".join(fmt.md_text(r[c]) for c in columns) + " |" for r in rows]

@@ -9,11 +9,18 @@ side by side, each with its own figures, with no paired statistic.
 
 On shared items, from the headline's per-unit values (`evalfleet.metrics.intervals`, the units the
 leaderboard ranks by):
-- each side's value and the paired difference with its 95 % bootstrap interval over the
-  shared units; below 10 shared units, or when no unit differs, no interval;
-- an exact McNemar p-value on per-sample correctness at epoch 0 (the greedy epoch under the
-  zerobench-paper protocol), with the samples that flipped each way;
-- what it would take to tell the two apart (`evalfleet.reports.power`).
+- each side's value and the paired difference with its 95 % interval over the shared units
+  (a bootstrap from 30 units, a t interval below, none for one unit);
+- the paired test the leaderboard's ranks use (`metrics.paired.paired_test`), its name beside
+  its p: exact McNemar for independent binary items, the clustered McNemar for grouped units
+  (subquestions of a main question, means over epochs); with the samples that flipped each
+  way at epoch 0;
+- what it would take to tell the two apart (`evalfleet.reports.power`), against the pool of
+  the dataset each side used.
+
+Two sides measure the same thing only under the same protocol and the same number of epochs
+per headline unit: otherwise compare does not pair them, and says why in one line beside
+each side's own figures, as for sides on different items.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from typing import Any
 
 import pandas as pd
 
+from evalfleet.benchmarks import registry
 from evalfleet.core.record import Record
 from evalfleet.core.types import ConfigError
 from evalfleet.engine.run.identity import BenchmarkIdentity, Identity
@@ -33,18 +41,20 @@ from evalfleet.engine.store.manifest import check_plans, require_manifest
 from evalfleet.engine.store.manifest_types import Manifest
 from evalfleet.engine.store.results import read_version_table, results_about
 from evalfleet.metrics.intervals import UnitValues, paired
-from evalfleet.metrics.paired import mcnemar_exact
+from evalfleet.metrics.paired import paired_test
 from evalfleet.reports import formatting as fmt
 from evalfleet.reports.item_sets import item_set_of
 from evalfleet.reports.power import what_it_would_take
 from evalfleet.storage import layout
 from evalfleet.storage.base import Store
 
-EPOCH = 0  # McNemar's epoch
+EPOCH = 0  # the epoch whose flips are listed
 NOTE = (
     "Values are fractions of 1: each side's headline over the units both hold. The interval "
-    "is a paired bootstrap (10,000 draws) of the per-unit differences; McNemar's exact test "
-    "uses per-sample correctness at epoch 0, and the flips are its discordant samples."
+    "is a paired bootstrap (10,000 draws) of the per-unit differences from 30 shared units, a "
+    "t interval below. p is the paired test the leaderboard ranks by, named per row: exact "
+    "McNemar on independent binary items, the clustered McNemar (Durkalski 2003) on grouped "
+    "units. The flips are the samples right in one side only at epoch 0."
 )
 
 
@@ -162,11 +172,13 @@ def compare(store: Store, spec_a: str, spec_b: str) -> dict[str, Any]:
             if units_a is None or units_b is None:
                 continue
             where = (model_a, model_b, benchmark, scoring)
-            revision_a = a.identity.benchmarks[benchmark].data.revision
-            revision_b = b.identity.benchmarks[benchmark].data.revision
-            found = paired(units_a, units_b) if revision_a == revision_b else None
-            if found is None:
-                apart.append(_apart(a, b, where, units_a, units_b))
+            asked_a, asked_b = a.identity.benchmarks[benchmark], b.identity.benchmarks[benchmark]
+            found = None
+            if asked_a.data.revision == asked_b.data.revision:
+                found = paired(units_a, units_b)
+            why = measure_mismatch(benchmark, asked_a, asked_b, units_a, units_b)
+            if found is None or why:
+                apart.append(_apart(a, b, where, units_a, units_b, why))
                 continue
             rows.append(_row(a, b, where, units_a, units_b, found))
     return {
@@ -180,10 +192,20 @@ def compare(store: Store, spec_a: str, spec_b: str) -> dict[str, Any]:
     }
 
 
-def _apart(a: Side, b: Side, where: tuple[str, str, str, str], ua: UnitValues, ub: UnitValues):
+def _apart(
+    a: Side,
+    b: Side,
+    where: tuple[str, str, str, str],
+    ua: UnitValues,
+    ub: UnitValues,
+    why: str | None = None,
+) -> dict[str, Any]:
+    """Each side's own figures where the two are not paired: on no shared item, or (`why`)
+    measuring different things."""
     model_a, model_b, benchmark, scoring = where
     ia, ib = ua.interval(), ub.interval()
     return {
+        "reason": why,
         "model_a": model_a,
         "model_b": model_b,
         "benchmark": benchmark,
@@ -209,7 +231,10 @@ def _row(a: Side, b: Side, where, units_a: UnitValues, units_b: UnitValues, foun
     cost_a = a.cost_per_unit(model_a, benchmark, len(units_a))
     cost_b = b.cost_per_unit(model_b, benchmark, len(units_b))
     cost = None if cost_a is None or cost_b is None else cost_a + cost_b
-    power = what_it_would_take(units_a, units_b, found, benchmark, cost)
+    test = paired_test(units_a, units_b)
+    assert test is not None  # `found` has shared units
+    pool = min(pool_of(a, benchmark, len(units_a)), pool_of(b, benchmark, len(units_b)), key=_n)
+    power = what_it_would_take(units_a, units_b, found, benchmark, cost, test, pool)
     return {
         "model_a": model_a,
         "model_b": model_b,
@@ -221,7 +246,8 @@ def _row(a: Side, b: Side, where, units_a: UnitValues, units_b: UnitValues, foun
         "low": found.low,
         "high": found.high,
         "no_interval": found.why,
-        "p": mcnemar_exact(len(flips_a), len(flips_b)),
+        "p": test.p,
+        "test": test.name,
         "epoch": EPOCH,
         "flips_a": flips_a,
         "flips_b": flips_b,
@@ -231,6 +257,55 @@ def _row(a: Side, b: Side, where, units_a: UnitValues, units_b: UnitValues, foun
         "mde": power.mde,
         "what_it_would_take": power.words,
     }
+
+
+def measure_mismatch(
+    benchmark: str,
+    asked_a: BenchmarkIdentity,
+    asked_b: BenchmarkIdentity,
+    units_a: UnitValues,
+    units_b: UnitValues,
+) -> str | None:
+    """Why two sides' headlines on `benchmark` do not measure the same thing, in one line
+    (None: they do): a different protocol, or a different number of epochs behind each
+    headline unit (a greedy epoch-0 pass@1 against a mean over five sampled epochs). Such
+    sides are shown apart, each with its own figures, as sides on different items are."""
+    if asked_a.protocol != asked_b.protocol:
+        return (
+            f"A was run under protocol {asked_a.protocol}, B under {asked_b.protocol}: "
+            "they measure different things; compare runs of one protocol"
+        )
+    epochs_a, epochs_b = _headline_epochs(units_a), _headline_epochs(units_b)
+    if epochs_a != epochs_b:
+        return (
+            f"A's headline is a mean over {epochs_a} epoch(s) a unit, B's over {epochs_b}: "
+            "they measure different things; compare runs with the same --epochs"
+        )
+    return None
+
+
+def _headline_epochs(units: UnitValues) -> int:
+    return int(units.epochs.max()) if len(units) else 0
+
+
+def pool_of(side: Side, benchmark: str, units: int) -> int | None:
+    """The units of the dataset this side's run used: the benchmark's published size for its
+    published data (never fewer than measured), the units measured for a whole dataset of the
+    caller's own, unknown (None) for part of one."""
+    bench = registry.get(benchmark) if benchmark in registry.names() else None
+    dataset = side.manifest.datasets.get(benchmark)
+    own = dataset is not None and dataset.source.startswith("dataset path ")
+    if not own:
+        published = bench.pool_units if bench else None
+        return None if published is None else max(published, units)
+    whole = not side.manifest.limit and not dict(side.identity.benchmarks[benchmark].options).get(
+        "subset"
+    )
+    return units if whole else None
+
+
+def _n(pool: int | None) -> float:
+    return float("inf") if pool is None else pool
 
 
 def _at_epoch(samples: pd.DataFrame, model: str, benchmark: str, scoring: str) -> pd.DataFrame:
@@ -354,6 +429,14 @@ def to_markdown(result: dict[str, Any], width: int = WIDTH) -> str:
     else:
         lines.append("No shared items.")
     for u in result.get("apart", []):
+        if u.get("reason"):
+            lines += _wrapped(
+                f"Not paired on {u['benchmark']} ({u['scoring']}): {u['reason']}. A: "
+                f"{fmt.share(u['a'])} ({fmt.interval(u['a_low'], u['a_high'])}); B: "
+                f"{fmt.share(u['b'])} ({fmt.interval(u['b_low'], u['b_high'])}).",
+                width,
+            )
+            continue
         lines += _wrapped(
             f"No shared items on {u['benchmark']} ({u['scoring']}): A on {u['items_a']}, "
             f"{fmt.share(u['a'])} ({fmt.interval(u['a_low'], u['a_high'])}); B on "
@@ -365,8 +448,10 @@ def to_markdown(result: dict[str, Any], width: int = WIDTH) -> str:
     for r in result["rows"]:
         why = f"no interval: {r['no_interval']}; " if r["no_interval"] else ""
         model = f", {_models(r)}" if several else ""
+        test = f"p by {r.get('test', 'exact McNemar')}; "
         lines += _wrapped(
-            f"- {r['benchmark']} ({r['scoring']}{model}): {why}{r['what_it_would_take']}.", width
+            f"- {r['benchmark']} ({r['scoring']}{model}): {test}{why}{r['what_it_would_take']}.",
+            width,
         )
         if r["only_in_a"] or r["only_in_b"]:
             lines += _wrapped(f"  Units only in A / B: {r['only_in_a']} / {r['only_in_b']}.", width)
@@ -404,7 +489,7 @@ def _figures_table(rows: list[dict[str, Any]], width: int) -> list[str]:
     named = all(a != b for a, b in pairs) and len(set(pairs)) == 1
     models = list(dict.fromkeys(m for pair in pairs for m in pair))
     columns = ["benchmark", "scoring", *([] if named else ["model"])]
-    columns += ["A", "B", "A − B", "95% interval", "McNemar p", "units"]
+    columns += ["A", "B", "A − B", "95% interval", "p", "units"]
     left = {"benchmark", "scoring", "model", "95% interval"}
     head = "| " + " | ".join(columns) + " |"
     rule = "|" + "|".join(":---" if c in left else "---:" for c in columns) + "|"

@@ -31,6 +31,7 @@ import pandas as pd
 from evalfleet.benchmarks import registry
 from evalfleet.core.types import ConfigError
 from evalfleet.metrics.intervals import UnitValues, paired
+from evalfleet.metrics.paired import paired_test
 from evalfleet.reports import board_cache
 from evalfleet.reports.board_page import tables
 from evalfleet.reports.board_rows import StoreRows
@@ -46,6 +47,7 @@ COLUMNS = [
     "items",
     "rank",
     "band",
+    "rank_unadjusted",
     "model",
     "metric",
     "value",
@@ -151,7 +153,7 @@ def close_calls(primary: pd.DataFrame, units: dict[tuple, UnitValues]) -> list[s
             if found is None:
                 continue
             cost = _cost_per_unit(upper) + _cost_per_unit(lower)
-            words = what_it_would_take(a, b, found, benchmark, cost).words
+            words = what_it_would_take(a, b, found, benchmark, cost, paired_test(a, b)).words
             lines.append(
                 f"{benchmark} ({scoring}; {label}): {upper.model} vs {lower.model}: {words}"
             )

@@ -3,8 +3,13 @@ difference with the units at hand, and how many more units (or epochs) would det
 difference observed, at what cost; or that this benchmark cannot settle it.
 
 All at 95 % confidence and 80 % power, from the observed SD of the paired per-unit
-differences. The cost is this run's own: each side's cost per unit of its answers (and
-judgements), at the registry's prices, as `evalfleet run --estimate` prices them.
+differences; "significant" is the paired test's verdict (`metrics.paired.paired_test`), the
+one compare prints. Where the differences have no spread (every shared unit differs alike),
+no power figure can be drawn from them and the words say what was seen instead. The pool a
+difference is weighed against is the dataset the run used (`pool`): the benchmark's
+published size for its published data, never fewer than the units measured. The cost is
+this run's own: each side's cost per unit of its answers (and judgements), at the
+registry's prices, as `evalfleet run --estimate` prices them.
 """
 
 from __future__ import annotations
@@ -20,13 +25,17 @@ from evalfleet.metrics.intervals import (
     epochs_needed,
     mde,
     units_needed,
+    wilson,
 )
+from evalfleet.metrics.paired import ALPHA, PairedTest
 from evalfleet.reports import formatting as fmt
+
+PUBLISHED = -1  # `pool`: the benchmark's published size
 
 
 @dataclass(frozen=True)
 class Power:
-    mde: float
+    mde: float | None  # None: the differences have no spread to draw it from
     units: int
     needed: int | None  # units that would detect the observed difference
     epochs: int | None  # epochs per unit that would, where a unit is a mean over epochs
@@ -39,23 +48,33 @@ def what_it_would_take(
     found: PairedDifference,
     benchmark: str,
     cost_per_unit_usd: float | None,
+    test: PairedTest | None = None,
+    pool: int | None = PUBLISHED,
 ) -> Power:
-    """`found` is `metrics.intervals.paired(a, b)`; `cost_per_unit_usd` what one more unit
-    costs both sides together (None: unknown)."""
+    """`found` is `metrics.intervals.paired(a, b)` and `test` `metrics.paired.paired_test(a,
+    b)` (None: judged by the interval); `cost_per_unit_usd` what one more unit costs both
+    sides together (None: unknown); `pool` the units of the dataset the run used (None:
+    unknown; by default the benchmark's published size)."""
     bench = registry.get(benchmark) if benchmark in registry.names() else None
     unit = bench.unit_name if bench else "item"
-    pool = bench.pool_units if bench else None
+    if pool == PUBLISHED:
+        pool = bench.pool_units if bench else None
     n, delta = found.units, found.difference
+    if pool is not None:
+        pool = max(pool, n)
+    significant = test.p < ALPHA if test is not None else found.significant
+    if found.sd == 0:
+        return Power(None, n, None, None, _no_spread(n, unit, delta, significant))
     smallest = mde(found.sd, n)
     head = f"with {n} {unit}s the smallest difference 80 % power detects is {fmt.share(smallest)}"
     if smallest >= 1:
         head = f"with {n} {unit}s no difference can be detected at 80 % power"
-    if delta == 0 or found.sd == 0:
-        return Power(smallest, n, None, None, f"{head}; no difference was observed")
+    if delta == 0:
+        return Power(smallest, n, None, None, f"{head}; the means are equal")
     needed = units_needed(found.sd, delta)
     assert needed is not None
     epochs = _epochs(a, b, found)
-    if found.significant:
+    if significant:
         words = f"{head}; the observed {fmt.signed(delta)} is already significant"
     elif needed <= n:
         words = (
@@ -74,9 +93,27 @@ def what_it_would_take(
             f"{head}; about {more:,} more {unit}s ({needed:,} in all) would detect "
             f"{fmt.signed(delta)}{cost} at this run's prices"
         )
-    if epochs is not None and not found.significant:
+    if epochs is not None and not significant:
         words += f"; or {epochs} epochs per {unit} on the same {unit}s"
     return Power(smallest, n, needed, epochs, words)
+
+
+def _no_spread(n: int, unit: str, delta: float, significant: bool) -> str:
+    """Every shared unit differs by the same `delta`: the SD is 0 and a power figure drawn
+    from it would claim any difference is detectable."""
+    if n < 2:
+        return f"one shared {unit}: nothing to size a difference from"
+    if delta == 0:
+        bound = wilson(0, n).high
+        return (
+            f"none of the {n} shared {unit}s differs: a difference smaller than about "
+            f"{fmt.share(bound)} cannot be ruled out"
+        )
+    verdict = "significant" if significant else "not significant with so few"
+    return (
+        f"every one of the {n} shared {unit}s differs by {fmt.signed(delta)}: no spread to "
+        f"size a power figure from; the difference is {verdict}"
+    )
 
 
 def _epochs(a: UnitValues, b: UnitValues, found: PairedDifference) -> int | None:
