@@ -22,6 +22,7 @@ from typing import Any
 import ray
 
 from evalfleet.core.settings import WORKER_PLACEMENT
+from evalfleet.tasks.head import HeadWatch
 from evalfleet.tasks.limiter import NAMESPACE
 from evalfleet.tasks.worker import CompletionWorker, WorkerSetup, code_digest
 
@@ -30,6 +31,7 @@ WARM_PREFIX = "evalfleet-worker-"
 MAX_WARM = 64
 MAX_CONCURRENCY = 1024  # actor calls at once (submit and collect); items run as tasks
 UNCLAIM_TIMEOUT_S = 30.0
+GATHER_POLL_S = 0.5  # how often a gather looks at the head watch while its workers start
 _prestarted: list[Any] = []
 
 
@@ -92,9 +94,10 @@ class Crew:
         self.apis = list(apis)
         self._warm: set[int] = set()  # id() of the warm workers' handles
 
-    def gather(self, count: int) -> list[Any]:
+    def gather(self, count: int, head: HeadWatch | None = None) -> list[Any]:
         """`count` claimed workers: warm ones first, then prestarted, then new; returns once
-        they answer."""
+        they answer, or at once when `head` says the Ray head is lost (the caller's
+        dispatcher then ends the run: a wait on a lost head lasts Ray's minute)."""
         found = self._claim_warm(count)
         borrowed = len(found)
         waits = []
@@ -105,8 +108,13 @@ class Crew:
             found.append(actor)
         fresh = [self.new() for _ in range(count - len(found))]
         found.extend(fresh)
-        if not all(ray.get([*waits, *(actor.ready.remote() for actor in fresh)])):
-            raise RuntimeError("a worker this process started refused its run's claim")
+        answers = [*waits, *(actor.ready.remote() for actor in fresh)]
+        while answers and not (head is not None and head.lost()):
+            done, _ = ray.wait(answers, num_returns=len(answers), timeout=GATHER_POLL_S)
+            if len(done) == len(answers):
+                if not all(ray.get(answers)):
+                    raise RuntimeError("a worker this process started refused its run's claim")
+                break
         if borrowed:
             log.info("%d warm worker(s) of the cluster serve this run", borrowed)
         return found

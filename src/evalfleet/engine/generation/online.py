@@ -97,10 +97,11 @@ def generate(run_plan: RunPlan) -> RunOutcome:
     budget = None
     if request.max_cost_usd is not None:
         budget = Budget(request.max_cost_usd, run_plan.spent_usd, item_cost_model(run))
-    workers = crew.gather(workers_for(request.workers, total))  # ended by dispatch
-    started = time.monotonic()
     try:
         with watch_head() as head:  # a head lost ends the run (`evalfleet.tasks.head`)
+            # ended by dispatch; a head lost while they start ends the run there at once
+            workers = crew.gather(workers_for(request.workers, total), head)
+            started = time.monotonic()
             dispatched = dispatch(
                 jobs,
                 crew,
