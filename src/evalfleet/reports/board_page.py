@@ -18,8 +18,6 @@ RANKED = ["rank", "band", "model", "value", "95% interval", "coverage", "errors"
 SPENT = ["tokens/answer", "$/correct", "new"]
 PARTIAL = ["model", "value", "95% interval", "coverage", "errors", *SPENT]
 METHODS = "docs/results.md, “Intervals and ranks”"  # where the table of methods is
-ERROR_MARK = 0.05  # rows whose calls failed more often than this are marked
-MARK = "!"
 
 
 def tables(frame: pd.DataFrame):
@@ -56,20 +54,9 @@ def legend(board, unadjusted: bool = False) -> str:
         "Rows are compared only on the same items: each table is one item set. A rank is 1 "
         "plus the number of rows significantly better by the paired test `evalfleet compare` "
         "prints (exact McNemar on independent binary items, the clustered McNemar on grouped "
-        f"units), {family}. Errors marked {MARK}: more than {ERROR_MARK:.0%} of the row's calls "
-        "failed (they count as wrong). Partial results are not ranked."
+        f"units), {family}. Errors marked {fmt.MARK}: more than {fmt.ERROR_MARK:.0%} of the "
+        "row's calls failed (they count as wrong). Partial results are not ranked."
     )
-
-
-def error_cell(errors: int, answers: int, threshold: float = ERROR_MARK) -> str:
-    """A row's failed calls, with their share and the mark above `threshold`; every call
-    failed: said in words."""
-    if not answers or not errors:
-        return str(errors)
-    if errors >= answers:
-        return f"{errors} {MARK} every call failed"
-    share = errors / answers
-    return f"{errors} ({share:.0%}) {MARK}" if share > threshold else str(errors)
 
 
 def cells(row, unadjusted: bool = False) -> dict[str, str]:
@@ -84,7 +71,7 @@ def cells(row, unadjusted: bool = False) -> dict[str, str]:
         "value": fmt.share(row.value),
         "95% interval": "—, one unit" if units == 1 else interval,
         "coverage": row.coverage,
-        "errors": error_cell(int(row.errors), int(row.done) + int(row.errors)),
+        "errors": fmt.errors(int(row.errors), int(row.done) + int(row.errors)),
         "tokens/answer": fmt.tokens(row.mean_output_tokens),
         "$/correct": fmt.money(row.cost_per_correct_usd),
         "new": "new" if row.new else "",

@@ -9,6 +9,8 @@ from typing import Any
 from evalfleet.core.escape import markdown_cell
 
 MISSING = "—"
+ERROR_MARK = 0.05  # a row whose calls failed more often than this is marked
+MARK = "!"
 
 
 def missing(value: Any) -> bool:
@@ -57,3 +59,14 @@ def coverage(done: int, expected: int) -> str:
 def md_text(text: Any) -> str:
     """Untrusted text in a Markdown table or list, on one line (`evalfleet.core.escape`)."""
     return markdown_cell(" ".join(str(text).split()))
+
+
+def errors(failed: int, answers: int, threshold: float = ERROR_MARK) -> str:
+    """A row's failed calls: the count, with its share and `MARK` above `threshold`; "every
+    call failed" when none succeeded (its score of 0 measures nothing)."""
+    if not answers or not failed:
+        return str(failed)
+    if failed >= answers:
+        return f"{failed} {MARK} every call failed"
+    share = failed / answers
+    return f"{failed} ({share:.0%}) {MARK}" if share > threshold else str(failed)

@@ -12,10 +12,19 @@ from evalfleet.engine.scoring.tables import USAGE_IN_SUMMARY
 from evalfleet.reports import formatting as fmt
 
 
-def shown_summary(table: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+def shown_summary(
+    table: pd.DataFrame, notes: list[str], answers: dict[tuple[str, str], int] | None = None
+) -> pd.DataFrame:
     """A summary as the terminal shows it: without the usage columns (their own table), the
     headline's interval in one column, and without columns no row has a value for, except
-    those a footnote explains."""
+    those a footnote explains. With `answers` per (model, benchmark), the failed calls are
+    a column where any failed, marked above 5 % (`formatting.errors`)."""
+    marks = None
+    if answers is not None and "errors" in table.columns and table["errors"].fillna(0).any():
+        marks = [
+            fmt.errors(int(e or 0), answers.get((m, b), 0))
+            for m, b, e in zip(table.model, table.benchmark, table["errors"], strict=True)
+        ]
     shown = table.drop(columns=["benchmark", *USAGE_IN_SUMMARY], errors="ignore")
     explained = {c for c in shown.columns if any(line.startswith(f"— {c} ") for line in notes)}
     empty = [c for c in shown.columns if shown[c].isna().all() and c not in explained]
@@ -25,7 +34,28 @@ def shown_summary(table: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
             fmt.interval(lo, hi) for lo, hi in zip(shown.ci95_low, shown.ci95_high, strict=True)
         ]
         shown = shown.drop(columns=["ci95_low", "ci95_high"])
+    if marks is not None:
+        shown["errors"] = marks
     return shown
+
+
+def answers_of(spend: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
+    """Calls asked per (model, benchmark), from an aggregation's usage records."""
+    return {(r["model"], r["benchmark"]): int(r.get("answers") or 0) for r in spend}
+
+
+def headline(result: dict[str, Any]) -> str:
+    """The run's first line; "every call failed" when no model's call succeeded."""
+    location = f"{result['store']}/{result['run_id']}/results/{result.get('version')}/"
+    spend = result.get("spend") or []
+    asked = sum(int(r.get("answers") or 0) for r in spend)
+    failed = sum(int(r.get("errors") or 0) for r in spend)
+    if asked and failed >= asked:
+        return (
+            f"run {result['run_id']} — every call failed ({failed} of {asked}): its scores "
+            f"measure nothing — results in {location}"
+        )
+    return f"run {result['run_id']} — results in {location}"
 
 
 def unit_of(benchmark: str) -> str:
@@ -39,12 +69,12 @@ def unit_of(benchmark: str) -> str:
 def print_result(result: dict[str, Any]) -> None:
     """The tables of an aggregation, one per benchmark, fitted to the terminal."""
     print()
-    location = f"{result['store']}/{result['run_id']}/results/{result.get('version')}/"
-    print(f"run {result['run_id']} — results in {location}")
+    print(headline(result))
+    answers = answers_of(result.get("spend") or [])
     for name, records in (result.get("summaries") or {}).items():
         notes = (result.get("notes") or {}).get(name, [])
         print(f"\n{name} ({unit_of(name)})")
-        print(markdown(shown_summary(pd.DataFrame(records), notes)))
+        print(markdown(shown_summary(pd.DataFrame(records), notes, answers)))
         for line in notes:
             print(line)
     agreement = pd.DataFrame(result.get("judge_agreement") or [])
