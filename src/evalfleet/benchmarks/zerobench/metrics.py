@@ -9,8 +9,12 @@ no question was measured for is left out with its reason (`MetricRow.note`). Fai
 completions count as incorrect (and are counted apart as errors).
 
 On the subquestion split `grouped_accuracy` and its SE are the paper's subquestion pass@1 and
-SE (mean of per-main-question accuracies; SE over those means); `accuracy` is the plain mean
-with upstream's ungrouped `all_samples_mean_stderr` as its SE, kept for comparability.
+SE (mean of per-main-question accuracies; SE over those means), and `pass@1` is that same
+grouped mean, the headline; `accuracy` is the plain mean with upstream's ungrouped
+`all_samples_mean_stderr` as its SE, kept for comparability.
+
+Every figure says what it reads: a note names the epochs behind each column, and a pass@k or
+k/k measured on fewer questions than `n_questions` (a partly extended run) names its own n.
 """
 
 from __future__ import annotations
@@ -94,15 +98,19 @@ def metric_rows(
         num_correct = None
     n = len(headline)
     seen = len({item.epoch for item in scored})
+    pass1 = _mean(headline)
+    if grouped and headline:  # the paper's subquestion pass@1: every main question once
+        pass1 = grouped_mean(headline, [sample_groups[sid] for sid in present])
     rows = [
         MetricRow("n_questions", float(len(sample_ids)), n=len(sample_ids)),
-        MetricRow("n_epochs", float(seen), n=seen),
-        MetricRow("pass@1", _mean(headline), n=n),
+        MetricRow("n_epochs", float(seen), n=seen, note=_epochs_read(protocol, k)),
+        MetricRow("pass@1", pass1, n=n),
     ]
+    total = len(sample_ids)
     if k >= 2:
-        rows.append(_at_k(f"pass@{k}", per_sample(pass_at_k, k), k, sampled))
+        rows.append(_at_k(f"pass@{k}", per_sample(pass_at_k, k), k, sampled, total))
     if k >= 1:
-        rows.append(_at_k(f"{k}/{k}", per_sample(reliability_at_k, k), k, sampled))
+        rows.append(_at_k(f"{k}/{k}", per_sample(reliability_at_k, k), k, sampled, total))
     rows += [
         MetricRow("num_correct", None if num_correct is None else float(num_correct), n=n),
         MetricRow(
@@ -125,12 +133,28 @@ def metric_rows(
     return rows
 
 
-def _at_k(name: str, values: list[float], k: int, sampled: dict[str, list[bool]]) -> MetricRow:
-    """A pass@k or k/k over the questions with at least k sampled epochs; when there is none,
-    no value and the reason."""
+def _epochs_read(protocol: str, k: int) -> str:
+    """Which epochs each column reads, said under the table."""
+    if protocol == "zerobench-paper":
+        sampled = f"pass@{k} and {k}/{k} the sampled epochs 1–{k}" if k else "no sampled epoch"
+        return f"epochs: pass@1 and num_correct read the greedy epoch 0; {sampled}"
+    return f"epochs: every column reads all epochs ({k}); pass@1 is the mean of c/n"
+
+
+def _at_k(
+    name: str, values: list[float], k: int, sampled: dict[str, list[bool]], total: int
+) -> MetricRow:
+    """A pass@k or k/k over the questions with at least k sampled epochs, its own n named
+    when that is fewer than `total`; when there is none, no value and the reason."""
     measured = sum(not math.isnan(v) for v in values)
     if measured:
-        return MetricRow(name, _mean(values), n=measured)
+        note = ""
+        if measured < total:
+            note = (
+                f"{name} on {measured} of {total} questions (n={measured}): the others have "
+                f"fewer than {k} sampled epochs so far"
+            )
+        return MetricRow(name, _mean(values), n=measured, note=note)
     most = max((len(d) for d in sampled.values()), default=0)
     note = (
         f"{name} not measured: it needs {k} sampled epochs of a question, the answers hold "
