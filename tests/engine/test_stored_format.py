@@ -13,7 +13,10 @@ Deliberate statistical fixes change expected figures here, each named:
   the summaries, and ROME's `ci95_pct_over_questions`, were rewritten from today's code;
 - issue 48: the subquestion split's `pass@1` is the grouped mean (the headline, every main
   question once: 0.4545 -> 0.4583), and its `n_epochs` row notes which epochs each column
-  reads (metrics.csv `value`, `note`; summary_zerobench_subquestions.csv `pass@1`)."""
+  reads (metrics.csv `value`, `note`; summary_zerobench_subquestions.csv `pass@1`);
+- issue 48: ROME's tasks have their own interval over their questions (metrics.csv gains
+  `accuracy_ci95_low`/`_high` rows per task; summary_rome.csv's task rows show it, or
+  "—, one question", where they were empty)."""
 
 from __future__ import annotations
 

@@ -95,7 +95,11 @@ class Rome(Benchmark):
         epochs: int,
     ) -> list[MetricRow]:
         """Per task and overall: accuracy as the mean over epochs of each epoch's accuracy,
-        its standard deviation over epochs (ddof 1), and mean output and reasoning tokens."""
+        its standard deviation over epochs (ddof 1), and mean output and reasoning tokens; per
+        task, the 95 % interval over the task's questions (`accuracy_ci95_low`/`_high`, by the
+        rule of `metrics.intervals`; none for a task of one question)."""
+        from evalfleet.metrics.intervals import units_from_observations
+
         by_task: dict[str, list[ScoredItem]] = defaultdict(list)
         for item in scored:
             if item.score_error is None:
@@ -116,6 +120,25 @@ class Rome(Benchmark):
                 MetricRow("accuracy", mean, None, n_samples, group),
                 MetricRow("accuracy_std", std, None, len(accuracies), group),
                 MetricRow("epochs", float(len(accuracies)), None, len(accuracies), group),
+            ]
+            if group:  # the whole benchmark's interval is the headline's
+                units = units_from_observations([(i.sample_id, i.epoch, i.value) for i in items])
+                interval = units.interval()
+                rows += [
+                    MetricRow(
+                        "accuracy_ci95_low",
+                        interval.low if interval else None,
+                        n=len(units),
+                        group=group,
+                    ),
+                    MetricRow(
+                        "accuracy_ci95_high",
+                        interval.high if interval else None,
+                        n=len(units),
+                        group=group,
+                    ),
+                ]
+            rows += [
                 MetricRow(
                     "mean_output_tokens",
                     sum(i.output_tokens for i in items) / len(items),
@@ -145,6 +168,8 @@ class Rome(Benchmark):
             mean, std = 100 * value["accuracy"], value.get("accuracy_std")
             std = None if std is None or pd.isna(std) else 100 * std
             low, high = headline.get("ci95_low"), headline.get("ci95_high")
+            if group:  # a task: its own interval over its questions
+                low, high = value.get("accuracy_ci95_low"), value.get("accuracy_ci95_high")
             rows.append(
                 {
                     "model": model,
@@ -153,7 +178,7 @@ class Rome(Benchmark):
                     "task": group.partition("=")[2] or "all",
                     "accuracy_mean_pct": round(mean, 3),
                     # over questions (each its mean over epochs), the leaderboard's interval
-                    "ci95_pct_over_questions": None
+                    "ci95_pct_over_questions": ("—, one question" if n == 1 else None)
                     if low is None or pd.isna(low)
                     else f"{100 * low:.1f}–{100 * high:.1f}",
                     f"accuracy_std_pct_ddof{STD_DDOF}": None if std is None else round(std, 3),

@@ -2,9 +2,13 @@
 from a Hub snapshot at the pinned revision or from a local copy with the same layout.
 
 Each annotation is checked at load: a known evaluator, and `evaluator_kwargs` of the types the
-evaluator takes; a problem is one line naming the question and the field. Choice labels with
-the letters I, N, S or T are warned about: upstream's letter reading deletes those capitals,
-so its `upstream` mode can never score them (the `fixed` mode can).
+evaluator takes; a problem is one line naming the question and the field. What departs from
+those types but upstream's evaluator still scores (`UPSTREAM_SCORES`: a label such as "A,C",
+which its comparison of sorted letters scores 0; units as plain strings where lists of strings
+are documented, which it reads letter by letter) is scored as upstream scores it and named in
+one warning; only what upstream cannot score is refused. Choice labels with the letters I, N,
+S or T are warned about: upstream's letter reading deletes those capitals, so its `upstream`
+mode can never score them (the `fixed` mode can).
 
 The prompt is built as FlagEvalMM builds it (reference §2.2): options appended as ``\\nA. …``,
 ``<image 1> `` put in front when the question has images and does not mention the first, then
@@ -79,6 +83,13 @@ _TYPE_WORDS = {
 }
 
 
+# (evaluator, argument) -> the looser type upstream's evaluator still scores, and the words
+UPSTREAM_SCORES: dict[tuple[str, str], tuple[str, str]] = {
+    ("choices_matching", "label"): ("str", "any string (upstream compares its sorted letters)"),
+    ("multi_interval_matching", "units"): ("str_list", "a list of strings (read letter by letter)"),
+}
+
+
 def _is_str_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
@@ -92,6 +103,8 @@ def _is_interval(value: Any) -> bool:
 
 
 def _type_ok(kind: str, value: Any) -> bool:
+    if kind == "str":
+        return isinstance(value, str)
     if kind == "key_items":
         return (
             isinstance(value, list)
@@ -117,8 +130,10 @@ def _type_ok(kind: str, value: Any) -> bool:
     raise AssertionError(kind)
 
 
-def check_item(item: dict[str, Any]) -> None:
-    """One line naming the question and the field for an unusable annotation."""
+def check_item(item: dict[str, Any]) -> list[str]:
+    """One line naming the question and the field for an unusable annotation (DatasetError);
+    returned, the arguments upstream scores though they depart from the documented types
+    (`UPSTREAM_SCORES`), each as "question (argument value)"."""
     qid = item.get("question_id")
     where = f"ROME question {qid!r}"
     missing = [name for name in ANNOTATION_FIELDS if name not in item]
@@ -146,12 +161,16 @@ def check_item(item: dict[str, Any]) -> None:
                 f"{where}: evaluator_kwargs.{name} is not an argument of {evaluator} "
                 f"(it takes {', '.join(spec)})"
             )
+    departs = []
     for name, (kind, required) in spec.items():
         if name not in kwargs:
             if required:
                 raise DatasetError(f"{where}: evaluator_kwargs.{name} is missing for {evaluator}")
             continue
-        if not _type_ok(kind, kwargs[name]):
+        looser = UPSTREAM_SCORES.get((evaluator, name))
+        if not _type_ok(kind, kwargs[name]) and looser and _type_ok(looser[0], kwargs[name]):
+            departs.append(f"{qid} ({name} {kwargs[name]!r})")
+        elif not _type_ok(kind, kwargs[name]):
             raise DatasetError(
                 f"{where}: evaluator_kwargs.{name} must be {_TYPE_WORDS[kind]}, "
                 f"not {kwargs[name]!r}"
@@ -162,6 +181,7 @@ def check_item(item: dict[str, Any]) -> None:
         raise DatasetError(f"{where}: reference is missing")
     if item["reference"] is None:  # json.dumps(None) would grade answers against "null"
         raise DatasetError(f"{where}: reference is null: fill it or drop the question")
+    return departs
 
 
 def is_chinese(text: str) -> bool:
@@ -224,8 +244,9 @@ def load(root: Path, annotations: str, limit: int | None, tasks: list[str] | Non
     samples: list[Sample] = []
     seen: set[str] = set()
     unscorable: list[str] = []
+    departing: list[str] = []
     for item in items:
-        check_item(item)
+        departing += check_item(item)
         sample = to_sample(item, path.parent)
         if sample.id in seen:
             raise DatasetError(f"ROME question {sample.id!r} appears twice in {path}")
@@ -234,6 +255,14 @@ def load(root: Path, annotations: str, limit: int | None, tasks: list[str] | Non
         if item["evaluator"] == "choices_matching" and set(str(label).upper()) & set("INST"):
             unscorable.append(sample.id)
         samples.append(sample)
+    if departing:
+        log.warning(
+            "ROME: %d annotation argument(s) depart from the evaluator's documented types; "
+            'they are scored as upstream scores them (a label such as "A,C" never matches; '
+            "units given as strings are read letter by letter): %s",
+            len(departing),
+            ", ".join(departing),
+        )
     if unscorable:
         log.warning(
             "ROME: %d choice question(s) have a label with I, N, S or T, which upstream's "
