@@ -73,3 +73,13 @@ def test_the_headline_says_every_call_failed():
     )
     spend[0]["errors"] = 39
     assert headline({**result, "spend": spend}) == "run r — results in s/r/results/v1/"
+
+
+def test_a_missing_text_is_a_dash_never_nan():
+    table = pd.DataFrame(
+        [
+            {"model": "a", "benchmark": "rome", "task": "all", "ci95_pct_over_questions": "1–2"},
+            {"model": "a", "benchmark": "rome", "task": "x", "ci95_pct_over_questions": None},
+        ]
+    )
+    assert list(shown_summary(table, [])["ci95_pct_over_questions"]) == ["1–2", "—"]

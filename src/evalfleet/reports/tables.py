@@ -36,6 +36,9 @@ def shown_summary(
         shown = shown.drop(columns=["ci95_low", "ci95_high"])
     if marks is not None:
         shown["errors"] = marks
+    for column in shown.columns:  # a missing text is a dash, never "nan"
+        if not pd.api.types.is_numeric_dtype(shown[column]) and shown[column].isna().any():
+            shown[column] = shown[column].astype(object).where(shown[column].notna(), fmt.MISSING)
     return shown
 
 
