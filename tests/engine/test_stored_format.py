@@ -41,7 +41,13 @@ LEDGER = {  # the per-attempt ledger's (records before it: one billed attempt ea
     "judge_retry_cost_usd",
     "judge_estimated_cost_usd",
 }
-ADDED: dict[str, set[str]] = {"usage.csv": LEDGER, "usage.parquet": LEDGER}
+# issue 48: Cohen's kappa between judges has its 95 % interval (a bootstrap over questions)
+KAPPA = {"kappa_low", "kappa_high"}
+ADDED: dict[str, set[str]] = {
+    "usage.csv": LEDGER,
+    "usage.parquet": LEDGER,
+    "judge_agreement.csv": KAPPA,
+}
 
 
 def read(path: Path) -> pd.DataFrame:

@@ -64,6 +64,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     judge.add_argument("run_id")
     judge.add_argument("--judge", required=True, metavar="PROVIDER/MODEL", help="the judge")
     judge.add_argument(
+        "--labels",
+        metavar="FILE",
+        help="a labelled slice (JSON Lines: model, sample_id, epoch, correct): print each "
+        "judge's accuracy and Cohen's kappa against it, with 95 %% intervals",
+    )
+    judge.add_argument(
         "--simulator-url", metavar="URL", help="for a simulated judge (default: the run's)"
     )
     add_store_options(judge)
@@ -121,6 +127,11 @@ def cmd_judge(args: argparse.Namespace) -> int:
     from evalfleet.api import judge
     from evalfleet.cli.options import kept_flow_runs, store_from
 
+    labels = None
+    if args.labels:  # read before any judge is asked: a bad file is one line
+        from evalfleet.reports.judge_slice import load_labels
+
+        labels = load_labels(args.labels)
     kept = kept_flow_runs(args)
     result = judge(
         args.run_id,
@@ -132,7 +143,13 @@ def cmd_judge(args: argparse.Namespace) -> int:
     if result.note:  # nothing for the judge to grade
         print(result.note)
         return 0
-    return print_run(result, args.run_id, resume=False)
+    code = print_run(result, args.run_id, resume=False)
+    if labels is not None:
+        from evalfleet.reports.judge_slice import slice_table, to_text
+
+        print()
+        print(to_text(slice_table(store_from(args), args.run_id, labels), len(labels)))
+    return code
 
 
 def print_run(result: RunResult, run_id: str, *, resume: bool = True) -> int:

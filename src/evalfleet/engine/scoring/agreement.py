@@ -1,6 +1,11 @@
 """How far the judges agree: per benchmark, between each pair of judges and between each judge
 and the benchmark's rule scorer (its headline rule mode), the percent agreement and Cohen's
-kappa of their verdicts (correct or not) on the same answers.
+kappa of their verdicts (correct or not) on the same answers, kappa with its 95 % interval
+(a bootstrap over questions, `metrics.agreement.kappa_interval`).
+
+`slice_agreement` measures each judge (and the rules) against a labelled slice: stored
+answers of the run a person gave a verdict, by (model, sample id, epoch), read from a JSON
+Lines file (`read_labels`).
 
 An answer counts for a judge only where that judge gave a verdict (`judged`, no score error):
 ZeroBench's judge reads only the answers whose format broke, so its agreement with the rules
@@ -15,9 +20,19 @@ import math
 import pandas as pd
 
 from evalfleet.benchmarks.interface import Benchmark
+from evalfleet.metrics.agreement import agreement, kappa_interval
 from evalfleet.metrics.paired import cohens_kappa
 
-COLUMNS = ["benchmark", "rater_a", "rater_b", "answers", "agreement_pct", "kappa"]
+COLUMNS = [
+    "benchmark",
+    "rater_a",
+    "rater_b",
+    "answers",
+    "agreement_pct",
+    "kappa",
+    "kappa_low",
+    "kappa_high",
+]
 KEYS = ["model", "sample_id", "epoch"]
 
 
@@ -41,6 +56,8 @@ def judge_agreement(
             if both.empty:
                 continue
             agree, kappa = cohens_kappa(list(both.correct_a), list(both.correct_b))
+            questions = list(both.index.get_level_values("sample_id"))
+            spread = kappa_interval(list(both.correct_a), list(both.correct_b), questions)
             rows.append(
                 {
                     "benchmark": name,
@@ -49,6 +66,8 @@ def judge_agreement(
                     "answers": len(both),
                     "agreement_pct": round(agree, 4),
                     "kappa": None if math.isnan(kappa) else round(kappa, 4),
+                    "kappa_low": None if spread is None else round(spread.low, 4),
+                    "kappa_high": None if spread is None else round(spread.high, 4),
                 }
             )
     return pd.DataFrame(rows, columns=COLUMNS)
@@ -59,3 +78,99 @@ def _verdicts(samples: pd.DataFrame, scoring: str, *, judged_only: bool) -> pd.D
     if judged_only:
         part = part[part.judged]
     return part.set_index(KEYS)[["correct"]].astype(bool)
+
+
+SLICE_COLUMNS = [
+    "benchmark",
+    "rater",
+    "labelled",
+    "accuracy",
+    "accuracy_low",
+    "accuracy_high",
+    "kappa",
+    "kappa_low",
+    "kappa_high",
+]
+LABEL_FIELDS = ("model", "sample_id", "epoch", "correct")
+
+
+def read_labels(text: str, source: str) -> pd.DataFrame:
+    """A labelled slice: one JSON object a line, {"model", "sample_id", "epoch", "correct"} (a
+    person's verdict on that stored answer). ValueError naming the line for anything else."""
+    import json
+
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{source} line {number} is not JSON ({exc.msg})") from None
+        if not isinstance(row, dict) or not all(f in row for f in LABEL_FIELDS):
+            raise ValueError(
+                f"{source} line {number} needs the fields {', '.join(LABEL_FIELDS)}: "
+                '{"model": "openai/gpt-4o", "sample_id": "q1", "epoch": 0, "correct": true}'
+            )
+        if not isinstance(row["correct"], bool) or not isinstance(row["epoch"], int):
+            raise ValueError(
+                f"{source} line {number}: correct must be true or false, epoch a whole number"
+            )
+        rows.append(
+            {
+                "model": str(row["model"]),
+                "sample_id": str(row["sample_id"]),
+                "epoch": row["epoch"],
+                "human": row["correct"],
+            }
+        )
+    if not rows:
+        raise ValueError(f"{source} has no labelled answer")
+    return pd.DataFrame(rows).drop_duplicates(KEYS, keep="last")
+
+
+def slice_agreement(
+    samples: pd.DataFrame,
+    labels: pd.DataFrame,
+    benchmarks: dict[str, Benchmark],
+    judges: list[str],
+) -> pd.DataFrame:
+    """Each judge's (and the rules') accuracy and Cohen's kappa against the labelled answers
+    it gave a verdict on, matched by (model, sample id, epoch), with 95 % intervals (Wilson;
+    a bootstrap over questions)."""
+    from evalfleet.engine.scoring.shards import judge_scoring
+
+    rows = []
+    for name, bench in benchmarks.items():
+        if bench.judge is None:
+            continue
+        mine = samples[(samples.benchmark == name) & samples.error.isna()]
+        raters = {f"rules ({bench.scorings[0]})": (bench.scorings[0], False)}
+        for position, judge in enumerate(judges):
+            scoring = judge_scoring(bench.judge.scorings[0], judge, position == 0)
+            raters[judge] = (scoring, True)
+        for rater, (scoring, judged_only) in raters.items():
+            part = mine[(mine.scoring == scoring) & mine.score_error.isna()]
+            if judged_only:
+                part = part[part.judged]
+            both = part.merge(labels, on=KEYS, how="inner")
+            if both.empty:
+                continue
+            found = agreement(
+                list(both.correct.astype(bool)), list(both.human), list(both.sample_id)
+            )
+            kappa = found.kappa_interval
+            rows.append(
+                {
+                    "benchmark": name,
+                    "rater": rater,
+                    "labelled": found.n,
+                    "accuracy": round(found.accuracy, 4),
+                    "accuracy_low": round(found.accuracy_interval.low, 4),
+                    "accuracy_high": round(found.accuracy_interval.high, 4),
+                    "kappa": None if math.isnan(found.kappa) else round(found.kappa, 4),
+                    "kappa_low": None if kappa is None else round(kappa.low, 4),
+                    "kappa_high": None if kappa is None else round(kappa.high, 4),
+                }
+            )
+    return pd.DataFrame(rows, columns=SLICE_COLUMNS)
