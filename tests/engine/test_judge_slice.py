@@ -12,7 +12,7 @@ import pytest
 
 from evalfleet.benchmarks import registry
 from evalfleet.cli.main import main
-from evalfleet.engine.scoring.agreement import read_labels, slice_agreement
+from evalfleet.engine.scoring.agreement import panel_verdicts, read_labels, slice_agreement
 from evalfleet.metrics.agreement import agreement
 from evalfleet.reports.judge_slice import to_text
 
@@ -69,4 +69,75 @@ def test_a_bad_labels_file_is_one_line_before_any_judge(tmp_path, capsys, conten
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and words in err[0]
+    assert not store.exists()
+
+
+def panel_samples() -> pd.DataFrame:
+    """Four answers of one model to rome questions; the rules and three judges' verdicts."""
+    verdicts = {  # answer -> rules, J1 (primary), J2, J3
+        ("q1", 0): (True, True, True, False),
+        ("q2", 0): (False, True, False, False),
+        ("q3", 0): (True, True, True, True),
+        ("q4", 0): (False, False, True, True),
+    }
+    scorings = ["upstream", "judge", f"judge@{J2}", f"judge@{J3}"]
+    rows = []
+    for (sample, epoch), marks in verdicts.items():
+        for scoring, correct in zip(scorings, marks, strict=True):
+            rows.append(
+                {
+                    "model": "m",
+                    "benchmark": "rome",
+                    "sample_id": sample,
+                    "epoch": epoch,
+                    "scoring": scoring,
+                    "correct": correct,
+                    "judged": scoring != "upstream",
+                    "score_error": None,
+                    "error": None,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+J2, J3 = "google/sim-0.8", "openai/sim-0.85"
+
+
+def test_a_panel_is_the_majority_of_its_judges():
+    samples = panel_samples()
+    judges = [JUDGE, J2, J3]
+    panel = panel_verdicts(samples, registry.get("rome"), judges, judges)
+    assert panel.correct.to_dict() == {
+        ("m", "q1", 0): True,  # 2 of 3
+        ("m", "q2", 0): False,  # 1 of 3
+        ("m", "q3", 0): True,
+        ("m", "q4", 0): True,  # 2 of 3
+    }
+    labels = read_labels(
+        "\n".join(
+            json.dumps({"model": "m", "sample_id": q, "epoch": 0, "correct": c})
+            for q, c in (("q1", True), ("q2", False), ("q3", True), ("q4", False))
+        ),
+        "labels.jsonl",
+    )
+    table = slice_agreement(samples, labels, {"rome": registry.get("rome")}, judges, judges)
+    accuracy = dict(zip(table.rater, table.accuracy, strict=True))
+    assert accuracy == {
+        "rules (upstream)": 1.0,
+        JUDGE: 0.75,
+        J2: 0.75,
+        J3: 0.5,
+        "panel (majority of 3)": 0.75,
+    }
+
+
+def test_a_panel_of_two_is_refused_before_any_judge(tmp_path, capsys):
+    store = tmp_path / "runs"
+    argv = ["judge", "r", "--judge", JUDGE, "--judge", J2, "--panel", "majority"]
+    assert main([*argv, "--store", str(store)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "error: a --panel majority needs at least 3 judges, got 2: repeat --judge, e.g. "
+        "--judge A --judge B --judge C"
+    ]
     assert not store.exists()

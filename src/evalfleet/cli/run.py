@@ -62,7 +62,19 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "not asked again and their keys are not needed.",
     )
     judge.add_argument("run_id")
-    judge.add_argument("--judge", required=True, metavar="PROVIDER/MODEL", help="the judge")
+    judge.add_argument(
+        "--judge",
+        required=True,
+        action="append",
+        metavar="PROVIDER/MODEL",
+        help="the judge (repeat for several: each grades in turn, each checkpointed)",
+    )
+    judge.add_argument(
+        "--panel",
+        choices=["majority"],
+        help="with three or more --judge: their majority verdict as one more rater, printed "
+        "against the rules (and the --labels slice)",
+    )
     judge.add_argument(
         "--labels",
         metavar="FILE",
@@ -126,29 +138,35 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_judge(args: argparse.Namespace) -> int:
     from evalfleet.api import judge
     from evalfleet.cli.options import kept_flow_runs, store_from
+    from evalfleet.reports.judge_slice import check_panel, load_labels
 
-    labels = None
-    if args.labels:  # read before any judge is asked: a bad file is one line
-        from evalfleet.reports.judge_slice import load_labels
-
-        labels = load_labels(args.labels)
+    judges = list(dict.fromkeys(args.judge))
+    check_panel(args.panel, judges)  # before any judge is asked: one line
+    labels = load_labels(args.labels) if args.labels else None
     kept = kept_flow_runs(args)
-    result = judge(
-        args.run_id,
-        args.judge,
-        store=store_from(args),
-        simulator_url=args.simulator_url,
-        flow_runs_kept=kept,
-    )
-    if result.note:  # nothing for the judge to grade
-        print(result.note)
-        return 0
+    for name in judges:  # each in turn: each checkpointed, a rerun resumes it
+        result = judge(
+            args.run_id,
+            name,
+            store=store_from(args),
+            simulator_url=args.simulator_url,
+            flow_runs_kept=kept,
+        )
+        if result.note:  # nothing for the judge to grade
+            print(result.note)
+            return 0
     code = print_run(result, args.run_id, resume=False)
-    if labels is not None:
-        from evalfleet.reports.judge_slice import slice_table, to_text
+    if labels is not None or args.panel:
+        from evalfleet.reports.judge_slice import panel_text, slice_table, to_text
 
-        print()
-        print(to_text(slice_table(store_from(args), args.run_id, labels), len(labels)))
+        store = store_from(args)
+        panel = judges if args.panel else None
+        if panel:
+            print()
+            print(panel_text(store, args.run_id, panel))
+        if labels is not None:
+            print()
+            print(to_text(slice_table(store, args.run_id, labels, panel), len(labels)))
     return code
 
 

@@ -1,7 +1,8 @@
 """A run's judges checked against a labelled slice (`evalfleet judge RUN --judge J --labels
 FILE`): each judge's accuracy and Cohen's kappa against a person's verdicts on stored answers,
 with 95 % intervals (`engine.scoring.agreement.slice_agreement`), read from the run's latest
-results."""
+results; and a panel of judges (`--judge A --judge B --judge C --panel majority`): their
+majority verdict against the rules and the slice."""
 
 from __future__ import annotations
 
@@ -11,9 +12,16 @@ import pandas as pd
 
 from evalfleet.benchmarks import registry
 from evalfleet.core.types import ConfigError
-from evalfleet.engine.scoring.agreement import read_labels, slice_agreement
+from evalfleet.engine.scoring.agreement import (
+    KEYS,
+    panel_name,
+    panel_verdicts,
+    read_labels,
+    slice_agreement,
+)
 from evalfleet.engine.store.manifest import require_manifest
 from evalfleet.engine.store.results import read_version_table, results_about
+from evalfleet.metrics.agreement import agreement
 from evalfleet.reports import formatting as fmt
 from evalfleet.storage.base import Store
 
@@ -31,13 +39,69 @@ def load_labels(path: str) -> pd.DataFrame:
         raise ConfigError(str(exc)) from None
 
 
-def slice_table(store: Store, run_id: str, labels: pd.DataFrame) -> pd.DataFrame:
+PANEL_SIZE = 3
+
+
+def check_panel(panel: str | None, judges: list[str]) -> None:
+    if panel and len(judges) < PANEL_SIZE:
+        raise ConfigError(
+            f"a --panel {panel} needs at least {PANEL_SIZE} judges, got {len(judges)}: repeat "
+            "--judge, e.g. --judge A --judge B --judge C"
+        )
+
+
+def _run_tables(store: Store, run_id: str):
     manifest = require_manifest(store, run_id)
     version = results_about(store, run_id).version
     samples = read_version_table(store, run_id, version, "samples.parquet")
     request = manifest.request
     benchmarks = {n: registry.get(n) for n in request.benchmarks if n in registry.names()}
-    return slice_agreement(samples, labels, benchmarks, request.judges())
+    return samples, benchmarks, request.judges()
+
+
+def slice_table(
+    store: Store, run_id: str, labels: pd.DataFrame, panel: list[str] | None = None
+) -> pd.DataFrame:
+    samples, benchmarks, judges = _run_tables(store, run_id)
+    return slice_agreement(samples, labels, benchmarks, judges, panel)
+
+
+def panel_text(store: Store, run_id: str, members: list[str]) -> str:
+    """The panel's majority verdict against the rules, per judged benchmark, on the answers
+    every member judged."""
+    samples, benchmarks, judges = _run_tables(store, run_id)
+    lines = [
+        f"{panel_name(members)}: {', '.join(members)}; against the rules on the answers every "
+        "member judged (a tie counts as wrong)",
+        "| benchmark | answers | panel right | agreement | kappa | 95% interval |",
+        "|:---|---:|---:|---:|---:|:---|",
+    ]
+    for name, bench in benchmarks.items():
+        if bench.judge is None:
+            continue
+        mine = samples[(samples.benchmark == name) & samples.error.isna()]
+        verdicts = panel_verdicts(mine, bench, judges, members)
+        rules = mine[(mine.scoring == bench.scorings[0]) & mine.score_error.isna()]
+        both = verdicts.join(rules.set_index(KEYS)[["correct"]].astype(bool), rsuffix="_rules")
+        both = both.dropna()
+        if both.empty:
+            continue
+        found = agreement(
+            list(both.correct.astype(bool)),
+            list(both.correct_rules.astype(bool)),
+            list(both.index.get_level_values("sample_id")),
+        )
+        interval = found.kappa_interval
+        cells = [
+            fmt.md_text(name),
+            str(found.n),
+            str(int(both.correct.astype(bool).sum())),
+            fmt.share(found.accuracy),
+            fmt.signed(found.kappa),
+            fmt.interval(interval.low if interval else None, interval.high if interval else None),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def to_text(table: pd.DataFrame, labelled: int) -> str:

@@ -5,7 +5,9 @@ kappa of their verdicts (correct or not) on the same answers, kappa with its 95 
 
 `slice_agreement` measures each judge (and the rules) against a labelled slice: stored
 answers of the run a person gave a verdict, by (model, sample id, epoch), read from a JSON
-Lines file (`read_labels`).
+Lines file (`read_labels`). A panel of judges (`panel_verdicts`) gives the majority verdict of
+its members on the answers every member judged (a tie counts as wrong); it is built from the
+members' own stored judgements, so it is checkpointed and resumed with them.
 
 An answer counts for a judge only where that judge gave a verdict (`judged`, no score error):
 ZeroBench's judge reads only the answers whose format broke, so its agreement with the rules
@@ -129,15 +131,44 @@ def read_labels(text: str, source: str) -> pd.DataFrame:
     return pd.DataFrame(rows).drop_duplicates(KEYS, keep="last")
 
 
+PANELS = ("majority",)
+
+
+def panel_name(members: list[str]) -> str:
+    return f"panel (majority of {len(members)})"
+
+
+def panel_verdicts(
+    samples: pd.DataFrame, bench: Benchmark, judges: list[str], members: list[str]
+) -> pd.DataFrame:
+    """The panel's verdict (`correct`) per answer (KEYS as index) on the answers every member
+    judged: right when more than half the members say so. `judges` are the run's judges in
+    order (the first is the primary one), `members` those on the panel."""
+    from evalfleet.engine.scoring.shards import judge_scoring
+
+    assert bench.judge is not None
+    votes = []
+    for judge in members:
+        scoring = judge_scoring(bench.judge.scorings[0], judge, judges.index(judge) == 0)
+        mine = _verdicts(samples, scoring, judged_only=True)
+        votes.append(mine.rename(columns={"correct": judge}))
+    if not votes:
+        return pd.DataFrame(columns=["correct"])
+    table = pd.concat(votes, axis=1, join="inner")
+    return (table.sum(axis=1) * 2 > len(members)).to_frame("correct")
+
+
 def slice_agreement(
     samples: pd.DataFrame,
     labels: pd.DataFrame,
     benchmarks: dict[str, Benchmark],
     judges: list[str],
+    panel: list[str] | None = None,
 ) -> pd.DataFrame:
     """Each judge's (and the rules') accuracy and Cohen's kappa against the labelled answers
     it gave a verdict on, matched by (model, sample id, epoch), with 95 % intervals (Wilson;
-    a bootstrap over questions)."""
+    a bootstrap over questions); with `panel` (judges of the run), the panel's majority
+    verdict as one more rater."""
     from evalfleet.engine.scoring.shards import judge_scoring
 
     rows = []
@@ -145,15 +176,16 @@ def slice_agreement(
         if bench.judge is None:
             continue
         mine = samples[(samples.benchmark == name) & samples.error.isna()]
-        raters = {f"rules ({bench.scorings[0]})": (bench.scorings[0], False)}
+        raters = {
+            f"rules ({bench.scorings[0]})": _verdicts(mine, bench.scorings[0], judged_only=False)
+        }
         for position, judge in enumerate(judges):
             scoring = judge_scoring(bench.judge.scorings[0], judge, position == 0)
-            raters[judge] = (scoring, True)
-        for rater, (scoring, judged_only) in raters.items():
-            part = mine[(mine.scoring == scoring) & mine.score_error.isna()]
-            if judged_only:
-                part = part[part.judged]
-            both = part.merge(labels, on=KEYS, how="inner")
+            raters[judge] = _verdicts(mine, scoring, judged_only=True)
+        if panel:
+            raters[panel_name(panel)] = panel_verdicts(mine, bench, judges, panel)
+        for rater, verdicts in raters.items():
+            both = verdicts.reset_index().merge(labels, on=KEYS, how="inner")
             if both.empty:
                 continue
             found = agreement(
