@@ -141,3 +141,21 @@ def test_a_panel_of_two_is_refused_before_any_judge(tmp_path, capsys):
         "--judge A --judge B --judge C"
     ]
     assert not store.exists()
+
+
+def test_the_shipped_rome_slice_reads_the_rome_demo_run():
+    """The ROME demo's slice (a person's verdicts on the 16 answers its judge grades, the
+    same on every demo run) against the stored demo run: the judge agrees on 11 of 16."""
+    from evalfleet.reports.judge_slice import load_labels
+
+    labels = load_labels("demo")
+    assert labels.groupby("benchmark").size().to_dict() == {
+        "datbench": 4,
+        "datbench_blind": 4,
+        "rome": 16,
+    }
+    samples = pd.read_parquet(SAMPLES)
+    table = slice_agreement(samples, labels, {"rome": registry.get("rome")}, [JUDGE])
+    got = table.set_index("rater")[["labelled", "accuracy"]].to_dict("index")
+    assert got[JUDGE] == {"labelled": 16, "accuracy": 0.6875}
+    assert got["rules (upstream)"]["labelled"] == 16

@@ -78,8 +78,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     judge.add_argument(
         "--labels",
         metavar="FILE",
-        help="a labelled slice (JSON Lines: model, sample_id, epoch, correct): print each "
-        "judge's accuracy and Cohen's kappa against it, with 95 %% intervals",
+        help="a labelled slice (JSON Lines: model, sample_id, epoch, correct; 'demo': the "
+        "slices shipped for the demos' runs): print each judge's accuracy and Cohen's kappa "
+        "against it, with 95 %% intervals",
     )
     judge.add_argument(
         "--simulator-url", metavar="URL", help="for a simulated judge (default: the run's)"

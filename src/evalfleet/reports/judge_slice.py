@@ -25,10 +25,30 @@ from evalfleet.metrics.agreement import agreement
 from evalfleet.reports import formatting as fmt
 from evalfleet.storage.base import Store
 
+DEMO = "demo"
+DEMO_FILE = "demo_labels.jsonl"
+
+
+def demo_slices() -> list[Path]:
+    """The labelled slices shipped beside the judged benchmarks' demo data: a person's
+    verdicts on the answers `evalfleet demo -b NAME` stores (the simulator's answers are the
+    same on every run), each file beside its benchmark's code."""
+    import importlib
+
+    found = []
+    for name in registry.names():
+        module = importlib.import_module(type(registry.get(name)).__module__)
+        path = Path(module.__file__ or "").parent / DEMO_FILE
+        if path.is_file() and path not in found:
+            found.append(path)
+    return found
+
 
 def load_labels(path: str) -> pd.DataFrame:
-    """The labelled slice at `path`; one line (ConfigError) when it cannot be read, before
-    any judge is asked."""
+    """The labelled slice at `path` ("demo": the slices shipped for the demos' runs); one line
+    (ConfigError) when it cannot be read, before any judge is asked."""
+    if path == DEMO:
+        return pd.concat([load_labels(str(p)) for p in demo_slices()], ignore_index=True)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

@@ -98,7 +98,9 @@ LABEL_FIELDS = ("model", "sample_id", "epoch", "correct")
 
 def read_labels(text: str, source: str) -> pd.DataFrame:
     """A labelled slice: one JSON object a line, {"model", "sample_id", "epoch", "correct"} (a
-    person's verdict on that stored answer). ValueError naming the line for anything else."""
+    person's verdict on that stored answer), and "benchmark" where one run's benchmarks share
+    sample ids (other fields, such as the answer read, are for the person). ValueError naming
+    the line for anything else."""
     import json
 
     rows = []
@@ -120,6 +122,7 @@ def read_labels(text: str, source: str) -> pd.DataFrame:
             )
         rows.append(
             {
+                "benchmark": None if row.get("benchmark") is None else str(row["benchmark"]),
                 "model": str(row["model"]),
                 "sample_id": str(row["sample_id"]),
                 "epoch": row["epoch"],
@@ -128,7 +131,7 @@ def read_labels(text: str, source: str) -> pd.DataFrame:
         )
     if not rows:
         raise ValueError(f"{source} has no labelled answer")
-    return pd.DataFrame(rows).drop_duplicates(KEYS, keep="last")
+    return pd.DataFrame(rows).drop_duplicates(["benchmark", *KEYS], keep="last")
 
 
 PANELS = ("majority",)
@@ -176,16 +179,17 @@ def slice_agreement(
         if bench.judge is None:
             continue
         mine = samples[(samples.benchmark == name) & samples.error.isna()]
-        raters = {
-            f"rules ({bench.scorings[0]})": _verdicts(mine, bench.scorings[0], judged_only=False)
-        }
+        labelled = labels[labels.benchmark.isna() | (labels.benchmark == name)]
+        labelled = labelled[[*KEYS, "human"]]
+        rules = f"rules ({bench.scorings[0]})"
+        raters = {rules: _verdicts(mine, bench.scorings[0], judged_only=False)}
         for position, judge in enumerate(judges):
             scoring = judge_scoring(bench.judge.scorings[0], judge, position == 0)
             raters[judge] = _verdicts(mine, scoring, judged_only=True)
         if panel:
             raters[panel_name(panel)] = panel_verdicts(mine, bench, judges, panel)
         for rater, verdicts in raters.items():
-            both = verdicts.reset_index().merge(labels, on=KEYS, how="inner")
+            both = verdicts.reset_index().merge(labelled, on=KEYS, how="inner")
             if both.empty:
                 continue
             found = agreement(
