@@ -137,8 +137,8 @@ def test_a_panel_of_two_is_refused_before_any_judge(tmp_path, capsys):
     assert main([*argv, "--store", str(store)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
-        "error: a --panel majority needs at least 3 judges, got 2: repeat --judge, e.g. "
-        "--judge A --judge B --judge C"
+        "error: a --panel majority needs at least 3 judges, the run would have 2: repeat "
+        "--judge, e.g. --judge A --judge B --judge C"
     ]
     assert not store.exists()
 

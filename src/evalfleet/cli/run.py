@@ -72,8 +72,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     judge.add_argument(
         "--panel",
         choices=["majority"],
-        help="with three or more --judge: their majority verdict as one more rater, printed "
-        "against the rules (and the --labels slice)",
+        help="the majority verdict of the run's judges (three or more, with those --judge "
+        "adds) printed against the rules and the --labels slice; a run with three judges also "
+        "has it as a scoring mode, {mode}@panel",
     )
     judge.add_argument(
         "--labels",
@@ -139,10 +140,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_judge(args: argparse.Namespace) -> int:
     from evalfleet.api import judge
     from evalfleet.cli.options import kept_flow_runs, store_from
-    from evalfleet.reports.judge_slice import check_panel, load_labels
+    from evalfleet.reports.judge_slice import check_panel, load_labels, panel_members
 
     judges = list(dict.fromkeys(args.judge))
-    check_panel(args.panel, judges)  # before any judge is asked: one line
+    members = panel_members(store_from(args), args.run_id, judges)
+    check_panel(args.panel, members)  # before any judge is asked: one line
     labels = load_labels(args.labels) if args.labels else None
     kept = kept_flow_runs(args)
     for name in judges:  # each in turn: each checkpointed, a rerun resumes it
@@ -161,7 +163,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         from evalfleet.reports.judge_slice import panel_text, slice_table, to_text
 
         store = store_from(args)
-        panel = judges if args.panel else None
+        panel = members if args.panel else None
         if panel:
             print()
             print(panel_text(store, args.run_id, panel))

@@ -62,11 +62,21 @@ def load_labels(path: str) -> pd.DataFrame:
 PANEL_SIZE = 3
 
 
-def check_panel(panel: str | None, judges: list[str]) -> None:
-    if panel and len(judges) < PANEL_SIZE:
+def panel_members(store: Store, run_id: str, judges: list[str]) -> list[str]:
+    """The judges a panel holds once `judges` are added: the run's own, then those (a run that
+    cannot be read yet: those; the judge command names what is wrong with it)."""
+    try:
+        before = require_manifest(store, run_id).request.judges()
+    except Exception:  # the judge command itself says why the run cannot be judged
+        before = []
+    return list(dict.fromkeys([*before, *judges]))
+
+
+def check_panel(panel: str | None, members: list[str]) -> None:
+    if panel and len(members) < PANEL_SIZE:
         raise ConfigError(
-            f"a --panel {panel} needs at least {PANEL_SIZE} judges, got {len(judges)}: repeat "
-            "--judge, e.g. --judge A --judge B --judge C"
+            f"a --panel {panel} needs at least {PANEL_SIZE} judges, the run would have "
+            f"{len(members)}: repeat --judge, e.g. --judge A --judge B --judge C"
         )
 
 

@@ -16,6 +16,7 @@ from evalfleet.core.record import Record
 from evalfleet.core.types import Sample, Score
 from evalfleet.engine.run.items import planned_judgements
 from evalfleet.engine.run.state import Listing, Reconciled, reconcile
+from evalfleet.engine.scoring.panel import panel_scores
 from evalfleet.engine.scoring.spend import UsageSums
 from evalfleet.storage.layout import ItemKey
 
@@ -195,13 +196,16 @@ def scores_of(run: StoredRun, answer: StoredAnswer) -> tuple[list[Score], dict[s
     if judge is None:
         return scores, judgements
     found = {j: record for j, _, record in answer.judged}
+    members = []  # each judge's scores, for the panel (`engine.scoring.panel`)
     for position, judge_model in enumerate(run.judges):
         judgement = _judgement(found.get(judge_model)) if answer.wanted else None
-        for score in judge.score(sample, response, options, judgement):
+        members.append(judge.score(sample, response, options, judgement))
+        for score in members[-1]:
             scoring = judge_scoring(score.scoring, judge_model, position == 0)
             scores.append(replace(score, scoring=scoring))
             if judgement is not None:
                 judgements[scoring] = judgement
+    scores += panel_scores(judge.scorings, members)
     return scores, judgements
 
 
