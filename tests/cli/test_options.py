@@ -55,7 +55,7 @@ def test_every_field_has_its_flag_and_the_flags_agree_with_the_schema():
             if key in facts:
                 assert f"{sign} {facts[key]}" in action.help, (name, key)
         checked += 1
-    assert checked == 29  # every field but the composite ones (dataset paths, endpoints, ...)
+    assert checked == 30  # every field but the composite ones (dataset paths, endpoints, ...)
 
 
 def test_a_flag_that_turns_a_field_off_says_what_the_flag_does():

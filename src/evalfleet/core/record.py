@@ -129,6 +129,8 @@ class Record:
     batch: dict[str, Any] | None = None  # the batch job that answered it, if one did
     call_id: str | None = None  # names the call's ledger entries (`LedgerEntry`)
     ledger: tuple[Attempt, ...] = ()  # every attempt, in order (records before version 3: none)
+    # the run whose stored answer this is, copied by `run --reuse-from` (None: asked here)
+    reused_from: str | None = None
     record_version: int = RECORD_VERSION
 
     @property
@@ -209,6 +211,8 @@ class Record:
         if self.record_version >= 3:  # a record read in an older format is written back as read
             out["call_id"] = self.call_id
             out["ledger"] = [_attempt_dict(a) for a in self.ledger]
+        if self.reused_from is not None:  # written only when set: other records stay as they were
+            out["reused_from"] = self.reused_from
         return out
 
     @classmethod
@@ -305,6 +309,7 @@ class Record:
             batch=get("batch"),
             call_id=get("call_id"),
             ledger=tuple(_attempt_of(a) for a in ledger) if ledger else (),
+            reused_from=get("reused_from"),
             record_version=version or RECORD_VERSION,
         )
 
@@ -382,6 +387,7 @@ _OPTIONAL_TEXTS = (
     "provider",
     "api_model",
     "model_reported",
+    "reused_from",
     "response",
     "reasoning",
     "finish_reason",

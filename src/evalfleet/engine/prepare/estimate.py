@@ -3,10 +3,11 @@
 It plans exactly what the run would request, without opening the run: the store is listed and
 its records read, nothing is written and nothing is sent. Per (model, benchmark, stage) it
 reports the items of the run, those already stored (not requested again, not counted in the
-cost), those to request, their expected input and output tokens and three costs at the
-registry's prices (the batch price for a model in batch mode; no prompt caching assumed): the
-expected one, a low one (each answer as short as the benchmark's typical answer) and a high
-one (each answer using its whole output budget).
+cost; answers `--reuse-from` will copy from an earlier run count as stored), those to
+request, their expected input and output tokens and three costs at the registry's prices
+(the batch price for a model in batch mode; no prompt caching assumed): the expected one, a
+low one (each answer as short as the benchmark's typical answer) and a high one (each answer
+using its whole output budget).
 
 - Input tokens: `providers.token_rules.estimate_prompt_tokens` of each prompt (the rules per
   provider and their sources are in that module).
@@ -33,6 +34,7 @@ from typing import Any
 
 from evalfleet.core.types import Part
 from evalfleet.engine.prepare.resolve import ResolvedRun
+from evalfleet.engine.prepare.reuse import reusable
 from evalfleet.engine.run.identity import RunError
 from evalfleet.engine.run.items import answer_items, judged_benchmarks, planned_judgements
 from evalfleet.engine.run.state import Reconciled, list_records, reconcile
@@ -205,6 +207,8 @@ def estimate_run(run: ResolvedRun, *, retry_errors: bool = True) -> list[dict[st
     stored_judgements = planned_judgements(run, state)
     judge_state = reconcile(store, listing, [j for j, _ in stored_judgements], read=True)
     measured = measure(store, run_id, [state, judge_state])
+    # answers `--reuse-from` will copy are not asked: counted stored, never priced
+    reused = {key for key, *_ in reusable(store, run, request.reuse_from)}
 
     rows: dict[tuple[str, str, str], _Row] = {}
     for name, bench_data in data.items():
@@ -221,7 +225,7 @@ def estimate_run(run: ResolvedRun, *, retry_errors: bool = True) -> list[dict[st
     for item in answers:
         key = item.key
         row = rows[(layout.ANSWER, key.model, key.benchmark)]
-        if state.state[key] not in wanted:
+        if state.state[key] not in wanted or key in reused:
             row.items += 1
             row.stored += 1
             continue

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from evalfleet.core.types import Part
 from evalfleet.engine.prepare.listing_ahead import taken_ahead
 from evalfleet.engine.prepare.resolve import ResolvedRun
+from evalfleet.engine.prepare.reuse import reuse_answers
 from evalfleet.engine.prepare.sweep import Swept, sweep, wanted_states
 from evalfleet.engine.run.items import AnswerSpace, Todo, planned_judgements
 from evalfleet.engine.run.state import (
@@ -88,6 +89,8 @@ def plan(run: ResolvedRun, *, retry_errors: bool = True, answers: bool = True) -
     """
     event = open_run(run.store, run.manifest, run.data, run.request.extend)
     heartbeat.start(run.store, run.run_id)
+    if answers and run.answers and run.request.reuse_from:
+        reuse_answers(run.store, run, run.request.reuse_from)
     return plan_items(run, event, retry_errors=retry_errors, answers=answers)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from evalfleet.core.types import ConfigError
 from evalfleet.engine.prepare.reading import Reading, read_benchmarks
+from evalfleet.engine.prepare.reuse import source_runs
 from evalfleet.engine.run.items import BenchmarkData
 from evalfleet.engine.run.request import EvalRequest
 from evalfleet.engine.store import manifest as manifests
@@ -56,6 +57,7 @@ def quick_checks(request: EvalRequest, store: Store | None = None) -> dict[str, 
     configs = resolve_models(request)
     collect_keys(configs)
     store.check_writable()
+    source_runs(store, request.run_id or "", request.reuse_from)  # each named run exists
     return configs
 
 

@@ -365,6 +365,12 @@ class EvalRequest(BaseModel):
         json_schema_extra={"pattern": RUN_ID.pattern},  # the form checks it as you type
         description="reuse to resume; empty: a new timestamped id (letters, digits, . _ -)",
     )
+    reuse_from: Annotated[list[str], Flag(("--reuse-from",), "RUN")] = Field(
+        default_factory=list,
+        description="take an answer already stored by this earlier run (repeatable; '*': any "
+        "run of the store) whose request hash is identical instead of asking again; never "
+        "implicit",
+    )
     extend: bool = Field(
         default=False,
         description="allow this run id to grow: more models, more epochs or more judges than "
@@ -482,6 +488,18 @@ class EvalRequest(BaseModel):
                     "http://127.0.0.1:8765 (what `evalfleet simulate` prints)"
                 ) from None
         return value or None
+
+    @field_validator("reuse_from")
+    @classmethod
+    def _reuse_from(cls, value: list[str]) -> list[str]:
+        """Run ids (or '*'), each named once, checked before any key is made of them."""
+        for run_id in value:
+            if run_id != "*":
+                try:
+                    check_run_id(run_id)
+                except ConfigError as exc:
+                    raise ValueError(f"--reuse-from: {exc}") from None
+        return list(dict.fromkeys(value))
 
     @field_validator("run_id")
     @classmethod

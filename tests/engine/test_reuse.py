@@ -1,0 +1,79 @@
+"""`run --reuse-from`: a `--limit 10` run, then the full run reusing it, sends 10 x epochs fewer
+requests (the simulator's log counts them) and scores the reused items as a fresh run does."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evalfleet.simulator.process import start_simulator
+from tests.support.helpers import result_table
+
+BENCH = "zerobench_subquestions"  # 11 demo samples
+DECODINGS = 3  # --epochs 2: the greedy epoch and two sampled ones
+
+
+def evalfleet(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "PREFECT_API_URL")}
+    return subprocess.run(
+        [sys.executable, "-m", "evalfleet.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+
+
+def requests(log: Path) -> int:
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def reused_from(runs: Path, run_id: str) -> dict[str | None, int]:
+    counts: dict[str | None, int] = {}
+    for path in (runs / run_id / "completions").rglob("*.json"):
+        source = json.loads(path.read_text()).get("reused_from")
+        counts[source] = counts.get(source, 0) + 1
+    return counts
+
+
+@pytest.mark.slow  # three small in-process runs, about 15 s
+def test_limit_then_full_run_with_reuse_pays_once(demo_dataset, answer_key, tmp_path):
+    runs, log = tmp_path / "runs", tmp_path / "sim.jsonl"
+    with start_simulator(answer_key, {"latency": {"ms": 5}}, log) as sim:
+        base = ("run", "-m", "openai/sim-0.5", "-b", BENCH, "--dataset-path", demo_dataset)
+        base += ("--epochs", "2", "--store", str(runs), "--simulator-url", sim.url)
+        first = evalfleet(*base, "--run-id", "first", "--limit", "10")
+        assert first.returncode == 0, first.stderr[-2000:]
+        assert requests(log) == 10 * DECODINGS
+
+        estimate = evalfleet(*base, "--run-id", "full", "--reuse-from", "first", "--estimate")
+        assert estimate.returncode == 0, estimate.stderr[-2000:]
+        assert "already stored: 30 items, not requested again" in estimate.stdout
+
+        reused = evalfleet(*base, "--run-id", "full", "--reuse-from", "first")
+        assert reused.returncode == 0, reused.stderr[-2000:]
+        assert requests(log) == 10 * DECODINGS + 1 * DECODINGS  # only the 11th sample asked
+
+        fresh = evalfleet(*base, "--run-id", "fresh")
+        assert fresh.returncode == 0, fresh.stderr[-2000:]
+        assert requests(log) == 10 * DECODINGS + 11 * DECODINGS + 1 * DECODINGS
+
+        missing = evalfleet(*base, "--run-id", "other", "--reuse-from", "nope")
+    assert reused_from(runs, "full") == {"first": 30, None: 3}
+    assert reused_from(runs, "fresh") == {None: 33}
+    columns = ["sample_id", "epoch", "scoring", "answer", "value", "output_tokens"]
+    a = result_table(runs, "full", "samples.parquet")[columns].reset_index(drop=True)
+    b = result_table(runs, "fresh", "samples.parquet")[columns].reset_index(drop=True)
+    assert len(a) == 11 * DECODINGS * 2  # two scoring modes
+    assert a.equals(b)
+    assert missing.returncode == 2
+    assert missing.stderr.strip().splitlines()[-1] == (
+        "error: --reuse-from nope: no such run in the store (see `evalfleet status`); "
+        "name a run that stored answers, or '*'"
+    )
+    assert not (runs / "other").exists()
