@@ -329,12 +329,16 @@ def test_hub_load_uses_the_pinned_revision(monkeypatch: pytest.MonkeyPatch) -> N
         calls.append((path, name, split, revision))
         return build_dataset(ROWS[:2])
 
+    from evalfleet.benchmarks import hub
+
+    sha = "0123456789abcdef0123456789abcdef01234567"  # what the Hub names REVISION now
     monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    monkeypatch.setattr(hub, "resolve_revision", lambda path, revision: sha)
     data = OMNIBENCH.load(None, OMNIBENCH.options(), 1)
     assert [s.id for s in data.samples] == ["10"]
-    assert data.revision == REVISION
+    assert data.revision == sha  # the commit read is recorded, never the branch name
     assert data.source == f"m-a-p/OmniBench@{REVISION}"
-    assert calls == [("m-a-p/OmniBench", None, "train", REVISION)]
+    assert calls == [("m-a-p/OmniBench", None, "train", sha)]
 
 
 # --- scoring, answer key, summary ------------------------------------------------------------

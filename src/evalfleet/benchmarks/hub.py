@@ -4,8 +4,8 @@ local copy in any layout the Hub or `datasets` writes.
 Rows come back as an Arrow table (`load_table`), or as dicts for a benchmark that declares
 its `DatasetSource`, with media left undecoded (`{"bytes", "path"}` structs of the `Image` /
 `Audio` features), so nothing here needs an image or audio codec. A local copy
-is identified by a content fingerprint, a Hub load by its pinned revision: that is what the
-run identity records.
+is identified by a content fingerprint, a Hub load by the commit sha its revision resolved to
+when read (`resolve_revision`; never a branch name): that is what the run identity records.
 
 Local layouts, for a split (and, for multi-config datasets, a config):
 
@@ -18,8 +18,10 @@ Local layouts, for a split (and, for multi-config datasets, a config):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -82,6 +84,7 @@ def load_table(
     """
     fix = fix or f"pass {LAYOUTS} in the upstream schema"
     if dataset_path is None:
+        revision = resolve_revision(hf_path, revision)  # read at the commit the run records
         table = _hub_table(hf_path, revision, split, config)
         source = f"{hf_path}@{revision}" + (f" config {config}" if config else "")
     else:
@@ -234,6 +237,7 @@ def snapshot(hf_path: str, revision: str, dataset_path: str | Path | None) -> Pa
     try:
         from huggingface_hub import snapshot_download
 
+        revision = resolve_revision(hf_path, revision)  # the commit the run records
         return Path(snapshot_download(hf_path, repo_type="dataset", revision=revision))
     except Exception as exc:
         first = (str(exc).splitlines() or [type(exc).__name__])[0]
@@ -282,6 +286,40 @@ def _is_data(path: Path) -> bool:
     return path.is_file() and not (name.startswith("cache-") or name.endswith(".lock"))
 
 
-def revision_of(revision: str, dataset_path: str | Path | None) -> str:
-    """The pinned revision for Hub loads, the content fingerprint for a local copy."""
-    return revision if dataset_path is None else fingerprint(dataset_path)
+_SHA = re.compile(r"[0-9a-f]{40}")
+
+
+@functools.lru_cache(maxsize=64)
+def resolve_revision(hf_path: str, revision: str) -> str:
+    """The commit sha `revision` of the Hub dataset `hf_path` names now (a sha is itself):
+    what a run records, never a branch name, so two weekly runs on a moving `main` are seen
+    to read different data. Asked once per process (`HfApi().dataset_info(...).sha`), so the
+    load and the record agree; unreachable, one DatasetError line."""
+    if _SHA.fullmatch(revision):
+        return revision
+    try:
+        from huggingface_hub import HfApi
+
+        sha = HfApi().dataset_info(hf_path, revision=revision).sha
+    except Exception as exc:  # network, auth, unknown repo or revision
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise DatasetError(
+            f"cannot resolve {hf_path}@{revision} to a commit on the Hugging Face Hub "
+            f"({first}): check the network and HF_TOKEN, or pass a local copy with "
+            "--dataset-path"
+        ) from None
+    if not isinstance(sha, str) or not _SHA.fullmatch(sha):
+        raise DatasetError(
+            f"the Hugging Face Hub named no commit for {hf_path}@{revision} (got {sha!r}): "
+            "pin a commit sha, or pass a local copy with --dataset-path"
+        )
+    return sha
+
+
+def revision_of(revision: str, dataset_path: str | Path | None, hf_path: str = "") -> str:
+    """What a run records as its data's revision: for a Hub load the commit sha `revision`
+    resolves to (`resolve_revision`; a branch name only where no `hf_path` is given), for a
+    local copy its content fingerprint ("sha256:<hex>")."""
+    if dataset_path is not None:
+        return fingerprint(dataset_path)
+    return resolve_revision(hf_path, revision) if hf_path else revision

@@ -92,7 +92,7 @@ class DatBench(Benchmark):
             seen.add(sample.id)
         hf_path = dataset.HF_PATHS[options.full]
         source = f"{hf_path}@{self.revision}" if path is None else f"dataset path {path}"
-        return LoadedData(samples, revision_of(self.revision, path), source)
+        return LoadedData(samples, revision_of(self.revision, path, hf_path), source)
 
     def score(self, sample: Sample, response: str, options: BenchmarkOptions) -> list[Score]:
         inputs = dataset.scorer_input(sample)

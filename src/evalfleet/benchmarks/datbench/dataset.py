@@ -21,8 +21,9 @@ from evalfleet.benchmarks.media import sniff_media_type, stored_bytes
 from evalfleet.core.types import DatasetError, Part, Sample
 
 HF_PATHS = {False: "DatologyAI/DatBench", True: "DatologyAI/DatBench-Full"}
-# TODO(pin): the resolved Hub commits; "main" is a moving branch. A local copy is identified by
-# its content fingerprint instead.
+# Not pinned: no public commit sha of either repository could be confirmed, so the branch
+# "main" is read. A Hub load resolves it to the commit sha it reads (`hub.resolve_revision`)
+# and the manifest records that sha; a local copy is recorded by its content fingerprint.
 REVISION = "main"
 CAPABILITIES = (
     "chart",

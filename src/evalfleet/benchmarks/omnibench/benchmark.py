@@ -59,7 +59,7 @@ class OmniBench(Benchmark):
 
     def load(self, path: str | None, options: BenchmarkOptions, limit: int | None) -> LoadedData:
         assert isinstance(options, OmniBenchOptions)
-        revision = revision_of(self.revision, path)
+        revision = revision_of(self.revision, path, self.hf_path)
         samples, excluded, source = dataset.load(
             path,
             limit,

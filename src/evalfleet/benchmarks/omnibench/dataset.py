@@ -32,8 +32,9 @@ from evalfleet.core.types import DatasetError, Part, PartKind, Sample
 
 HF_PATH = "m-a-p/OmniBench"
 SPLIT = "train"
-# TODO(pin): set REVISION to the resolved Hub commit sha of m-a-p/OmniBench before publishing
-# numbers; "main" is a moving branch, and the manifest records whatever is set here.
+# Not pinned: no public commit sha of m-a-p/OmniBench could be confirmed, so the branch "main"
+# is read. A Hub load resolves it to the commit sha it reads (`hub.resolve_revision`) and the
+# manifest records that sha, never "main"; two runs on different commits are not paired.
 REVISION = "main"
 TEMPLATE = (
     "Answer the following multiple choice question based on the image and audio content. "

@@ -1,5 +1,6 @@
 """ROME data (BAAI/ROME): JSON annotations under `data/` with the images beside them, read
-from a Hub snapshot at the pinned revision or from a local copy with the same layout.
+from a Hub snapshot at the commit `REVISION` resolves to (recorded as its sha), or from a
+local copy with the same layout.
 
 Each annotation is checked at load: a known evaluator, and `evaluator_kwargs` of the types the
 evaluator takes; a problem is one line naming the question and the field. What departs from
@@ -30,8 +31,9 @@ from evalfleet.core.types import DatasetError, Part, Sample
 log = logging.getLogger(__name__)
 
 HF_PATH = "BAAI/ROME"
-# TODO(pin): the resolved Hub commit of BAAI/ROME; "main" is a moving branch. A local copy is
-# identified by its content fingerprint instead.
+# Not pinned: no public commit sha of BAAI/ROME could be confirmed, so the branch "main" is
+# read. A Hub snapshot resolves it to the commit sha it reads (`hub.resolve_revision`) and the
+# manifest records that sha; a local copy is recorded by its content fingerprint instead.
 REVISION = "main"
 FIX = "pass a copy of BAAI/ROME: data/<annotations>.json with the images beside it"
 
@@ -302,6 +304,6 @@ def load_rome(
     """Samples, revision and source of a ROME load."""
     root = hub.snapshot(HF_PATH, REVISION, dataset_path)
     path = annotations_file(root, annotations)
-    revision = hub.revision_of(REVISION, dataset_path)
+    revision = hub.revision_of(REVISION, dataset_path, HF_PATH)
     source = f"{HF_PATH}@{REVISION}" if dataset_path is None else f"dataset path {dataset_path}"
     return load(root, annotations, limit, tasks), revision, f"{source} ({path.name})"
