@@ -337,7 +337,7 @@ def test_hub_load_uses_the_pinned_revision(monkeypatch: pytest.MonkeyPatch) -> N
     data = OMNIBENCH.load(None, OMNIBENCH.options(), 1)
     assert [s.id for s in data.samples] == ["10"]
     assert data.revision == sha  # the commit read is recorded, never the branch name
-    assert data.source == f"m-a-p/OmniBench@{REVISION}"
+    assert data.source == f"m-a-p/OmniBench@{sha}"
     assert calls == [("m-a-p/OmniBench", None, "train", sha)]
 
 
