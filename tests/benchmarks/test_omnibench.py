@@ -333,7 +333,8 @@ def test_hub_load_uses_the_pinned_revision(monkeypatch: pytest.MonkeyPatch) -> N
 
     sha = "0123456789abcdef0123456789abcdef01234567"  # what the Hub names REVISION now
     monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
-    monkeypatch.setattr(hub, "resolve_revision", lambda path, revision: sha)
+    resolved = {("m-a-p/OmniBench", REVISION): sha}
+    monkeypatch.setattr(hub, "resolve_revision", lambda *asked: resolved[asked])
     data = OMNIBENCH.load(None, OMNIBENCH.options(), 1)
     assert [s.id for s in data.samples] == ["10"]
     assert data.revision == sha  # the commit read is recorded, never the branch name
