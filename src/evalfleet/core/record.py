@@ -112,6 +112,7 @@ class Record:
     provider: str | None = None
     api_model: str | None = None
     model_reported: str | None = None
+    system_fingerprint: str | None = None  # OpenAI chat's backend configuration, where sent
     request: Decoding = Decoding()
     response: str | None = None
     reasoning: str | None = None
@@ -132,6 +133,13 @@ class Record:
     # the run whose stored answer this is, copied by `run --reuse-from` (None: asked here)
     reused_from: str | None = None
     record_version: int = RECORD_VERSION
+
+    @property
+    def reported_version(self) -> str | None:
+        """What the provider said answered: its model id, with OpenAI's `system_fingerprint`
+        where one came ("gpt-4o-2024-08-06 fp_abc"); None when it said nothing."""
+        words = [w for w in (self.model_reported, self.system_fingerprint) if w]
+        return " ".join(words) or None
 
     @property
     def failed(self) -> bool:
@@ -211,6 +219,8 @@ class Record:
         if self.record_version >= 3:  # a record read in an older format is written back as read
             out["call_id"] = self.call_id
             out["ledger"] = [_attempt_dict(a) for a in self.ledger]
+        if self.system_fingerprint is not None:  # only when sent: other records stay as they were
+            out["system_fingerprint"] = self.system_fingerprint
         if self.reused_from is not None:  # written only when set: other records stay as they were
             out["reused_from"] = self.reused_from
         return out
@@ -292,6 +302,7 @@ class Record:
             provider=get("provider"),
             api_model=get("api_model"),
             model_reported=get("model_reported"),
+            system_fingerprint=get("system_fingerprint"),
             request=Decoding(**request) if request else _NO_DECODING,
             response=get("response"),
             reasoning=get("reasoning"),
@@ -387,6 +398,7 @@ _OPTIONAL_TEXTS = (
     "provider",
     "api_model",
     "model_reported",
+    "system_fingerprint",
     "reused_from",
     "response",
     "reasoning",

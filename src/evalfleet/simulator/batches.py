@@ -45,7 +45,7 @@ from aiohttp import web
 from evalfleet.simulator.answering import prompt_sha256
 from evalfleet.simulator.config import BatchConfig, ConfigError
 from evalfleet.simulator.faults import batch_line_draw
-from evalfleet.simulator.protocol import BadRequest, ParsedRequest, Protocol
+from evalfleet.simulator.protocol import BadRequest, ParsedRequest, Protocol, reported
 from evalfleet.simulator.reqlog import blank_entry
 
 if TYPE_CHECKING:
@@ -393,9 +393,10 @@ class BatchKind:
             entry.update(status=status, outcome="server_error")
             sim.log.write(entry)
             return
-        done = sim.complete(req, sha, sim.profiles.get(req.model))
+        profile = sim.profiles.get(req.model)
+        done = sim.complete(req, sha, profile)
         line.fate, line.status = "succeeded", 200
-        line.body = self.decorate(proto.success(req, done, rid))
+        line.body = self.decorate(reported(proto.success(req, done, rid), profile))
         line.usage = [done.input_tokens, done.output_tokens, done.reasoning_tokens]
         entry.update(
             status=200,

@@ -107,6 +107,11 @@ class ModelRule(_Strict):
     # (input_modalities) do; unset: not said
     max_model_len: int | None = Field(default=None, ge=1)
     input_modalities: list[str] | None = None
+    # what the provider reports of the model that answered: OpenAI's `system_fingerprint`
+    # and the returned model id (`model`; Gemini's `modelVersion`): a rule that changes them
+    # (with `accuracy`) plays an alias that changed behind the same name
+    system_fingerprint: str | None = Field(default=None, min_length=1, max_length=200)
+    reported_model: str | None = Field(default=None, min_length=1, max_length=200)
 
 
 class BatchConfig(_Strict):
@@ -168,6 +173,8 @@ class ModelProfile:
     faults: Faults
     max_model_len: int | None = None
     input_modalities: tuple[str, ...] | None = None
+    system_fingerprint: str | None = None  # None: the route's own ("fp_evalfleet_sim")
+    reported_model: str | None = None  # None: the model id asked for
 
     @cached_property
     def has_fault_rates(self) -> bool:
@@ -207,6 +214,9 @@ def resolve_profile(config: SimulatorConfig, model: str) -> ModelProfile:
             fields["max_model_len"] = rule.max_model_len
         if rule.input_modalities is not None:
             fields["input_modalities"] = tuple(rule.input_modalities)
+        for name in ("system_fingerprint", "reported_model"):
+            if getattr(rule, name) is not None:
+                fields[name] = getattr(rule, name)
     return ModelProfile(model=model, latency=latency, faults=faults, **fields)
 
 

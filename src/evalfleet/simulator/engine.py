@@ -26,6 +26,7 @@ from evalfleet.simulator.protocol import (
     LimitState,
     ParsedRequest,
     Protocol,
+    reported,
     retry_after_headers,
 )
 from evalfleet.simulator.ratelimit import RateLimiter
@@ -201,7 +202,7 @@ class Simulator:
             )
         entry["outcome"] = fault or ("length" if done.finish == "length" else "ok")
         entry.update(output_tokens=done.output_tokens, correct=done.correct)
-        body = proto.success(req, done, rid)
+        body = reported(proto.success(req, done, rid), profile)
         if fault in ("no_usage", "negative_usage"):
             body = proto.usage_faulted(body, fault)
         return json_response(200, body, proto.headers(rid, limits))

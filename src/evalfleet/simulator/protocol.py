@@ -5,7 +5,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from evalfleet.simulator.config import ModelProfile
 
 # Neutral failure kinds; each protocol maps them to its own status, body and headers.
 ErrorKind = Literal[
@@ -174,3 +177,15 @@ def limit_headers(limits: LimitState, name: str, reset: Callable[[float], str]) 
             out[name.format(field="remaining", unit=unit)] = str(remaining)
             out[name.format(field="reset", unit=unit)] = reset(reset_s)
     return out
+
+
+def reported(body: dict[str, Any], profile: ModelProfile) -> dict[str, Any]:
+    """A success body with what the profile's rules say the provider reports of the model:
+    its `system_fingerprint` and model id, where the route's body has those fields."""
+    if profile.system_fingerprint is not None and "system_fingerprint" in body:
+        body["system_fingerprint"] = profile.system_fingerprint
+    if profile.reported_model is not None:
+        for name in ("model", "modelVersion"):
+            if name in body:
+                body[name] = profile.reported_model
+    return body

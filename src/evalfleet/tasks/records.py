@@ -130,6 +130,7 @@ def build_record(
         provider=config.provider,
         api_model=config.api_model,
         model_reported=response.model_reported if response else None,
+        system_fingerprint=_fingerprint(response),
         request=item.decoding,
         response=response.text if response else None,
         reasoning=response.reasoning_text if response else None,
@@ -149,6 +150,12 @@ def build_record(
         call_id=call_id,
         ledger=tuple(ledger),
     )
+
+
+def _fingerprint(response: ProviderResponse | None) -> str | None:
+    """OpenAI chat's `system_fingerprint`, where the provider sent one."""
+    value = response.extra.get("system_fingerprint") if response else None
+    return value if isinstance(value, str) and value else None
 
 
 def _only_attempt(
