@@ -1,0 +1,77 @@
+"""`evalfleet history MODEL` and `evalfleet drift [--notify URL]`: a store's runs over time
+(`reports.history`, `reports.drift`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    from evalfleet.cli.options import add_store_options
+
+    history = sub.add_parser(
+        "history",
+        help="every run of a model in time order: headline, interval, reported versions",
+        description="Per benchmark, item set and scoring mode, every run of MODEL in time "
+        "order: date, run id, headline with its 95 %% interval, the model versions the provider "
+        "reported, the judge and its versions.",
+    )
+    history.add_argument("model", metavar="MODEL", help="the model id, as the run named it")
+    add_store_options(history)
+    history.set_defaults(func=cmd_history)
+
+    drift = sub.add_parser(
+        "drift",
+        help="each model's latest run against its previous one: what changed",
+        description="Pairs each model's latest run with its previous run on the same "
+        "benchmark and scoring mode and writes leaderboard/drift.csv: the paired difference "
+        "and its 95 %% interval, and whether the reported model version or the judge changed.",
+    )
+    add_store_options(drift)
+    drift.add_argument(
+        "--notify",
+        metavar="URL",
+        help="POST one JSON document listing the flagged rows to this URL (a webhook) when "
+        "at least one row is flagged; nothing is sent when none is",
+    )
+    drift.set_defaults(func=cmd_drift)
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from evalfleet.cli.options import store_from
+    from evalfleet.reports.history import history_text, points
+
+    print(history_text(args.model, points(store_from(args), [args.model])))
+    return 0
+
+
+def cmd_drift(args: argparse.Namespace) -> int:
+    from evalfleet.cli.options import store_from
+    from evalfleet.core.settings import check_http_url
+    from evalfleet.core.types import ConfigError
+    from evalfleet.reports import drift
+
+    if args.notify:
+        try:
+            check_http_url(args.notify)
+        except ValueError:
+            raise ConfigError(
+                f"--notify {args.notify!r} is not an http:// or https:// URL with a host: "
+                "give the webhook's URL"
+            ) from None
+    store = store_from(args)
+    rows = drift.drift_rows(store)
+    key = drift.write_drift(store, rows)
+    flagged = [row for row in rows if row["flagged"]]
+    print(f"{len(rows)} pairs of runs, {len(flagged)} flagged: {key}")
+    if flagged:
+        print(drift.summary_text(flagged))
+    if args.notify:
+        try:
+            sent = drift.notify(args.notify, drift.document(store, rows))
+        except drift.NotifyError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        print(f"notified {args.notify}" if sent else "nothing flagged: nothing sent")
+    return 0
