@@ -65,6 +65,8 @@ def test_schedules_limits_and_parameters_agree(declared, served):
         schedules = [s.schedule for s in deployment.schedules or []]
         mine = entry.get("schedules") or []
         assert len(mine) == len(schedules), key
+        actives = [s.active for s in deployment.schedules or []]
+        assert [wanted.get("active", True) for wanted in mine] == actives, key
         for wanted, schedule in zip(mine, schedules, strict=True):
             if "cron" in wanted:
                 assert wanted["cron"] == schedule.cron
@@ -75,11 +77,15 @@ def test_schedules_limits_and_parameters_agree(declared, served):
         if limit:
             strategy = deployment.concurrency_options.collision_strategy
             assert limit["collision_strategy"] == strategy.value
-    nightly = declared[("reevaluate", "reevaluate")]["parameters"]["request"]
-    assert (
-        ReevaluateRequest(**nightly).model_dump(mode="json", exclude_none=True)
-        == (served[("reevaluate", "reevaluate")].parameters["request"])
-    )
+    for name in ("reevaluate", "rerun-ranked"):
+        asked = declared[("reevaluate", name)]["parameters"]["request"]
+        assert (
+            ReevaluateRequest(**asked).model_dump(mode="json", exclude_none=True)
+            == (served[("reevaluate", name)].parameters["request"])
+        )
+    weekly = served[("reevaluate", "rerun-ranked")]
+    assert weekly.parameters["request"]["mode"] == "ranked"
+    assert [(s.schedule.cron, s.active) for s in weekly.schedules] == [("0 4 * * 1", False)]
 
 
 def test_flow_runs_beat_as_the_crash_automation_expects():

@@ -36,6 +36,7 @@ def test_deployments_are_named_for_what_they_do(deployments):
         "leaderboard": "leaderboard",
         "limits": "limits",
         "reevaluate": "reevaluate",
+        "rerun-ranked": "reevaluate",
         "poll-batches": "poll-batches",
     }
 

@@ -19,6 +19,7 @@ import pytest
 from evalfleet.benchmarks.answer_key import write_answer_key
 from evalfleet.benchmarks.zerobench.dataset import upstream_features
 from evalfleet.benchmarks.zerobench.demo import demo_questions
+from evalfleet.core.types import ConfigError
 from evalfleet.simulator.process import start_simulator
 
 STEADY, DRIFTY = "openai-compatible/steady", "openai-compatible/drifty"
@@ -149,3 +150,25 @@ def test_three_weeks_flag_the_model_that_drifted_and_post_once(tmp_path):
         "week3",
     ] * 2
     assert sum("reported drifty fp_v2" in line for line in lines) == 4
+
+    # the weekly re-run asks both models again on week 3's item set, fresh, in one dated run
+    from evalfleet.reports.ranked import ranked_requests
+    from evalfleet.storage import open_store
+
+    (again,) = ranked_requests(open_store(store), [], "20261130")
+    assert (again.run_id, again.models, again.reuse_from) == (
+        "weekly-20261130",
+        [DRIFTY, STEADY],
+        [],
+    )
+    assert (again.benchmarks, again.dataset_path, again.protocol, again.epochs) == (
+        ["zerobench"],
+        dataset,
+        "greedy",
+        1,
+    )
+    assert sorted(again.endpoints) == [DRIFTY, STEADY]
+    (one,) = ranked_requests(open_store(store), [STEADY], "20261130")
+    assert one.models == [STEADY] and list(one.endpoints) == [STEADY]
+    with pytest.raises(ConfigError, match="^no results of openai/nope in "):
+        ranked_requests(open_store(store), ["openai/nope"], "20261130")

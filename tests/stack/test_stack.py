@@ -291,6 +291,7 @@ def test_every_run_form_is_a_form(stack):
         "leaderboard",
         "poll-batches",
         "reevaluate",
+        "rerun-ranked",
     ]
     driver = _browser()
     try:

@@ -7,6 +7,9 @@
 - `judge/judge`: judge a run's stored answers with another judge model.
 - `leaderboard/leaderboard`: rebuild the store's leaderboard (aggregate and reevaluate do too).
 - `reevaluate/reevaluate`: look for new models every night and evaluate them.
+- `reevaluate/rerun-ranked`: every Monday (schedule off until switched on), re-run each
+  ranked model on its item set under a dated run id, then `drift` and its webhook
+  (docs/weekly.md).
 - `poll-batches/poll-batches`: collect the batch jobs of `--batch` runs that ended, send
   what follows them, aggregate the runs they complete (EVALFLEET_BATCH_POLL_EVERY_S, 300).
 
@@ -46,9 +49,23 @@ def reevaluate_parameters(model) -> dict:
     return reevaluate_request(model).model_dump(mode="json", exclude_none=True)
 
 
+RANKED_CRON = "0 4 * * 1"  # Mondays 04:00 UTC, after the nightly reevaluation
+RANKED_DESCRIPTION = (
+    "Re-run every ranked model on its item set, then drift and its webhook (weekly, off "
+    "by default)."
+)
+
+
+def ranked_parameters(model) -> dict:
+    """The weekly re-run's parameters: the reevaluation's, in mode "ranked"."""
+    asked = reevaluate_request(model).model_copy(update={"mode": "ranked"})
+    return asked.model_dump(mode="json", exclude_none=True)
+
+
 def build_deployments() -> list:
     from prefect.client.schemas.objects import ConcurrencyLimitConfig
     from prefect.deployments.runner import EntrypointType
+    from prefect.schedules import Cron
 
     from evalfleet.engine.reevaluate import ReevaluateRequest
     from evalfleet.flows.aggregate import aggregate
@@ -103,6 +120,16 @@ def build_deployments() -> list:
             # one at a time: two would both find the same new model and pay for it twice
             concurrency_limit=ConcurrencyLimitConfig(limit=1, collision_strategy="CANCEL_NEW"),
             **reevaluate_schedule(),
+        ),
+        reevaluate.to_deployment(
+            name="rerun-ranked",
+            parameters={"request": ranked_parameters(ReevaluateRequest)},
+            description=RANKED_DESCRIPTION,
+            tags=["evalfleet", "scheduled"],
+            entrypoint_type=EntrypointType.MODULE_PATH,
+            concurrency_limit=ConcurrencyLimitConfig(limit=1, collision_strategy="CANCEL_NEW"),
+            # off until switched on in the UI (or `prefect deployment schedule resume`)
+            schedules=[Cron(RANKED_CRON, active=False)],
         ),
         poll_batches.to_deployment(
             name="poll-batches",

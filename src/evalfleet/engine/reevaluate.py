@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -74,6 +74,25 @@ class ReevaluateRequest(BaseModel):
         default=False,
         description="on the first run, evaluate what is listed instead of "
         "recording it as the baseline",
+    )
+    mode: Literal["new", "ranked"] = Field(
+        default="new",
+        description="new: evaluate the models the providers list that were not evaluated; "
+        "ranked: re-run every model on the leaderboard (or those of `models`) on the item "
+        "set it was ranked on, under a dated run id, then run drift",
+    )
+    models: list[str] = Field(
+        default_factory=list,
+        description="ranked mode: only these model ids (empty: every model with results)",
+    )
+    notify_url: str | None = Field(
+        default=None,
+        description="ranked mode: the webhook drift POSTs its flagged rows to (JSON)",
+    )
+    notify_block: str | None = Field(
+        default=None,
+        description="ranked mode: the name of a Prefect notification block (a webhook, "
+        "Slack, ...) drift notifies with its flagged rows, as text",
     )
 
 

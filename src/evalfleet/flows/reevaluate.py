@@ -1,9 +1,12 @@
-"""The `reevaluate` flow: evaluate, one run each, the models the providers list that this
-store has not evaluated yet (`evalfleet.engine.reevaluate` decides which), then refresh the
-leaderboard. Meant for a schedule (see deployments/serve.py)."""
+"""The `reevaluate` flow. Mode "new": evaluate, one run each, the models the providers list
+that this store has not evaluated yet (`evalfleet.engine.reevaluate` decides which), then
+refresh the leaderboard. Mode "ranked": re-run what the leaderboard ranks on the item sets it
+was ranked on (`evalfleet.reports.ranked`), refresh the leaderboard and run drift, notifying
+the configured webhook. Meant for a schedule (see deployments/serve.py)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from prefect import flow
@@ -18,13 +21,16 @@ from evalfleet.storage import open_store
 
 @flow(name="reevaluate", log_prints=True)
 def reevaluate(request: ReevaluateRequest) -> dict[str, Any]:
-    """Evaluate the models the providers list that were not evaluated before.
+    """Evaluate the models the providers list that were not evaluated before, or (mode
+    "ranked") re-run what is ranked and report what drifted.
 
     Args:
         request: which providers and names to watch, what to run them on, where to keep it
     """
     with attached():
         store = open_store(request.store, s3_endpoint_url=request.s3_endpoint_url)
+        if request.mode == "ranked":
+            return rerun_ranked(request, store)
         job = Reevaluation(request, store)
         job.discover()
         if job.baseline_only():
@@ -37,3 +43,30 @@ def reevaluate(request: ReevaluateRequest) -> dict[str, Any]:
         if job.evaluated:
             refresh(store)
         return job.report()
+
+
+def rerun_ranked(request: ReevaluateRequest, store: Any) -> dict[str, Any]:
+    """Each ranked model again (asked fresh), the leaderboard, then drift and its webhook."""
+    from evalfleet.reports import drift
+    from evalfleet.reports.ranked import ranked_requests
+
+    stamp = datetime.now(UTC).strftime("%Y%m%d")
+    where = {"store": request.store, "s3_endpoint_url": request.s3_endpoint_url}
+    runs = []
+    for asked in ranked_requests(store, request.models, stamp):
+        try:
+            evaluate_and_aggregate(asked.model_copy(update=where))
+            runs.append(asked.run_id)
+        except RunFailed as exc:  # the same run id resumes it on a retry of this flow run
+            print(f"{asked.run_id} did not finish: {exc}")
+    refresh(store)
+    rows = drift.drift_rows(store)
+    drift.write_drift(store, rows)
+    doc = drift.document(store, rows)
+    if request.notify_url:
+        drift.notify(request.notify_url, doc)
+    if request.notify_block and doc["flagged"]:
+        from prefect.blocks.core import Block
+
+        Block.load(request.notify_block).notify(doc["text"], subject="evalfleet drift")
+    return {"runs": runs, "flagged": doc["flagged"]}

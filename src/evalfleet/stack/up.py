@@ -46,6 +46,7 @@ DEPLOYMENT_NAMES = (  # what deployments/serve.py serves and deployments/prefect
     "leaderboard/leaderboard",
     "limits/limits",
     "reevaluate/reevaluate",
+    "reevaluate/rerun-ranked",
     "poll-batches/poll-batches",
 )
 
