@@ -150,6 +150,12 @@ def html_page(board, files: dict[str, bytes]) -> str:
         if name.endswith(".png") and name.startswith(PLOT_STEMS):
             data = base64.b64encode(files[name]).decode()
             parts.append(f"<img alt='{html_text(name)}' src='data:image/png;base64,{data}'>")
+    history = [name for name in sorted(files) if name.startswith("history--")]
+    if history:  # each model over time; `evalfleet drift` says what changed
+        parts.append("<h2>History</h2>")
+    for name in history:
+        data = base64.b64encode(files[name]).decode()
+        parts.append(f"<img alt='{html_text(name)}' src='data:image/png;base64,{data}'>")
     parts.append("</body></html>")
     return "\n".join(parts)
 

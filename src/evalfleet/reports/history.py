@@ -55,12 +55,22 @@ def reported_versions(store: Store, prefix: str, benchmark: str) -> tuple[str, .
 
 
 def points(
-    store: Store, models: Iterable[str] | None = None, found: StoreRows | None = None
+    store: Store,
+    models: Iterable[str] | None = None,
+    found: StoreRows | None = None,
+    *,
+    versions: bool = True,
 ) -> list[Point]:
     """Every run's points (of `models` only, if given), in time order. `found`: the store's
-    rows when read already."""
+    rows when read already. Without `versions` nothing more is read (the leaderboard's
+    plots): no record, no manifest; a point's time is when its results were written."""
     wanted = set(models) if models is not None else None
     found = found if found is not None else read_runs(store)
+    if not versions:
+        return sorted(
+            (_bare(row, found) for row in found.rows if wanted is None or row["model"] in wanted),
+            key=lambda p: (p.when, p.run_id),
+        )
     out: list[Point] = []
     created: dict[str, str] = {}
     versions: dict[tuple[str, str, str], tuple[str, ...]] = {}
@@ -103,6 +113,29 @@ def points(
         )
     out.sort(key=lambda p: (p.when, p.run_id))
     return out
+
+
+def _bare(row: dict, found: StoreRows) -> Point:
+    """A point of a leaderboard row alone (no reported versions, no judge)."""
+    units = found.units.get(
+        units_key(row["run_id"], row["model"], row["benchmark"], row["scoring"])
+    )
+    interval = units.interval() if units is not None else None
+    return Point(
+        model=row["model"],
+        benchmark=row["benchmark"],
+        scoring=row["scoring"],
+        item_set=row["item_set"],
+        items=row["items"],
+        run_id=row["run_id"],
+        when=row["written_at"],
+        value=row["value"],
+        low=interval.low if interval else None,
+        high=interval.high if interval else None,
+        versions=(),
+        judge="",
+        judge_versions=(),
+    )
 
 
 def _figure(point: Point) -> str:

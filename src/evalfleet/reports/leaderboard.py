@@ -35,6 +35,8 @@ from evalfleet.metrics.paired import paired_test
 from evalfleet.reports import board_cache
 from evalfleet.reports.board_page import tables
 from evalfleet.reports.board_rows import StoreRows
+from evalfleet.reports.history import points
+from evalfleet.reports.history_plots import history_plots
 from evalfleet.reports.power import what_it_would_take
 from evalfleet.reports.ranks import rank_rows, row_units
 from evalfleet.storage.base import Store
@@ -174,9 +176,11 @@ def _scoring_order(benchmark: str, scoring: str) -> int:
     return names.index(scoring) if scoring in names else len(names)
 
 
-def render_files(board: Board, kept: dict[str, bytes] | None = None) -> dict[str, bytes]:
+def render_files(
+    board: Board, kept: dict[str, bytes] | None = None, history: dict[str, bytes] | None = None
+) -> dict[str, bytes]:
     """The leaderboard's files; `kept` are plots already drawn, of groups whose rows did not
-    change (the others are drawn)."""
+    change (the others are drawn); `history` the history plots (`reports.history_plots`)."""
     from evalfleet.reports.board_page import html_page, markdown_page
 
     table = board.table
@@ -186,6 +190,7 @@ def render_files(board: Board, kept: dict[str, bytes] | None = None) -> dict[str
         "leaderboard.md": markdown_page(board).encode(),
     }
     files.update(_plots(primary_rows(table), kept or {}))
+    files.update(history or {})
     files["index.html"] = html_page(board, files).encode()
     files["latest.json"] = json.dumps(
         {
@@ -258,7 +263,8 @@ def update(store: Store, run_id: str | None = None) -> tuple[Board, str]:
         cache = board_cache.read_all(store)
     else:
         cache = board_cache.runs_with(store, cache, run_id)  # type: ignore[arg-type]
-    board = build(store, last_leaderboard(store), board_cache.store_rows(cache))
+    found = board_cache.store_rows(cache)
+    board = build(store, last_leaderboard(store), found)
     if board.table.empty and not board.damaged:
         raise ConfigError(
             f"no run in {store.describe()} has results yet: run `evalfleet run` (or "
@@ -266,7 +272,8 @@ def update(store: Store, run_id: str | None = None) -> tuple[Board, str]:
         )
     digests = board_cache.plot_digests(primary_rows(board.table))
     kept = _unchanged_plots(store, cache.plots, digests) if run_id is not None else {}
-    board.files = render_files(board, kept)
+    history = history_plots(points(store, found=found, versions=False))
+    board.files = render_files(board, kept, history)
     for name, data in board.files.items():
         store.put(f"{PREFIX}/{name}", data)
     cache.plots = digests
