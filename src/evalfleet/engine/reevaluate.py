@@ -91,8 +91,8 @@ class ReevaluateRequest(BaseModel):
     )
     notify_block: str | None = Field(
         default=None,
-        description="ranked mode: the name of a Prefect notification block (a webhook, "
-        "Slack, ...) drift notifies with its flagged rows, as text",
+        description="ranked mode: a Prefect notification block, BLOCK-TYPE/NAME (e.g. "
+        "custom-webhook/evalfleet-drift), drift notifies with its flagged rows, as text",
     )
 
 
