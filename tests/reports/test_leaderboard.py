@@ -418,9 +418,10 @@ def test_plots_decode_and_are_not_blank(board):
         "accuracy_vs_tokens": [(0x3A, 0x6E, 0xA5)],
         "cost_per_correct": [(0x5A, 0x9E, 0x6F)],
     }
-    # one figure per plot, benchmark and item set
+    # one figure per plot, benchmark and item set; one history plot per benchmark
     assert plot_files(store) == sorted(
-        f"{stem}--{b}--{item_sets[b]}.png" for stem in colours for b in BENCHMARKS
+        [f"{stem}--{b}--{item_sets[b]}.png" for stem in colours for b in BENCHMARKS]
+        + [f"history--{b}.png" for b in BENCHMARKS]
     )
     for stem, drawn in colours.items():
         for benchmark in BENCHMARKS:
@@ -456,7 +457,7 @@ def test_html_page_renders_in_headless_chromium(board, expected):
         assert driver.title == "evalfleet leaderboard"
         headings = [h.text for h in driver.find_elements(By.TAG_NAME, "h2")]
         sections = [f"{b} — {s}" for b in BENCHMARKS for s in SCORINGS]
-        assert headings == ["New models", *sections, "What it would take"]
+        assert headings == ["New models", *sections, "What it would take", "History"]
         news = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "h2 + ul li")][:2]
         assert news == _latest_json(store)["new"]
         tables = driver.find_elements(By.TAG_NAME, "table")
