@@ -65,6 +65,10 @@ def test_limit_then_full_run_with_reuse_pays_once(demo_dataset, answer_key, tmp_
 
         missing = evalfleet(*base, "--run-id", "other", "--reuse-from", "nope")
     assert reused_from(runs, "full") == {"first": 30, None: 3}
+    (event,) = json.loads((runs / "full" / "manifest.json").read_text())["history"]
+    assert (event["event"], event["reused"], event["reused_from"]) == ("created", 30, ["first"])
+    (event,) = json.loads((runs / "fresh" / "manifest.json").read_text())["history"]
+    assert "reused" not in event
     assert reused_from(runs, "fresh") == {None: 33}
     columns = ["sample_id", "epoch", "scoring", "answer", "value", "output_tokens"]
     a = result_table(runs, "full", "samples.parquet")[columns].reset_index(drop=True)

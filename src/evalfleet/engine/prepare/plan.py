@@ -88,9 +88,9 @@ def plan(run: ResolvedRun, *, retry_errors: bool = True, answers: bool = True) -
     finished run).
     """
     event = open_run(run.store, run.manifest, run.data, run.request.extend)
-    heartbeat.start(run.store, run.run_id)
-    if answers and run.answers and run.request.reuse_from:
+    if answers and run.answers and run.request.reuse_from:  # before the heartbeat writes
         reuse_answers(run.store, run, run.request.reuse_from)
+    heartbeat.start(run.store, run.run_id)
     return plan_items(run, event, retry_errors=retry_errors, answers=answers)
 
 

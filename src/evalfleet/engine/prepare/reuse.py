@@ -12,6 +12,7 @@ from evalfleet.core.record import Record
 from evalfleet.core.types import ConfigError
 from evalfleet.engine.run.items import AnswerSpace, RunShape
 from evalfleet.engine.run.state import list_records
+from evalfleet.engine.store.manifest import read_manifest
 from evalfleet.storage import layout
 from evalfleet.storage.base import Store
 
@@ -87,4 +88,21 @@ def reuse_answers(store: Store, run: RunShape, reuse_from: list[str]) -> int:
     count = sum(1 for ok in written.values() if ok)
     if count:
         log.info("reused %d stored answers from %s: not asked again", count, ", ".join(sources))
+        record_reuse(store, run.run_id, count, sources)
     return count
+
+
+def record_reuse(store: Store, run_id: str, count: int, sources: list[str]) -> None:
+    """The count and the runs it came from, on the manifest's latest event (this command's).
+    Called before the run's heartbeat starts: nothing else writes the manifest then."""
+    manifest = read_manifest(store, run_id)
+    if manifest is None or not manifest.history:
+        return
+    last = manifest.history[-1]
+    event = dataclasses.replace(
+        last,
+        reused=last.reused + count,
+        reused_from=tuple(dict.fromkeys([*last.reused_from, *sources])),
+    )
+    updated = dataclasses.replace(manifest, history=(*manifest.history[:-1], event))
+    store.put(layout.manifest_key(run_id), updated.to_bytes())

@@ -110,13 +110,28 @@ class Event:
     event: str
     at: str
     code_version: str = ""
+    reused: int = 0  # answers `--reuse-from` copied in from `reused_from` (0 before it was kept)
+    reused_from: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"event": self.event, "at": self.at, "code_version": self.code_version}
+        out: dict[str, Any] = {
+            "event": self.event,
+            "at": self.at,
+            "code_version": self.code_version,
+        }
+        if self.reused or self.reused_from:  # only then: other manifests stay as they were
+            out.update(reused=self.reused, reused_from=list(self.reused_from))
+        return out
 
     @classmethod
     def of(cls, f: Fields) -> Event:
-        return cls(f.text("event"), f.text("at", ""), f.text("code_version", ""))
+        return cls(
+            f.text("event"),
+            f.text("at", ""),
+            f.text("code_version", ""),
+            f.count("reused", 0),
+            f.texts("reused_from"),
+        )
 
 
 @dataclass(frozen=True)
