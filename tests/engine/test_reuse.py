@@ -29,23 +29,27 @@ def evalfleet(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def requests(log: Path) -> int:
-    return len(log.read_text().splitlines()) if log.exists() else 0
+def requests(log: Path, model: str = "sim-0.5") -> int:
+    """Requests the simulator logged for `model` (the judge is sim-0.9)."""
+    lines = log.read_text().splitlines() if log.exists() else []
+    return sum(json.loads(line)["model"] == model for line in lines)
 
 
-def reused_from(runs: Path, run_id: str) -> dict[str | None, int]:
+def reused_from(runs: Path, run_id: str, stage: str = "completions") -> dict[str | None, int]:
     counts: dict[str | None, int] = {}
-    for path in (runs / run_id / "completions").rglob("*.json"):
+    for path in (runs / run_id / stage).rglob("*.json"):
         source = json.loads(path.read_text()).get("reused_from")
         counts[source] = counts.get(source, 0) + 1
     return counts
 
 
-@pytest.mark.slow  # three small in-process runs, about 15 s
+@pytest.mark.slow  # four small in-process runs and an estimate: about 25 s unloaded
 def test_limit_then_full_run_with_reuse_pays_once(demo_dataset, answer_key, tmp_path):
     runs, log = tmp_path / "runs", tmp_path / "sim.jsonl"
-    with start_simulator(answer_key, {"latency": {"ms": 5}}, log) as sim:
+    half_prose = {"latency": {"ms": 5}, "rules": [{"match": "sim-0.5", "unformatted_rate": 0.5}]}
+    with start_simulator(answer_key, half_prose, log) as sim:  # prose answers go to the judge
         base = ("run", "-m", "openai/sim-0.5", "-b", BENCH, "--dataset-path", demo_dataset)
+        base += ("--judge-model", "anthropic/sim-0.9")
         base += ("--epochs", "2", "--store", str(runs), "--simulator-url", sim.url)
         first = evalfleet(*base, "--run-id", "first", "--limit", "10")
         assert first.returncode == 0, first.stderr[-2000:]
@@ -58,10 +62,12 @@ def test_limit_then_full_run_with_reuse_pays_once(demo_dataset, answer_key, tmp_
         reused = evalfleet(*base, "--run-id", "full", "--reuse-from", "first")
         assert reused.returncode == 0, reused.stderr[-2000:]
         assert requests(log) == 10 * DECODINGS + 1 * DECODINGS  # only the 11th sample asked
+        judged = requests(log, "sim-0.9")
 
         fresh = evalfleet(*base, "--run-id", "fresh")
         assert fresh.returncode == 0, fresh.stderr[-2000:]
         assert requests(log) == 10 * DECODINGS + 11 * DECODINGS + 1 * DECODINGS
+        fresh_judged = requests(log, "sim-0.9") - judged
 
         missing = evalfleet(*base, "--run-id", "other", "--reuse-from", "nope")
     assert reused_from(runs, "full") == {"first": 30, None: 3}
@@ -70,10 +76,20 @@ def test_limit_then_full_run_with_reuse_pays_once(demo_dataset, answer_key, tmp_
     (event,) = json.loads((runs / "fresh" / "manifest.json").read_text())["history"]
     assert "reused" not in event
     assert reused_from(runs, "fresh") == {None: 33}
-    columns = ["sample_id", "epoch", "scoring", "answer", "value", "output_tokens"]
+    # judgements reuse the same way: those of the reused answers are copied, not asked
+    copied = reused_from(runs, "full", "judgements")
+    first_judged = sum(reused_from(runs, "first", "judgements").values())
+    assert copied["first"] == first_judged > 0
+    assert judged == first_judged + copied[None]
+    assert (
+        sum(copied.values())
+        == fresh_judged
+        == sum(reused_from(runs, "fresh", "judgements").values())
+    )
+    columns = ["sample_id", "epoch", "scoring", "answer", "value", "judged", "output_tokens"]
     a = result_table(runs, "full", "samples.parquet")[columns].reset_index(drop=True)
     b = result_table(runs, "fresh", "samples.parquet")[columns].reset_index(drop=True)
-    assert len(a) == 11 * DECODINGS * 2  # two scoring modes
+    assert len(a) == 11 * DECODINGS * 3  # three scoring modes, the judge's among them
     assert a.equals(b)
     assert missing.returncode == 2
     assert missing.stderr.strip().splitlines()[-1] == (

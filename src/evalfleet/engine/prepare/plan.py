@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from evalfleet.core.types import Part
 from evalfleet.engine.prepare.listing_ahead import taken_ahead
 from evalfleet.engine.prepare.resolve import ResolvedRun
-from evalfleet.engine.prepare.reuse import reuse_answers
+from evalfleet.engine.prepare.reuse import reuse_answers, reuse_judgements
 from evalfleet.engine.prepare.sweep import Swept, sweep, wanted_states
 from evalfleet.engine.run.items import AnswerSpace, Todo, planned_judgements
 from evalfleet.engine.run.state import (
@@ -88,8 +88,10 @@ def plan(run: ResolvedRun, *, retry_errors: bool = True, answers: bool = True) -
     finished run).
     """
     event = open_run(run.store, run.manifest, run.data, run.request.extend)
-    if answers and run.answers and run.request.reuse_from:  # before the heartbeat writes
-        reuse_answers(run.store, run, run.request.reuse_from)
+    if run.request.reuse_from:  # before the heartbeat writes the manifest
+        if answers and run.answers:
+            reuse_answers(run.store, run, run.request.reuse_from)
+        reuse_judgements(run.store, run, run.request.reuse_from)
     heartbeat.start(run.store, run.run_id)
     return plan_items(run, event, retry_errors=retry_errors, answers=answers)
 

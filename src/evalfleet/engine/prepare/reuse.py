@@ -8,10 +8,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from evalfleet.core.record import Record
+from evalfleet.core.record import Graded, Record
 from evalfleet.core.types import ConfigError
-from evalfleet.engine.run.items import AnswerSpace, RunShape
-from evalfleet.engine.run.state import list_records
+from evalfleet.engine.run.items import AnswerSpace, RunShape, planned_judgements
+from evalfleet.engine.run.state import list_records, read_records, reconcile_keys
 from evalfleet.engine.store.manifest import read_manifest
 from evalfleet.storage import layout
 from evalfleet.storage.base import Store
@@ -89,6 +89,46 @@ def reuse_answers(store: Store, run: RunShape, reuse_from: list[str]) -> int:
     if count:
         log.info("reused %d stored answers from %s: not asked again", count, ", ".join(sources))
         record_reuse(store, run.run_id, count, sources)
+    return count
+
+
+def reuse_judgements(store: Store, run: RunShape, reuse_from: list[str]) -> int:
+    """Copy into `run` each judgement a run named stored for the same request (same judge,
+    grader prompt, answer digest: the request hash), graded now against this run's answer;
+    the number copied. Called once the answers are (copied) in."""
+    sources = source_runs(store, run.run_id, reuse_from)
+    if not sources or not run.judges:
+        return 0
+    listing = list_records(store, run.run_id, (layout.ANSWER, layout.JUDGE))
+    space = AnswerSpace(run)
+    answers = reconcile_keys(
+        listing, (pair for name in space.names for pair in space.keys_and_hashes(name))
+    )
+    read_records(store, answers, list(answers.record_key.values()))
+    found: dict[tuple, tuple[str, str]] = {}
+    for source in sources:
+        for key, per_hash in list_records(store, source, (layout.JUDGE,)).ok.items():
+            for prefix, record_key in per_hash.items():
+                found.setdefault((tuple(key), prefix), (source, record_key))
+    wanted = []
+    for item, _ in planned_judgements(run, answers):
+        prefix = item.request_hash[: layout.HASH_CHARS]
+        hit = found.get((tuple(item.key), prefix))
+        if hit is not None and prefix not in listing.ok.get(item.key, {}):
+            wanted.append((item, *hit))
+    blobs = store.get_many([source_key for *_, source_key in wanted])
+    copies: dict[str, bytes] = {}
+    for item, source, source_key in wanted:
+        record = Record.read(blobs.get(source_key))
+        if record is None or record.failed or record.request_hash != item.request_hash:
+            continue
+        graded = Graded(*item.graded) if item.graded else None
+        copy = dataclasses.replace(record, run_id=run.run_id, reused_from=source, graded=graded)
+        copies[layout.record_key(run.run_id, item.key, item.request_hash)] = copy.to_bytes()
+    written = store.put_many_if_absent(copies) if copies else {}
+    count = sum(1 for ok in written.values() if ok)
+    if count:
+        log.info("reused %d stored judgements from %s", count, ", ".join(sources))
     return count
 
 
