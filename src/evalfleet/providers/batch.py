@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from evalfleet.core.types import ConfigError, Decoding, Part
+from evalfleet.providers import plugins
 from evalfleet.providers.clients import load_class
 from evalfleet.providers.registry import ModelConfig
 from evalfleet.providers.types import ErrorKind, ProviderError, ProviderResponse
@@ -49,11 +50,9 @@ COUNT_KEYS = ("total", "processing", "succeeded", "errored", "cancelled", "expir
 EXPIRED_MESSAGE = "batch expired"
 CANCELLED_MESSAGE = "batch cancelled"
 
+# evalfleet's own batch APIs (each provider names its batch clients in `providers.plugins`)
 BATCH_CLIENTS: dict[str, str] = {
-    "chat": "evalfleet.providers.batch_openai:OpenAIBatchClient",
-    "responses": "evalfleet.providers.batch_openai:OpenAIBatchClient",
-    "messages": "evalfleet.providers.batch_anthropic:AnthropicBatchClient",
-    "generate_content": "evalfleet.providers.batch_google:GoogleBatchClient",
+    api: cls for p in plugins.BUILTIN for api, cls in p.batch_clients.items()
 }
 
 
@@ -255,7 +254,7 @@ def check_batch_support(config: ModelConfig) -> None:
             f"model {config.id}: batch mode is not available for openai-compatible servers "
             "(vLLM, SGLang, gateways have no batch API); run it without batch mode"
         )
-    if config.api not in BATCH_CLIENTS:
+    if not config.batch_client:
         raise ConfigError(
             f"model {config.id} has api '{config.api}', which has no batch API; run it "
             "without batch mode"
@@ -267,6 +266,6 @@ def make_batch_client(config: ModelConfig, api_key: str) -> BatchClient:
     (endpoint /v1/chat/completions or /v1/responses), messages -> Anthropic Message Batches,
     generate_content -> Gemini inline batches."""
     check_batch_support(config)
-    cls = batch_client_class(config.api)
+    cls = load_class(config.batch_client)
     assert cls is not None  # checked above
     return cls(config, api_key)

@@ -11,14 +11,11 @@ from typing import Any
 
 from evalfleet.core.types import ConfigError
 from evalfleet.providers.base import ProviderClient
+from evalfleet.providers.plugins import BUILTIN
 from evalfleet.providers.registry import ModelConfig
 
-CLIENTS: dict[str, str] = {
-    "chat": "evalfleet.providers.openai_chat:OpenAIChatClient",
-    "responses": "evalfleet.providers.openai_responses:OpenAIResponsesClient",
-    "messages": "evalfleet.providers.anthropic_messages:AnthropicMessagesClient",
-    "generate_content": "evalfleet.providers.google_genai:GoogleGenAIClient",
-}
+# evalfleet's own wire APIs (each provider names its clients in `providers.plugins`)
+CLIENTS: dict[str, str] = {api: cls for p in BUILTIN for api, cls in p.clients.items()}
 
 
 def load_class(target: str | None) -> Any:
@@ -34,7 +31,7 @@ def client_class(api: str) -> type[ProviderClient] | None:
 
 
 def make_client(config: ModelConfig, api_key: str) -> ProviderClient:
-    cls = client_class(config.api)
+    cls = load_class(config.client or None)  # resolved from its provider (`providers.plugins`)
     if cls is None:
         raise ConfigError(f"model {config.id} has api '{config.api}', which has no client")
     return cls(config, api_key)

@@ -22,10 +22,17 @@ SIMULATED = re.compile(r"sim-(\d+(?:\.\d+)?)(?:-([A-Za-z0-9][A-Za-z0-9._-]*))?")
 _ALLOWED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:@/-")
 _TAG_ALLOWED = _ALLOWED - {":", "@", "/"}
 # For forms (JSON schema `pattern`, JavaScript syntax): the same rule as `check_model_id`.
-MODEL_ID_PATTERN = (
-    r"^(openai|openai-compatible|anthropic|google)/"
+_NAME_PATTERN = (
     r"(sim-\d+(\.\d+)?(-[A-Za-z0-9][A-Za-z0-9._-]*)?|(?!sim-)[A-Za-z0-9][A-Za-z0-9._:@/-]*)$"
 )
+
+
+def model_id_pattern(providers: tuple[str, ...]) -> str:
+    """The form's pattern for model ids of these providers (names are lowercase, digits, -)."""
+    return "^(" + "|".join(providers) + ")/" + _NAME_PATTERN
+
+
+MODEL_ID_PATTERN = model_id_pattern(("openai", "openai-compatible", "anthropic", "google"))
 
 
 def check_model_id(model_id: str, what: str = "model") -> str:

@@ -12,11 +12,12 @@ import yaml
 
 from evalfleet.core.settings import MODELS, SIMULATOR_API_KEY
 from evalfleet.core.types import ConfigError
+from evalfleet.providers import plugins
 from evalfleet.providers.names import SIMULATED, check_model_id
 from evalfleet.providers.types import Usage
 
 REGISTRY_ENV = MODELS.name  # a registry of one's own, instead of the shipped one
-PROVIDERS = ("openai", "openai-compatible", "anthropic", "google")
+PROVIDERS = plugins.BUILTIN_NAMES  # evalfleet's own; `plugins.names()` adds installed ones
 SIMULATOR_KEY_ENV = SIMULATOR_API_KEY.name
 # "50 % of the synchronous price": OpenAI Batch, Anthropic Message Batches, Gemini Batch Mode
 DEFAULT_BATCH_PRICE_FACTOR = 0.5
@@ -24,18 +25,9 @@ ALL_PARAMS = frozenset(
     {"temperature", "top_p", "seed", "max_tokens", "max_completion_tokens", "reasoning_effort"}
 )
 # The wire API a client speaks, and the part kinds each one can carry.
-APIS_BY_PROVIDER = {
-    "openai": ("chat", "responses"),
-    "openai-compatible": ("chat", "responses"),
-    "anthropic": ("messages",),
-    "google": ("generate_content",),
-}
-API_MODALITIES = {
-    "chat": frozenset({"text", "image", "audio"}),
-    "responses": frozenset({"text", "image"}),
-    "messages": frozenset({"text", "image"}),
-    "generate_content": frozenset({"text", "image", "audio"}),
-}
+# (each described once in `evalfleet.providers.plugins`)
+APIS_BY_PROVIDER = {p.name: p.apis for p in plugins.BUILTIN}
+API_MODALITIES = {api: kinds for p in plugins.BUILTIN for api, kinds in p.modalities.items()}
 # How thinking is requested: a token budget or an adaptive/level setting, per API.
 THINKING_STYLES = {
     "chat": (),
@@ -75,10 +67,22 @@ class ModelConfig:
     # share of the synchronous price a batch-API call costs (every price: input, cached input,
     # output); openai, anthropic and google all bill batches at 50 %
     batch_price_factor: float = DEFAULT_BATCH_PRICE_FACTOR
+    # "module:Class" of its API's client and batch client ("": none), read from its provider
+    # where the model is resolved, so a worker imports the class without looking providers up
+    client: str = field(default="", compare=False)
+    batch_client: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
+        try:
+            spec: plugins.Provider | None = plugins.get(self.provider)
+        except ConfigError:
+            spec = None
         if not self.api:
-            object.__setattr__(self, "api", APIS_BY_PROVIDER.get(self.provider, ("chat",))[0])
+            object.__setattr__(self, "api", spec.apis[0] if spec else "chat")
+        if spec is not None and not self.client:
+            object.__setattr__(self, "client", spec.clients.get(self.api, ""))
+        if spec is not None and not self.batch_client:
+            object.__setattr__(self, "batch_client", spec.batch_clients.get(self.api, ""))
 
     def effort_for(self, requested: str | None) -> str | None:
         """The effort to send: the decoding's (if the model takes one), else the default."""
@@ -175,11 +179,7 @@ def split_model_id(model_id: str) -> tuple[str, str]:
         raise ConfigError(
             f"model '{model_id}' must be named provider/model, e.g. openai/gpt-4o-2024-11-20"
         )
-    if provider not in PROVIDERS:
-        known = ", ".join(PROVIDERS)
-        raise ConfigError(
-            f"unknown provider '{provider}' in model '{model_id}': use one of {known}"
-        )
+    plugins.get(provider, model_id)  # one line naming the installed providers if unknown
     return provider, name
 
 
@@ -257,18 +257,19 @@ def resolve_model(
 
 def _from_entry(model_id: str, provider: str, name: str, merged: dict[str, Any]) -> ModelConfig:
     prices = merged.get("price_per_mtok") or {}
-    base_url = merged.get("base_url")
-    if provider == "openai-compatible" and not base_url:
+    spec = plugins.get(provider, model_id)
+    base_url = merged.get("base_url", spec.base_url)
+    if spec.needs_base_url and not base_url:
         raise ConfigError(f"model '{model_id}' needs a base_url in {registry_file()}")
-    api = merged.get("api") or APIS_BY_PROVIDER[provider][0]
-    modalities = frozenset(merged.get("modalities", API_MODALITIES.get(api, ())))
-    _check_api_settings(model_id, provider, api, modalities, merged)
+    api = merged.get("api") or spec.apis[0]
+    modalities = frozenset(merged.get("modalities", spec.modalities.get(api, ())))
+    _check_api_settings(model_id, spec, api, modalities, merged)
     return ModelConfig(
         id=model_id,
         provider=provider,
         api_model=merged.get("api_model", name),
         base_url=base_url,
-        api_key_env=merged.get("api_key_env", f"{provider.upper().replace('-', '_')}_API_KEY"),
+        api_key_env=merged.get("api_key_env", spec.api_key_env),
         rpm=merged.get("rpm"),
         tpm=merged.get("tpm"),
         max_concurrency=int(merged.get("max_concurrency", 256)),
@@ -335,20 +336,24 @@ def _optional_float(value: Any) -> float | None:
 
 
 def _check_api_settings(
-    model_id: str, provider: str, api: str, modalities: frozenset[str], merged: dict[str, Any]
+    model_id: str,
+    spec: plugins.Provider,
+    api: str,
+    modalities: frozenset[str],
+    merged: dict[str, Any],
 ) -> None:
-    if api not in APIS_BY_PROVIDER[provider]:
-        allowed = ", ".join(APIS_BY_PROVIDER[provider])
-        raise ConfigError(f"model '{model_id}' has api '{api}': {provider} offers {allowed}")
-    refused = sorted(modalities - API_MODALITIES[api])
+    if api not in spec.apis:
+        allowed = ", ".join(spec.apis)
+        raise ConfigError(f"model '{model_id}' has api '{api}': {spec.name} offers {allowed}")
+    refused = sorted(modalities - spec.modalities[api])
     if refused:
         raise ConfigError(
             f"model '{model_id}' lists modalities {', '.join(refused)}, "
             f"which the {api} API cannot carry"
         )
     thinking = merged.get("thinking")
-    if thinking is not None and thinking not in THINKING_STYLES[api]:
-        styles = ", ".join(THINKING_STYLES[api]) or "none"
+    if thinking is not None and thinking not in THINKING_STYLES.get(api, ()):
+        styles = ", ".join(THINKING_STYLES.get(api, ())) or "none"
         raise ConfigError(
             f"model '{model_id}' has thinking '{thinking}': the {api} API takes {styles}"
         )
@@ -364,6 +369,9 @@ def simulated_settings(provider: str, name: str) -> dict[str, Any]:
     other simulated OpenAI models use chat.
     """
     thinks = "-think" in name
+    if provider not in PROVIDERS:  # a package's: its first API, as it describes it
+        spec = plugins.get(provider)
+        return {"api": spec.apis[0], "modalities": spec.modalities[spec.apis[0]]}
     if provider == "anthropic":
         api = "messages"
     elif provider == "google":
@@ -384,12 +392,7 @@ def simulated_settings(provider: str, name: str) -> dict[str, Any]:
 
 
 def simulator_base_url(provider: str, simulator_url: str) -> str:
-    root = simulator_url.rstrip("/")
-    if provider in ("openai", "openai-compatible"):
-        return root + "/v1"
-    if provider == "google":  # the SDK appends the API version: root + "/v1beta/..."
-        return root + "/"
-    return root
+    return simulator_url.rstrip("/") + plugins.get(provider).simulator_path
 
 
 def resolve_api_key(config: ModelConfig, environ: dict[str, str] | None = None) -> str:

@@ -32,7 +32,8 @@ from evalfleet.benchmarks import registry
 from evalfleet.benchmarks.protocols import PROTOCOLS, ProtocolName
 from evalfleet.core.settings import SIMULATOR_URL, check_http_url
 from evalfleet.core.types import ConfigError
-from evalfleet.providers.names import MODEL_ID_PATTERN, check_model_id
+from evalfleet.providers import plugins
+from evalfleet.providers.names import check_model_id, model_id_pattern
 from evalfleet.storage import store_url
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -183,7 +184,6 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
 BenchmarkName = Annotated[str, AfterValidator(_known_benchmark), _RegistryEnum]
 
 SIMULATED_CHOICES = ["openai/sim-0.3", "openai/sim-0.7", "anthropic/sim-0.6", "google/sim-0.5"]
-MODEL_PATTERN = MODEL_ID_PATTERN  # the rule `evalfleet.providers.names.check_model_id` applies
 
 
 class _ModelChoices:
@@ -210,7 +210,8 @@ class _ModelChoices:
                 {
                     "title": "provider/model",
                     "type": "string",
-                    "pattern": MODEL_PATTERN,
+                    # the rule `check_model_id` applies, for every installed provider
+                    "pattern": model_id_pattern(plugins.names()),
                     "description": "e.g. openai-compatible/my-model with --base-url, or "
                     "openai/sim-0.5 against the simulator",
                 },
