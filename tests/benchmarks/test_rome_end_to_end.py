@@ -85,7 +85,19 @@ def test_mean_and_std_over_epochs_by_hand(rome_run):
         assert rows.ci95_pct_over_questions.iloc[0] == (
             f"{100 * interval.low:.1f}–{100 * interval.high:.1f}"
         )
-        assert rows.ci95_pct_over_questions.iloc[1:].isna().all()  # per task: no interval
+        for row in rows.iloc[1:].itertuples():  # per task: over that task's questions
+            task_means = [
+                sum(v) / len(v)
+                for qid, v in sorted(per_question.items())
+                if annotations[qid]["task"] == row.task
+            ]
+            if len(task_means) == 1:
+                assert row.ci95_pct_over_questions == "—, one question"
+                continue
+            task_interval = unit_mean_interval(task_means)
+            assert row.ci95_pct_over_questions == (
+                f"{100 * task_interval.low:.1f}–{100 * task_interval.high:.1f}"
+            )
         assert set(rows.task) == {"all", *(a["task"] for a in annotations.values())}
         for row in rows.itertuples():
             accuracies = [sum(v) / len(v) for _, v in sorted(per_epoch[row.task].items())]

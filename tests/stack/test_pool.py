@@ -21,6 +21,7 @@ import pytest
 
 from evalfleet.simulator.process import start_simulator
 from evalfleet.stack.services import free_port
+from evalfleet.stack.up import DEPLOYMENT_NAMES
 from tests.support.helpers import results_dir, wait_for_no_processes
 from tests.support.stack import Stack, kill_tree, stack_env, worker_of, worker_running
 
@@ -73,7 +74,7 @@ def request(stack: Stack, dataset: str, run_id: str, **extra) -> dict:
 def test_the_work_pool_runs_what_the_ui_starts(pool, demo_dataset):
     deployments = pool.call("/deployments/filter", {})
     assert {d["work_pool_name"] for d in deployments} == {"evalfleet"}
-    assert len(deployments) == 6
+    assert len(deployments) == len(DEPLOYMENT_NAMES) == 8
     nightly = pool.deployment("reevaluate/reevaluate")
     assert [s["schedule"]["cron"] for s in nightly["schedules"]] == ["0 3 * * *"]
 

@@ -289,6 +289,7 @@ def test_every_run_form_is_a_form(stack):
         "evaluate",
         "judge",
         "leaderboard",
+        "limits",
         "poll-batches",
         "reevaluate",
         "rerun-ranked",

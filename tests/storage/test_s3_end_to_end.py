@@ -198,7 +198,8 @@ def test_bucket_holds_exactly_the_expected_keys(both_runs, moto_server):
         for stem in ("accuracy_ci", "accuracy_vs_tokens", "cost_per_correct")
         for split in SPLITS
     ]
-    names = [*plots, "index.html", "latest.json", "leaderboard.csv", "leaderboard.md"]
+    history = [f"history--{split}.png" for split in SPLITS]  # each benchmark over time
+    names = [*plots, *history, "index.html", "latest.json", "leaderboard.csv", "leaderboard.md"]
     # rows.json: each run's rows and unit values, so the next run redraws only what changed
     extra = ["leaderboard.parquet", "rows.json"]
     leaderboard = sorted(f"leaderboard/{name}" for name in [*names, *extra])

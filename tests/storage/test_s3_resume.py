@@ -172,9 +172,9 @@ def test_sigkill_then_resume_on_s3_requests_only_missing_items(
     others = {k[len(PREFIX) + 1 :] for k in set(bucket_keys(client, bucket)) - set(keys)}
     results = {k for k in others if k.startswith(f"{RUN_ID}/results/v-")}
     leaderboard = {k for k in others if k.startswith("leaderboard/")}
-    # the store's leaderboard: 3 tables, 3 plots per benchmark (2 splits), page, latest and
-    # rows.json (each run's rows, so the next run redraws only what changed)
-    assert len(leaderboard) == 3 + 3 * 2 + 2 + 1
+    # the store's leaderboard: 3 tables, 3 plots and a history plot per benchmark (2 splits),
+    # page, latest and rows.json (each run's rows, so the next run redraws only what changed)
+    assert len(leaderboard) == 3 + 4 * 2 + 2 + 1
     assert others - results - leaderboard == {
         layout.manifest_key(RUN_ID),
         layout.counts_key(RUN_ID),  # the answer counts of the aggregation, for `runs`
