@@ -35,10 +35,15 @@ def requests(log: Path, model: str = "sim-0.5") -> int:
     return sum(json.loads(line)["model"] == model for line in lines)
 
 
-def reused_from(runs: Path, run_id: str, stage: str = "completions") -> dict[str | None, int]:
+def reused_from(
+    runs: Path, run_id: str, stage: str = "completions", judge: str = "anthropic/sim-0.9"
+) -> dict[str | None, int]:
     counts: dict[str | None, int] = {}
     for path in (runs / run_id / stage).rglob("*.json"):
-        source = json.loads(path.read_text()).get("reused_from")
+        record = json.loads(path.read_text())
+        if stage == "judgements" and record["judge_model"] != judge:
+            continue
+        source = record.get("reused_from")
         counts[source] = counts.get(source, 0) + 1
     return counts
 
@@ -70,10 +75,21 @@ def test_limit_then_full_run_with_reuse_pays_once(demo_dataset, answer_key, tmp_
         fresh_judged = requests(log, "sim-0.9") - judged
 
         missing = evalfleet(*base, "--run-id", "other", "--reuse-from", "nope")
+
+        # `judge --reuse-from`: a second judge grades `fresh`, then `full` taking those
+        # judgements (the same answers, prompts and judge) instead of asking again
+        second = ("--judge", "anthropic/sim-0.8", "--store", str(runs), "--simulator-url", sim.url)
+        graded = evalfleet("judge", "fresh", *second)
+        assert graded.returncode == 0, graded.stderr[-2000:]
+        asked_fresh = requests(log, "sim-0.8")
+        taken = evalfleet("judge", "full", *second, "--reuse-from", "fresh")
+        assert taken.returncode == 0, taken.stderr[-2000:]
+        asked_full = requests(log, "sim-0.8") - asked_fresh
+        judge_missing = evalfleet("judge", "full", *second, "--reuse-from", "nope")
     assert reused_from(runs, "full") == {"first": 30, None: 3}
-    (event,) = json.loads((runs / "full" / "manifest.json").read_text())["history"]
+    event = json.loads((runs / "full" / "manifest.json").read_text())["history"][0]  # then judged
     assert (event["event"], event["reused"], event["reused_from"]) == ("created", 30, ["first"])
-    (event,) = json.loads((runs / "fresh" / "manifest.json").read_text())["history"]
+    event = json.loads((runs / "fresh" / "manifest.json").read_text())["history"][0]
     assert "reused" not in event
     assert reused_from(runs, "fresh") == {None: 33}
     # judgements reuse the same way: those of the reused answers are copied, not asked
@@ -89,7 +105,7 @@ def test_limit_then_full_run_with_reuse_pays_once(demo_dataset, answer_key, tmp_
     columns = ["sample_id", "epoch", "scoring", "answer", "value", "judged", "output_tokens"]
     a = result_table(runs, "full", "samples.parquet")[columns].reset_index(drop=True)
     b = result_table(runs, "fresh", "samples.parquet")[columns].reset_index(drop=True)
-    assert len(a) == 11 * DECODINGS * 3  # three scoring modes, the judge's among them
+    assert len(a) == 11 * DECODINGS * 4  # four scoring modes, the two judges among them
     assert a.equals(b)
     assert missing.returncode == 2
     assert missing.stderr.strip().splitlines()[-1] == (
@@ -97,3 +113,12 @@ def test_limit_then_full_run_with_reuse_pays_once(demo_dataset, answer_key, tmp_
         "name a run that stored answers, or '*'"
     )
     assert not (runs / "other").exists()
+    assert asked_fresh > 0 and asked_full == 0
+    graded_by_second = reused_from(runs, "full", "judgements", "anthropic/sim-0.8")
+    assert graded_by_second["fresh"] == asked_fresh  # each of its judgements copied once
+    assert judge_missing.returncode == 2
+    assert (
+        judge_missing.stderr.strip()
+        .splitlines()[-1]
+        .startswith("error: --reuse-from nope: no such run in the store")
+    )

@@ -57,13 +57,15 @@ def judge(
     store: str | Store | None = None,
     simulator_url: str | None = None,
     flow_runs_kept: int | None = None,
+    reuse_from: list[str] | None = None,
 ) -> RunResult:
     """Grade a stored run's answers with another judge model: `evalfleet judge`. Nothing is
-    asked of the evaluated models. `RunResult.note` says when there was nothing to grade."""
+    asked of the evaluated models. `RunResult.note` says when there was nothing to grade.
+    `reuse_from` takes judgements other runs hold for the same judge, prompt and answer."""
     from evalfleet.api.launch import run_request
     from evalfleet.engine.judges import judge_request
 
-    request = judge_request(_store(store), run_id, judge_model, simulator_url)
+    request = judge_request(_store(store), run_id, judge_model, simulator_url, reuse_from)
     job = run_request(request, retry_errors=True, answers=False, flow_runs_kept=flow_runs_kept)
     results = Results.of(job.tables) if job.tables is not None else None
     return RunResult(run_id, request.store, job.outcome, results, note=job.unchanged)

@@ -84,6 +84,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "against it, with 95 %% intervals",
     )
     judge.add_argument(
+        "--reuse-from",
+        action="append",
+        default=[],
+        metavar="RUN",
+        help="take the judgements this earlier run holds for the same judge, prompt and answer "
+        "instead of asking again (repeatable; '*': any run of the store); never implicit",
+    )
+    judge.add_argument(
         "--simulator-url", metavar="URL", help="for a simulated judge (default: the run's)"
     )
     add_store_options(judge)
@@ -154,6 +162,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
             store=store_from(args),
             simulator_url=args.simulator_url,
             flow_runs_kept=kept,
+            reuse_from=args.reuse_from,
         )
         if result.note:  # nothing for the judge to grade
             print(result.note)

@@ -25,6 +25,7 @@ from evalfleet.engine.prepare.resolve import (
     collect_keys,
     resolve_models,
 )
+from evalfleet.engine.prepare.reuse import source_runs
 from evalfleet.engine.run.identity import RunError
 from evalfleet.engine.run.outcome import RunFailed
 from evalfleet.engine.run.request import EvalRequest, check_run_id
@@ -43,15 +44,22 @@ from evalfleet.storage import Store, layout
 
 
 def judge_request(
-    store: Store, run_id: str, judge: str, simulator_url: str | None = None
+    store: Store,
+    run_id: str,
+    judge: str,
+    simulator_url: str | None = None,
+    reuse_from: list[str] | None = None,
 ) -> EvalRequest:
     """The run's own request with `judge` added: the primary judge if it had none, else an
     extra one; a judge the run already has is resumed (what it has not judged yet, what
     failed). One line if the judge's name or the run id is not valid, the run is not there or
-    it has nothing a judge grades: checked before the run's identity changes."""
+    it has nothing a judge grades: checked before the run's identity changes. `reuse_from`
+    (runs, or '*') takes the judgements those runs hold for the same judge, prompt and answer
+    instead of asking; only what this command names, never the run's earlier reuse."""
     check_model_id(judge, "judge")
     check_run_id(run_id)
     request = require_manifest(store, run_id).request
+    source_runs(store, run_id, list(reuse_from or ()))  # each named run exists: one line
     if judge in request.models:
         raise RunError(f"{judge} is a model of run {run_id}: a model does not judge itself here")
     judged = [name for name in request.benchmarks if registry.get(name).judge is not None]
@@ -61,6 +69,7 @@ def judge_request(
             "there is nothing for a judge to grade"
         )
     update: dict = {"extend": True, "store": store.url, "s3_endpoint_url": store.endpoint_url}
+    update["reuse_from"] = list(reuse_from or ())
     if judge in request.judges():
         pass  # added before: this resumes it (its missing and failed judgements)
     elif request.judge_model:
