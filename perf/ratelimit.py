@@ -43,7 +43,6 @@ import os
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -209,20 +208,13 @@ def main() -> None:
         with start_simulator(answers, config, log) as sim:
             common = ["--dataset", dataset, "--store", str(work / "runs")]
             common += ["--simulator-url", sim.url]
-            # At --smoke the three cases run at once (each has its own model): a check in a
-            # third of the time. Measured, one after another, so none takes from another.
-            with ThreadPoolExecutor(max_workers=3 if args.smoke else 1) as cases:
-                rpm_case = cases.submit(
-                    phase, RPM_MODEL, "rpm", args.rpm, common, env, args.window_s, log, sim
-                )
-                tpm_case = cases.submit(
-                    phase, TPM_MODEL, "tpm", args.tpm, common, env, args.window_s, log, sim
-                )
-                headers = cases.submit(
-                    headers_case, args, common, env, log, sim, str(work / "runs")
-                )
-                (rpm_window, rpm_all), (tpm_window, tpm_all) = rpm_case.result(), tpm_case.result()
-                stated = headers.result()
+            rpm_window, rpm_all = phase(
+                RPM_MODEL, "rpm", args.rpm, common, env, args.window_s, log, sim
+            )
+            tpm_window, tpm_all = phase(
+                TPM_MODEL, "tpm", args.tpm, common, env, args.window_s, log, sim
+            )
+            stated = headers_case(args, common, env, log, sim, str(work / "runs"))
     finally:
         ray.shutdown()
     minutes = args.window_s / 60.0
