@@ -94,6 +94,8 @@ SLOW_FILES = (
     "test_docs_run.py",
     "test_smoke_runs.py",
     "test_million.py",
+    "test_reuse.py",
+    "test_weekly_drift.py",
     "test_stack.py",
     "test_pool.py",
     "test_batch.py",
