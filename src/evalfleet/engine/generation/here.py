@@ -15,9 +15,9 @@ from typing import Any
 from evalfleet.engine.generation.online import (
     DRAIN_S,
     Jobs,
+    finished_outcome,
     item_cost_model,
     run_apis,
-    summarize_outcomes,
 )
 from evalfleet.engine.prepare.plan import RunPlan
 from evalfleet.engine.prepare.resolve import ResolvedRun
@@ -107,20 +107,7 @@ def generate_here(run_plan: RunPlan) -> RunOutcome:
         )
     finally:
         progress.close()
-    outcome = summarize_outcomes(run.run_id, dispatched, time.monotonic() - started)
-    if dispatched.budget_reached and budget is not None:
-        from evalfleet.engine.prepare.capping import budget_stop
-
-        outcome.budget_reached, outcome.finish_cap_usd = budget_stop(
-            run, budget.spent_usd, budget.cap_usd
-        )
-        log.warning("run %s: budget reached: %s", run.run_id, outcome.budget_reached)
-    outcome.store_failed = dispatched.write_failed or None
-    outcome.endpoints_down = {
-        caller: f"{run.configs[caller].endpoint()} ({error})"
-        for caller, error in dispatched.down.items()
-    }
-    return outcome
+    return finished_outcome(run, dispatched, budget, time.monotonic() - started)
 
 
 def samples_here(

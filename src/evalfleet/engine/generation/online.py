@@ -118,7 +118,15 @@ def generate(run_plan: RunPlan) -> RunOutcome:
             )
     finally:
         progress.close()
-    outcome = summarize_outcomes(run.run_id, dispatched, time.monotonic() - started)
+    outcome = finished_outcome(run, dispatched, budget, time.monotonic() - started)
+    outcome.ray_lost = dispatched.head_lost or None
+    return outcome
+
+
+def finished_outcome(run: ResolvedRun, dispatched, budget, elapsed_s: float) -> RunOutcome:
+    """How a dispatch ended, in the run's words (here or on Ray alike): its counts, the cap's
+    stop line, a failed store and the endpoints that were down."""
+    outcome = summarize_outcomes(run.run_id, dispatched, elapsed_s)
     if dispatched.budget_reached and budget is not None:
         from evalfleet.engine.prepare.capping import budget_stop
 
@@ -127,7 +135,6 @@ def generate(run_plan: RunPlan) -> RunOutcome:
         )
         log.warning("run %s: budget reached: %s", run.run_id, outcome.budget_reached)
     outcome.store_failed = dispatched.write_failed or None
-    outcome.ray_lost = dispatched.head_lost or None
     outcome.endpoints_down = {
         caller: f"{run.configs[caller].endpoint()} ({error})"
         for caller, error in dispatched.down.items()
