@@ -99,11 +99,11 @@ def test_fill_sends_the_models_in_turn_up_to_each_ones_limit_and_the_total():
     d.fill()
     assert d.pool[0].actor.sent() == [["a0", "b0", "a1", "b1", "b2"]]
     assert d.pool[0].actor.submit.calls[0][0] == CLAIM
-    assert (d.busy, d.in_flight(), d.taken) == ({"a": 2, "b": 3}, 5, 8)
+    assert (d.turns.busy, d.in_flight(), d.taken) == ({"a": 2, "b": 3}, 5, 8)
     d.fill()  # no room left: nothing more is sent
     assert len(d.pool[0].actor.submit.calls) == 1
-    assert [name(i) for i, _ in d.queues["a"]] == ["a2", "a3"]
-    assert [name(i) for i, _ in d.queues["b"]] == ["b3"]
+    assert [name(i) for i, _ in d.turns.queues["a"]] == ["a2", "a3"]
+    assert [name(i) for i, _ in d.turns.queues["b"]] == ["b3"]
 
 
 def test_the_total_limit_ends_a_turn_half_way():
@@ -125,7 +125,7 @@ def test_a_model_at_its_limit_keeps_the_rest_of_the_source_unread():
     source = (job for job in jobs("a", 5000))
     d = dispatcher(source, max_in_flight=10, per_model_limit={"a": 3})
     d.fill()
-    assert (d.taken, d.in_flight(), len(d.queues["a"])) == (BLOCK, 3, BLOCK - 3)
+    assert (d.taken, d.in_flight(), len(d.turns.queues["a"])) == (BLOCK, 3, BLOCK - 3)
     assert d.left_untaken() == 5000 - BLOCK  # counted by reading what is left, once
 
 
@@ -144,12 +144,12 @@ def test_landed_settles_the_budget_counts_and_hands_the_outcomes_on():
     sent = [work for work, _ in d.pool[0].outstanding.values()]
     d.landed(0, [outcome(sent[0], cost=0.25), outcome(sent[1], "failed", 0.0, "timeout", "t/o")])
     assert (budget.spent_usd, budget.reserved_usd) == (1.25, 0.0)
-    assert (d.busy["a"], d.in_flight()) == (0, 0)
+    assert (d.turns.busy["a"], d.in_flight()) == (0, 0)
     result = d.result
     assert (result.submitted, dict(result.statuses)) == (2, {"ok": 1, "failed": 1})
     assert (dict(result.errors), dict(result.cost_usd)) == ({"timeout": 1}, {"answer": 0.25})
     assert seen == [["key/a0", "key/a1"]]
-    assert [(name(i), p) for i, p in d.queues["j"]] == [("j:a0", ["parts"])]
+    assert [(name(i), p) for i, p in d.turns.queues["j"]] == [("j:a0", ["parts"])]
 
 
 def test_the_budget_holds_a_model_back_until_its_calls_settle_then_ends_the_run():
@@ -162,7 +162,7 @@ def test_the_budget_holds_a_model_back_until_its_calls_settle_then_ends_the_run(
     d.landed(0, [outcome(w, cost=0.1) for w, _ in list(d.pool[0].outstanding.values())])
     d.fill()  # refused with nothing in flight: the budget is reached
     assert (d.in_flight(), d.result.budget_reached, budget.spent_usd) == (0, True, 0.2)
-    assert len(d.queues["a"]) == 3
+    assert len(d.turns.queues["a"]) == 3
 
 
 def test_a_model_the_budget_holds_back_reads_no_more_of_the_source():
@@ -175,7 +175,7 @@ def test_a_model_the_budget_holds_back_reads_no_more_of_the_source():
 def test_a_down_endpoint_drops_its_queue_and_its_later_items():
     d = dispatcher(jobs("a", DOWN_AFTER + 3) + jobs("b", 1), per_model_limit={"a": DOWN_AFTER})
     d.fill()
-    d.queues["a"].appendleft((item("a", 99, recheck=True), 99))  # sent by a lost worker
+    d.turns.queues["a"].appendleft((item("a", 99, recheck=True), 99))  # sent by a lost worker
     failed = [
         outcome(w, "failed", 0.0, "connection", "refused")
         for w, _ in d.pool[0].outstanding.values()
@@ -183,10 +183,10 @@ def test_a_down_endpoint_drops_its_queue_and_its_later_items():
     ]
     d.landed(0, failed)
     assert d.result.down == {"a": "connection: refused"}
-    assert "a" not in d.queues
+    assert "a" not in d.turns.queues
     assert (d.result.not_started, d.result.abandoned) == (3, 1)
     d.enqueue(item("a", 100), 100)  # a follow-up of a model that is down is not queued
-    assert ("a" in d.queues, d.result.not_started) == (False, 4)
+    assert ("a" in d.turns.queues, d.result.not_started) == (False, 4)
     assert d.in_flight() == 1  # b's item
 
 
@@ -208,8 +208,8 @@ def test_a_worker_that_lost_the_claim_is_replaced_and_its_items_rechecked_first(
     d.lost(0, ClaimLost())
     assert d.pool[0].actor.name == "new-0" and d.pool[0].outstanding == {}
     assert (d.retired, d.result.redispatched) == ([old], 2)
-    assert (d.busy["a"], d.busy["b"], budget.reserved_usd) == (0, 0, 0.0)
-    queued = {m: [(name(i), i.recheck) for i, _ in q] for m, q in d.queues.items()}
+    assert (d.turns.busy["a"], d.turns.busy["b"], budget.reserved_usd) == (0, 0, 0.0)
+    queued = {m: [(name(i), i.recheck) for i, _ in q] for m, q in d.turns.queues.items()}
     assert queued == {"a": [("a0", True), ("a1", False)], "b": [("b0", True)]}
 
 

@@ -28,7 +28,6 @@ import dataclasses
 import itertools
 import logging
 import time
-from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sized
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,10 +41,10 @@ from evalfleet.tasks.budget import Budget
 from evalfleet.tasks.endpoints import Endpoints
 from evalfleet.tasks.head import HeadWatch
 from evalfleet.tasks.pool import Crew
+from evalfleet.tasks.turns import Dispatched, Job, Turns
 from evalfleet.tasks.work import WorkItem
 from evalfleet.tasks.worker import ClaimLost, Outcome
 
-Job = tuple[WorkItem, Any]  # (item, prompt): a sample's index in the workers' samples, or parts
 ProgressCallback = Callable[[list[Outcome]], None]
 FollowUp = Callable[[Outcome], list[tuple[WorkItem, list[Part]]]]
 log = logging.getLogger("evalfleet.dispatch")
@@ -54,33 +53,6 @@ WORKER_LOST = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableErro
 CHUNK = 64  # items per submit
 BLOCK = 2048  # jobs taken from the source at a time, when none queued can be sent
 POLL_S = 0.2  # how often the loop looks at a stop request when nothing lands
-
-
-@dataclass
-class Dispatched:
-    """What happened, in counts: the outcomes themselves are handed to `on_progress` and
-    `follow_up` as they land and not kept (a run of a million items would hold them all)."""
-
-    submitted: int = 0  # outcomes received
-    statuses: Counter[str] = field(default_factory=Counter)
-    errors: Counter[str] = field(default_factory=Counter)  # terminal errors by kind
-    cost_usd: Counter[str] = field(default_factory=Counter)  # by stage
-    stopped: bool = False  # a stop was requested before everything was submitted
-    abandoned: int = 0  # sent, and no record came back: may have been paid for
-    not_started: int = 0  # never sent
-    redispatched: int = 0  # sent again after their worker was lost
-    budget_reached: bool = False
-    write_failed: str = ""  # the first record that could not be stored, and why
-    down: dict[str, str] = field(default_factory=dict)  # caller -> its endpoint's last error
-    head_lost: str = ""  # the Ray head stopped answering: what the watch said
-
-    def count(self, outcomes: list[Outcome]) -> None:
-        self.submitted += len(outcomes)
-        for outcome in outcomes:
-            self.statuses[outcome.status] += 1
-            if outcome.error_kind:
-                self.errors[outcome.error_kind] += 1
-            self.cost_usd[outcome.key.stage] += outcome.cost_usd
 
 
 @dataclass
@@ -146,17 +118,14 @@ class Dispatcher:
     ) -> None:
         self.crew = crew
         self.max_in_flight = max_in_flight
-        self.per_model_limit = per_model_limit
         self.on_progress = on_progress
         self.follow_up = follow_up
         self.stop_requested = stop_requested
         self.drain_s = drain_s
-        self.budget = budget
         self.head = head
         self.pool = [_Worker(w) for w in workers]
         self.retired: list[Any] = []  # replaced workers, ended with the others
-        self.queues: dict[str, deque[Job]] = {}
-        self.busy: Counter[str] = Counter()  # in flight per model
+        self.turns = Turns(per_model_limit, budget)
         self.collecting: dict[Any, int] = {}  # a collect call in flight -> its worker
         self.endpoints = Endpoints()
         self.result = Dispatched()
@@ -182,8 +151,7 @@ class Dispatcher:
         if item.key.caller in self.result.down:  # its endpoint is down: not asked in this run
             self.unsent([(item, prompt)])
             return
-        queue = self.queues.setdefault(item.key.caller, deque())
-        (queue.appendleft if front else queue.append)((item, prompt))
+        self.turns.push((item, prompt), front)
 
     def take(self, block: int) -> bool:
         """Queue up to `block` more jobs; False when there are none left."""
@@ -210,19 +178,6 @@ class Dispatcher:
     def in_flight(self) -> int:
         return sum(len(w.outstanding) for w in self.pool)
 
-    def limit(self, model: str) -> int:
-        most = self.per_model_limit.get(model, 1 << 30)
-        probe = self.budget.limit(model) if self.budget is not None else None
-        return most if probe is None else min(most, probe)
-
-    def wanting(self) -> bool:
-        """Whether a model could send more than is queued for it: only then are more jobs
-        taken (a model at its limit keeps what it has queued; the source has every model's
-        items interleaved, so a slow model's share waits in its queue)."""
-        return not self.queues or any(
-            not q and self.busy[m] < self.limit(m) for m, q in self.queues.items()
-        )
-
     # sending and landing
 
     def fill(self) -> None:
@@ -230,7 +185,8 @@ class Dispatcher:
         least busy worker. A model whose next item the budget refuses waits for the calls in
         flight to settle; refused with nothing in flight, the budget is reached."""
         most = self.max_in_flight
-        picked, refused = self.pick((most() if callable(most) else most) - self.in_flight())
+        room = (most() if callable(most) else most) - self.in_flight()
+        picked, refused = self.turns.pick(room, lambda n: self.take(max(n, BLOCK)))
         if refused and not picked and not self.in_flight():
             self.result.budget_reached = True
         for start in range(0, len(picked), CHUNK):
@@ -240,33 +196,6 @@ class Dispatcher:
                 worker.outstanding[item.key] = (item, prompt)
             # its outcomes come back through `collect`
             worker.actor.submit.remote(self.crew.claim, chunk)
-
-    def pick(self, room: int) -> tuple[list[Job], set[str]]:
-        """Up to `room` jobs, one model's at a time in turn, each reserved with the budget and
-        counted busy; and the models whose next job the budget refused."""
-        picked: list[Job] = []
-        refused: set[str] = set()
-        while room > 0:
-            progressed = False
-            for model, queue in self.queues.items():
-                if not queue or model in refused or self.busy[model] >= self.limit(model):
-                    continue
-                item, prompt = queue[0]
-                if self.budget is not None and not self.budget.reserve(item, prompt):
-                    refused.add(model)
-                    continue
-                queue.popleft()
-                picked.append((item, prompt))
-                self.busy[model] += 1
-                room -= 1
-                progressed = True
-                if room <= 0:
-                    break
-            if progressed:
-                continue
-            if refused or not self.wanting() or not self.take(max(room, BLOCK)):
-                break
-        return picked, refused
 
     def lost(self, index: int, exc: Exception) -> None:
         """The worker died (node lost) or no longer serves the run's claim: replace it and
@@ -279,9 +208,7 @@ class Dispatcher:
             self.pool[index] = _Worker(self.crew.new())
             self.retired.append(worker.actor)
             for item, prompt in worker.outstanding.values():
-                self.busy[item.key.caller] -= 1
-                if self.budget is not None:
-                    self.budget.settle(item.key, None)
+                self.turns.settle(item.key, None)
                 self.enqueue(dataclasses.replace(item, recheck=True), prompt, front=True)
                 self.result.redispatched += 1
         # else only unavailable for a moment: its items are still in it
@@ -294,15 +221,13 @@ class Dispatcher:
         for outcome in outcomes:
             worker.outstanding.pop(outcome.key, None)
             caller = outcome.key.caller
-            self.busy[caller] -= 1
-            if self.budget is not None:
-                self.budget.settle(outcome.key, (outcome.status, outcome.cost_usd))
+            self.turns.settle(outcome.key, (outcome.status, outcome.cost_usd))
             if outcome.status == "write_failed" and not result.write_failed:
                 result.write_failed = f"{outcome.store_key}: {outcome.error}"
                 log.error("a record could not be stored (%s): nothing more is sent", outcome.error)
             if self.endpoints.land(caller, outcome.status, outcome.error_kind, outcome.error):
                 result.down[caller] = error = self.endpoints.down()[caller]
-                self.unsent(self.queues.pop(caller, ()))
+                self.unsent(self.turns.drop(caller))
                 log.error("every call to %s failed (%s): it is not asked again", caller, error)
         result.count(outcomes)
         if self.follow_up is not None:
@@ -361,7 +286,7 @@ class Dispatcher:
     def stopped_early(self) -> bool:
         """Sending ended with calls in flight, or with jobs left that nothing else (the
         budget, a failed write, a lost head) accounts for."""
-        left = sum(len(q) for q in self.queues.values()) + self.left_untaken()
+        left = self.turns.queued() + self.left_untaken()
         ended = self.result.budget_reached or bool(self.result.write_failed) or self.head_lost()
         return not self.head_lost() and bool(self.in_flight() or (left and not ended))
 
@@ -382,7 +307,7 @@ class Dispatcher:
             result.abandoned += self.in_flight() - never_asked
         else:
             result.abandoned += self.in_flight()
-        for queue in self.queues.values():
+        for queue in self.turns.queues.values():
             self.unsent(queue)
         result.not_started += self.left_untaken()
         result.down.update(self.endpoints.down())
