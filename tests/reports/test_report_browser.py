@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from evalfleet.benchmarks.zerobench.scoring import SCORERS
 from evalfleet.cli.main import main
 from evalfleet.engine.store.manifest_types import Manifest
 from evalfleet.reports import formatting as fmt
@@ -259,6 +260,13 @@ def test_a_zerobench_item_of_one_models_incorrect_answers(store, browser):
     assert top["answer"] == extracted
     verdict = detail.find_elements("css selector", "table.scoring td.verdict-cell .verdict")[0]
     assert verdict.get_attribute("data-letter") == "W"
+    # why this verdict: the scorer's own words, the same the scorer gives on the stored response
+    target = detail.find_element("css selector", "pre.target").text
+    why = detail.find_elements("css selector", "table.scoring td.why")
+    names = list(dict.fromkeys(samples[samples.benchmark == "zerobench"].scoring))
+    for name, cell in zip(names, why, strict=True):
+        assert cell.text == SCORERS[name](stored["response"], target).explanation
+    assert why[0].text.startswith("upstream rule: ") and "differs from" in why[0].text
     thumbs[0].click()  # opens full size
     assert browser.find_element("id", "overlay").is_displayed()
     browser.save_screenshot(str(SHOTS / "zerobench-item.png"))
@@ -287,11 +295,16 @@ def test_a_rome_item_reads_its_judge_as_a_judge(store, browser):
         & (samples.epoch == int(top["epoch"]))
     ].set_index("scoring")
     assert [r[0] for r in table] == scorings
-    for name, by, answer, _ in table:
+    for name, by, answer, _, why in table:
         if name.startswith("judge"):  # a verdict, never an "extracted answer" of 0 or 1
             assert (by, answer) == ("judge anthropic/sim-0.9", "graded the response")
+            assert why == (
+                "judge anthropic/sim-0.9 graded the response against the target (its words below)"
+            )
         else:
             assert (by, answer) == ("rules", mine.loc[name, "answer"] or "none read")
+            assert why.startswith("ROME evaluator ") and f"({name} extraction)" in why
+            assert why.endswith(f": score {float(mine.loc[name, 'value']):g}")
     # one badge per verdict in the whole item: the judge's own block has none
     badges = detail.find_elements("css selector", ".verdict")
     assert len(badges) == len(scorings)

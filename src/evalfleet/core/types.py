@@ -81,6 +81,8 @@ class Score:
     value: float = 0.0
     judged: bool = False
     error: str | None = None
+    # in words: the rule or evaluator that decided, on what answer (not part of the verdict)
+    explanation: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)

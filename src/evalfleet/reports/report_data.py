@@ -37,6 +37,7 @@ from evalfleet.engine.store.stored import StoredRun, load_run
 from evalfleet.reports import MEDIA_BUDGET_MB
 from evalfleet.reports.item_sets import item_set_of
 from evalfleet.reports.report_media import embedded_media
+from evalfleet.reports.report_why import explanations, judges_by_scoring
 from evalfleet.storage.base import Store
 from evalfleet.storage.layout import ItemKey
 
@@ -83,6 +84,7 @@ def gather(
 
     verdicts = _verdicts(samples)
     kinds = {name: scoring_kinds(run, name, scorings[name]) for name in benchmarks}
+    judge_of = {name: judges_by_scoring(run, name) for name in benchmarks}
     rows, details = [], []
     for key, record_key in sorted(
         run.answer_state.record_key.items(),
@@ -99,7 +101,15 @@ def gather(
         found = verdicts.get((key.model, key.benchmark, key.sample_id, key.epoch), {})
         names = scorings[key.benchmark]
         letters = "".join(found.get(s, NOT_SCORED)[0] for s in names)
-        detail = detail_of(record, found, names, judged_records(run, key))
+        why = explanations(
+            run.data[key.benchmark],
+            key.sample_id,
+            record.response,
+            names,
+            kinds[key.benchmark],
+            judge_of[key.benchmark],
+        )
+        detail = detail_of(record, found, names, judged_records(run, key), why)
         tokens = record.tokens
         rows.append(
             [
@@ -219,8 +229,10 @@ def detail_of(
     found: dict[str, tuple[str, str | None, str | None]],
     scorings: list[str],
     judged: list[tuple[str, Record]],
+    why: list[str | None] | None = None,
 ) -> dict[str, Any]:
-    """The long texts of one item: what its detail chunk holds."""
+    """The long texts of one item: what its detail chunk holds (`why`: each verdict's
+    explanation, `reports.report_why`)."""
     error = record.error
     judges = []
     for judge, by in judged:
@@ -240,6 +252,7 @@ def detail_of(
         "reasoning": record.reasoning,
         "answers": [found.get(s, NOT_SCORED)[1] for s in scorings],
         "score_errors": [found.get(s, NOT_SCORED)[2] for s in scorings],
+        "why": why or [None] * len(scorings),
         "judges": judges,
         "attempts": record.attempts,
         "finish_reason": record.finish_reason,

@@ -42,6 +42,7 @@ from evalfleet.reports.report_index import IndexColumns
 from evalfleet.reports.report_media import paged_media
 from evalfleet.reports.report_records import RecordReader
 from evalfleet.reports.report_scan import ScannedItem, Shape, scan_items
+from evalfleet.reports.report_why import explanations, judges_by_scoring
 from evalfleet.storage import layout
 from evalfleet.storage.base import Store
 from evalfleet.storage.layout import ItemKey
@@ -82,6 +83,7 @@ class PagedWriter:
         self.benchmarks = list(self.run.data)
         self.scorings = {name: shape.scorings.get(name, []) for name in self.benchmarks}
         self.kinds = {n: scoring_kinds(self.run, n, self.scorings[n]) for n in self.benchmarks}
+        self.judge_of = {n: judges_by_scoring(self.run, n) for n in self.benchmarks}
         self.sample_keys: dict[tuple[str, str], int] = {}
         self.sample_rows: list[list[Any]] = []
         for name, data in self.run.data.items():
@@ -152,7 +154,18 @@ class PagedWriter:
             state = self.states.setdefault((item.model, item.benchmark), Counter())
             state["failed" if item.failed else "done"] += 1
             record = found[1] if found else None
-            detail = detail_of(record, item.found, names, judges) if record else _gone(item, names)
+            if record is None:
+                detail = _gone(item, names)
+            else:
+                why = explanations(
+                    self.run.data[item.benchmark],
+                    item.sample_id,
+                    record.response,
+                    names,
+                    self.kinds[item.benchmark],
+                    self.judge_of[item.benchmark],
+                )
+                detail = detail_of(record, item.found, names, judges, why)
             tokens = record.tokens if record else None
             self.index.add(
                 (
@@ -226,6 +239,7 @@ def _gone(item: ScannedItem, scorings: list[str]) -> dict[str, Any]:
         "reasoning": None,
         "answers": [item.found.get(s, NOT_SCORED)[1] for s in scorings],
         "score_errors": [item.found.get(s, NOT_SCORED)[2] for s in scorings],
+        "why": [None] * len(scorings),
         "judges": [],
         "attempts": None,
         "finish_reason": None,

@@ -103,7 +103,13 @@ class DatBench(Benchmark):
             except DatasetError as exc:  # a judge row without its scorer's metadata
                 out.append(Score(mode, None, False, 0.0, error=f"no rule score: {exc}"))
                 continue
-            out.append(Score(mode, details.answer, details.is_correct, float(details.score)))
+            why = (
+                f"DatBench scorer {scoring.scorer_name(inputs.dataset)} ({mode}) read "
+                f"{details.answer!r}: score {details.score:g}, "
+                f"{'right (0.5 or more)' if details.is_correct else 'wrong (under 0.5)'}"
+            )
+            score = float(details.score)
+            out.append(Score(mode, details.answer, details.is_correct, score, explanation=why))
         return out
 
     def metrics(

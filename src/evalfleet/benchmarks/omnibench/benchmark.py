@@ -21,7 +21,9 @@ from evalfleet.benchmarks.interface import (
 )
 from evalfleet.benchmarks.omnibench import dataset
 from evalfleet.benchmarks.omnibench.parsing import (
+    EVALSCOPE_VERSION,
     LETTERS,
+    ORIGINAL_VERSION,
     parse_answer_evalscope,
     parse_multi_choice_original,
 )
@@ -32,6 +34,14 @@ if TYPE_CHECKING:
     import pandas as pd
 
 BREAKDOWNS = {"task_type": "task_type", "audio_type": "audio_type"}
+
+
+PARSER_WORDS = {
+    "evalscope": f"evalscope's letter extraction ({EVALSCOPE_VERSION}: the last ANSWER: label, "
+    "else the last capital letter if it is an option)",
+    "original": f"OmniBench's original parser ({ORIGINAL_VERSION}: (X), then 'X ' or 'X.', "
+    "then an option's text)",
+}
 
 
 class OmniBenchOptions(BenchmarkOptions):
@@ -77,7 +87,13 @@ class OmniBench(Benchmark):
             ("original", parse_multi_choice_original(response, choices)),
         ):
             correct = answer is not None and answer == sample.target
-            scores.append(Score(scoring, answer, correct, float(correct)))
+            why = f"{PARSER_WORDS[scoring]} read " + (
+                "no option letter, so wrong"
+                if answer is None
+                else f"option {answer}; the target is {sample.target}, so "
+                + ("right" if correct else "wrong")
+            )
+            scores.append(Score(scoring, answer, correct, float(correct), explanation=why))
         return scores
 
     def metrics(

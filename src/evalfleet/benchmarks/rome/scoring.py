@@ -29,8 +29,19 @@ def score_annotation(annotation: dict[str, Any], response: str, mode: str) -> Ru
 
 
 def rule_score(sample: Sample, response: str, mode: str) -> Score:
-    result = score_annotation(sample.metadata["annotation"], response, mode)
-    return Score(mode, result.answer, result.correct, float(result.value))
+    annotation = sample.metadata["annotation"]
+    result = score_annotation(annotation, response, mode)
+    why = (
+        f"ROME evaluator {annotation['evaluator']} ({mode} extraction) read {result.answer!r}; "
+        f"against {_kwargs_words(annotation['evaluator_kwargs'])}: score {result.value:g}"
+    )
+    return Score(mode, result.answer, result.correct, float(result.value), explanation=why)
+
+
+def _kwargs_words(kwargs: dict[str, Any]) -> str:
+    """What the evaluator compared against, in one short line."""
+    text = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in kwargs.items())
+    return text if len(text) <= 160 else text[:159] + "…"
 
 
 def scores_json(items: list[tuple[str, str, float]]) -> dict[str, Any]:

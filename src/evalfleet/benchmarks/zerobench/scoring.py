@@ -83,17 +83,33 @@ def score_upstream(response: str, target: str) -> Score:
     """inspect_evals ZeroBench scorer, exactly (reference §1.4)."""
     matches = _UPSTREAM_GROUP.findall(response.strip().lower())
     if not matches:
-        return Score(scoring="upstream", answer=None, correct=False, value=0.0)
+        why = "upstream rule: the lower-cased response holds no {...} group, so no answer"
+        return Score(scoring="upstream", answer=None, correct=False, value=0.0, explanation=why)
     answer = matches[-1]
     correct = answer == target.strip().lower()
-    return Score(scoring="upstream", answer=answer, correct=correct, value=float(correct))
+    why = (
+        f"upstream rule: the last {{...}} group of the lower-cased response, {answer!r}, "
+        f"{'equals' if correct else 'differs from'} the lower-cased target "
+        f"{target.strip().lower()!r} (exact text)"
+    )
+    return Score("upstream", answer, correct, float(correct), explanation=why)
 
 
 def score_robust(response: str, target: str) -> Score:
     """Our forgiving scorer; the rules are in the module docstring."""
-    answer = extract_robust(response)
-    correct = answer is not None and answers_match(answer, _normalised_target(target))
-    return Score(scoring="robust", answer=answer, correct=correct, value=float(correct))
+    answer, extracted_by = extract_with_rule(response)
+    if answer is None:
+        why = f"{extracted_by}: no answer group in the response, so wrong"
+        return Score("robust", None, False, 0.0, explanation=why)
+    normal_target = _normalised_target(target)
+    rule = match_rule(answer, normal_target)
+    correct = rule is not None
+    compared = rule or "C1-C4: no rule equates them"
+    why = (
+        f"{extracted_by} read {answer!r}; compared with the normalised target "
+        f"{normal_target!r}: {compared}, so {'right' if correct else 'wrong'}"
+    )
+    return Score("robust", answer, correct, float(correct), explanation=why)
 
 
 SCORERS: dict[str, Callable[[str, str], Score]] = {
@@ -104,6 +120,20 @@ SCORERS: dict[str, Callable[[str, str], Score]] = {
 
 def extract_robust(response: str) -> str | None:
     """The normalised answer picked by rules E1-E7, or None."""
+    return extract_with_rule(response)[0]
+
+
+_RULE_WORDS = {
+    "E3": "E3 (the last \\boxed{...})",
+    "E4": "E4 (the last group labelled as the answer)",
+    "E5": "E5 (the last group that is not a LaTeX argument)",
+    "E6": "E6 (the last group of any kind)",
+    "E7": "E7",
+}
+
+
+def extract_with_rule(response: str) -> tuple[str | None, str]:
+    """The answer of rules E1-E7 and, in words, the rule that picked it."""
     pairs = _balanced_pairs(response)
 
     boxed: list[str] = []
@@ -111,7 +141,7 @@ def extract_robust(response: str) -> str | None:
         if _BOXED_BEFORE.search(_before(response, o)) and (text := _candidate(response, o, c)):
             boxed.append(text)
     if boxed:
-        return boxed[-1]
+        return boxed[-1], _RULE_WORDS["E3"]
 
     labelled: list[str] = []
     plain: list[str] = []
@@ -130,10 +160,10 @@ def extract_robust(response: str) -> str | None:
             plain.append(text)
             if _ANSWER_LABEL_BEFORE.search(before.rsplit("\n", 1)[-1]):
                 labelled.append(text)
-    for found in (labelled, plain, any_kind):
+    for rule, found in (("E4", labelled), ("E5", plain), ("E6", any_kind)):
         if found:
-            return found[-1]
-    return None
+            return found[-1], _RULE_WORDS[rule]
+    return None, _RULE_WORDS["E7"]
 
 
 def _candidate(response: str, open_at: int, close_at: int) -> str | None:
@@ -181,21 +211,31 @@ _normalised_target = functools.lru_cache(maxsize=1 << 16)(normalise)
 
 def answers_match(answer: str, target: str) -> bool:
     """Rules C1-C4 on normalised strings."""
+    return match_rule(answer, target) is not None
+
+
+def match_rule(answer: str, target: str) -> str | None:
+    """The comparison rule (C2-C4, in words) that equates normalised `answer` and `target`,
+    None when none does."""
+    dropped = ""
     if "$" not in target and "%" not in target:
-        answer = _WHITESPACE.sub(" ", answer.replace("$", "").replace("%", "")).strip()
+        plain = _WHITESPACE.sub(" ", answer.replace("$", "").replace("%", "")).strip()
+        dropped = " after C1 dropped $ and %" if plain != answer else ""
+        answer = plain
     if answer == target:
-        return True
+        return f"C2 (equal text{dropped})"
     a_num, t_num = _parse_number(answer), _parse_number(target)
     if a_num is not None and t_num is not None:
-        return a_num == t_num
+        return f"C3 (equal numbers{dropped})" if a_num == t_num else None
     if a_num is None and t_num is None and "," in answer and "," in target:
         a_items = [item.strip() for item in answer.split(",")]
         t_items = [item.strip() for item in target.split(",")]
-        return len(a_items) == len(t_items) and all(
+        same = len(a_items) == len(t_items) and all(
             a == t or (_parse_number(a) is not None and _parse_number(a) == _parse_number(t))
             for a, t in zip(a_items, t_items, strict=True)
         )
-    return False
+        return f"C4 (equal lists{dropped})" if same else None
+    return None
 
 
 def _parse_number(text: str) -> tuple[str, Decimal] | None:

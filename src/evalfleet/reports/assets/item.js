@@ -39,9 +39,11 @@ function verdictsHtml(it, detail) {
     else if (detail.answers[k] === null || detail.answers[k] === undefined) answer = '<span class="note">none read</span>';
     else answer = esc(detail.answers[k]);
     const error = detail.score_errors[k] ? `<div class="note">${esc(detail.score_errors[k])}</div>` : "";
-    return `<tr><td class="scoring-name">${esc(name)}</td><td class="by">${by}</td><td class="extracted">${answer}${error}</td><td class="verdict-cell">${badge(it, k, false)}</td></tr>`;
+    const reason = (detail.why || [])[k];
+    const why = reason ? esc(reason) : '<span class="note">no explanation kept</span>';
+    return `<tr><td class="scoring-name">${esc(name)}</td><td class="by">${by}</td><td class="extracted">${answer}${error}</td><td class="verdict-cell">${badge(it, k, false)}</td><td class="why">${why}</td></tr>`;
   });
-  return `<table class="scoring"><tr><th>scoring</th><th>by</th><th>answer</th><th>verdict</th></tr>${rows.join("")}</table>`;
+  return `<table class="scoring"><tr><th>scoring</th><th>by</th><th>answer</th><th>verdict</th><th>why this verdict</th></tr>${rows.join("")}</table>`;
 }
 
 function judgesHtml(detail) {
