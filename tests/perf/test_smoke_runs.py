@@ -93,9 +93,12 @@ def run_smoke(name: str, out_dir) -> tuple[int, str, str]:
 # Each of these starts a whole stack or cluster: a file of its own (tests/perf/test_smoke_*.py),
 # so that the suite's workers (`--dist loadfile`) run them side by side.
 APART = ("team", "first_result", "million", "chaos")
+# Each of these drives the CLI command after command, each command with a temporary Prefect
+# server of its own: together in tests/perf/test_smoke_commands.py, beside this file's.
+COMMANDS = ("estimate_error", "hostile", "prefect_db", "small_run")
 
 
-@pytest.mark.parametrize("name", [n for n in benchmarks() if n not in APART])
+@pytest.mark.parametrize("name", [n for n in benchmarks() if n not in APART + COMMANDS])
 def test_the_script_runs_at_smoke_and_prints_every_figure_it_promises(name, tmp_path):
     check_smoke(name, tmp_path)
 
@@ -120,5 +123,5 @@ def test_every_script_apart_has_its_file():
     from pathlib import Path
 
     here = Path(__file__).parent
-    assert set(APART) <= set(benchmarks())
+    assert set(APART + COMMANDS) <= set(benchmarks())
     assert [n for n in APART if not (here / f"test_smoke_{n}.py").is_file()] == []
