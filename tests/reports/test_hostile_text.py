@@ -135,7 +135,10 @@ def test_every_data_block_parses_back_to_the_untrusted_text(report):
     for name, text in blocks.items():
         assert "<" not in text and ">" not in text, name
         json.loads(text)  # each block is whole JSON
-    assert json.loads(blocks["index"])["samples"] == [[0, "1", HOSTILE], [0, "2", "7"]]
+    assert json.loads(blocks["index"])["samples"] == [
+        [0, "1", HOSTILE, QUESTION, []],
+        [0, "2", "7", "How many dots?", []],
+    ]
     assert page.rstrip().endswith("</script>\n</body></html>")
 
 

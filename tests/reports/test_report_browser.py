@@ -81,14 +81,17 @@ def choose(driver, element_id: str, value: str) -> None:
     Select(driver.find_element("id", element_id)).select_by_value(value)
 
 
-ROWS = """return [...document.querySelectorAll('tr.item-row')].map((row) => {
+ROWS = """const keys = [...document.querySelectorAll('#items th')].map((th) => th.dataset.sort);
+return [...document.querySelectorAll('tr.item-row')].map((row) => {
   const td = row.querySelectorAll('td');
+  const at = (key) => td[keys.indexOf(key)];
+  const text = (key) => (keys.includes(key) ? at(key).textContent : null);
   return {
-    model: td[0].title, benchmark: td[1].textContent, sample: td[2].textContent,
-    epoch: td[3].textContent, answer: td[4].textContent,
-    verdicts: [...td[5].querySelectorAll('.verdict')].map((b) => b.dataset.letter),
-    target: td[6].textContent, tokens: td[7].textContent, latency: td[8].textContent,
-    cost: td[9].textContent, selected: row.classList.contains('selected'),
+    model: at('model').title, benchmark: text('benchmark'), sample: text('sample'),
+    prompt: text('prompt'), epoch: text('epoch'), answer: text('answer'),
+    verdicts: [...at('verdict').querySelectorAll('.verdict')].map((b) => b.dataset.letter),
+    target: text('target'), tokens: text('tokens'), latency: text('latency'),
+    cost: text('cost'), selected: row.classList.contains('selected'),
   };
 });"""
 
@@ -146,6 +149,7 @@ def test_the_first_screen_opens_on_the_answers(store, browser):
         "model",
         "benchmark",
         "sample",
+        "prompt",
         "ep",
         "answer",
         "verdicts",
@@ -462,3 +466,62 @@ def test_a_leaderboard_cell_leads_to_its_answers(store, browser):
     shown = rows(browser)
     assert benchmark and shown
     assert all(r["model"] == "openai/sim-0.7" and r["benchmark"] == benchmark for r in shown)
+
+
+def test_the_list_filters_on_numbers_and_sample_fields_and_chooses_columns(store, browser):
+    """Issue 49 point 2: a prompt column, `where` terms on the item's numbers and on the
+    sample fields each benchmark declares, and a column chooser, all kept in the address."""
+    from evalfleet.engine.store.stored import load_run
+    from evalfleet.storage import open_store
+
+    run = load_run(open_store(str(store)), "omnibench", read=False)
+    audio = {s.id: s.metadata["audio_type"] for s in run.data["omnibench"].samples}
+    samples = items_of(result_table(store, "omnibench", "samples.parquet"))
+    page = results_dir(store, "omnibench") / "report.html"
+    kind = sorted(set(audio.values()))[0]
+    cut = int(samples.output_tokens.median())
+    where = f"audio_type={kind} tokens>{cut}"
+    wanted = samples[samples.sample_id.map(audio).eq(kind) & (samples.output_tokens > cut)]
+    assert 0 < len(wanted) < len(samples)  # the filter can fail both ways
+    open_page(browser, page, "#where=" + where.replace("=", "%3D").replace(">", "%3E"))
+    assert browser.find_element("id", "count").text == f"{len(wanted)} of {len(samples)} items"
+    shown = rows(browser)
+    assert sorted((r["model"], r["sample"]) for r in shown) == sorted(
+        zip(wanted.model, wanted.sample_id, strict=True)
+    )
+    first = shown[0]
+    question = " ".join(run.data["omnibench"].by_id[first["sample"]].metadata["question"].split())
+    assert first["prompt"] == (question if len(question) <= 120 else question[:119] + "…")
+    # the chooser: the audio type shown as a column, the target hidden; the address keeps it
+    browser.find_element("css selector", "#columns summary").click()
+    browser.find_element("css selector", "#col-list input[data-col='f:audio_type']").click()
+    browser.find_element("css selector", "#col-list input[data-col='target']").click()
+    headers = browser.execute_script(
+        "return [...document.querySelectorAll('#items th')].map((th) => th.dataset.sort)"
+    )
+    assert "f:audio_type" in headers and "target" not in headers and "prompt" in headers
+    cells = browser.execute_script(
+        "return [...document.querySelectorAll('#items td.field')].map((td) => td.textContent)"
+    )
+    assert cells == [kind] * len(shown)
+    assert "cols=" in browser.current_url and "where=audio_type%3D" in browser.current_url
+    assert no_sideways_scroll(browser)
+    browser.save_screenshot(str(SHOTS / "list-where-columns.png"))
+    open_page(browser, page, "#" + browser.current_url.split("#", 1)[1])  # the link, reopened
+    assert browser.find_element("id", "count").text == f"{len(wanted)} of {len(samples)} items"
+    assert browser.find_element("id", "f-where").get_attribute("value") == where
+    # a term that cannot be read says so, and filters nothing
+    open_page(browser, page, "#where=latency_ms~3")
+    assert browser.find_element("id", "where-error").text == (
+        '"latency_ms~3": latency_ms takes a number and > >= < <= = !='
+    )
+    assert browser.find_element("id", "count").text.startswith(f"{len(samples)} of ")
+    # ROME's task and a latency in milliseconds
+    rome = items_of(result_table(store, "rome", "samples.parquet"))
+    rome_run = load_run(open_store(str(store)), "rome", read=False)
+    task = {s.id: s.metadata["task"] for s in rome_run.data["rome"].samples}
+    name = sorted(set(task.values()))[0]
+    open_page(browser, results_dir(store, "rome") / "report.html", f"#where=task%3D{name}")
+    assert browser.find_element("id", "count").text == (
+        f"{int(rome.sample_id.map(task).eq(name).sum())} of {len(rome)} items"
+    )

@@ -299,7 +299,7 @@ def until(driver, script: str, what: str):
 def shown_rows(driver) -> list[list[str]]:
     return driver.execute_script(
         "return [...document.querySelectorAll('tr.item-row')].map((tr) =>"
-        " [tr.cells[0].title, tr.cells[2].textContent, tr.cells[3].textContent])"
+        " [tr.cells[0].title, tr.cells[2].textContent, tr.cells[4].textContent])"
     )
 
 

@@ -284,6 +284,8 @@ class Benchmark(ABC):
     #: The unit of the figures of `summary`, said above each of its tables.
     summary_unit: ClassVar[str] = "values are fractions of 1"
     judge: ClassVar[JudgeSpec | None] = None
+    #: Sample metadata fields the report's list shows and filters on ("task", "audio_type").
+    sample_fields: ClassVar[tuple[str, ...]] = ()
     #: Media kinds this benchmark can replace by a text stand-in, and the option that does it.
     text_alternatives: ClassVar[frozenset[str]] = frozenset()
     #: A variant of another benchmark (same options model) takes that one's command-line

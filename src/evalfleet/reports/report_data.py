@@ -36,6 +36,7 @@ from evalfleet.engine.store.results import read_optional_table, read_version_tab
 from evalfleet.engine.store.stored import StoredRun, load_run
 from evalfleet.reports import MEDIA_BUDGET_MB
 from evalfleet.reports.item_sets import item_set_of
+from evalfleet.reports.report_fields import declared_fields, sample_row
 from evalfleet.reports.report_media import embedded_media
 from evalfleet.reports.report_why import explanations, judges_by_scoring
 from evalfleet.storage.base import Store
@@ -80,7 +81,7 @@ def gather(
     for name, data in run.data.items():
         for sample in data.samples:
             sample_keys[(name, sample.id)] = len(sample_rows)
-            sample_rows.append([benchmarks.index(name), sample.id, sample.target])
+            sample_rows.append(sample_row(benchmarks.index(name), data, sample))
 
     verdicts = _verdicts(samples)
     kinds = {name: scoring_kinds(run, name, scorings[name]) for name in benchmarks}
@@ -145,7 +146,7 @@ def gather(
         },  # fmt: skip
         details=[_gzip(details[i : i + CHUNK]) for i in range(0, len(details), CHUNK)],
     )
-    prompts = [prompt_of(run.data[benchmarks[b]], sid) for b, sid, _ in sample_rows]
+    prompts = [prompt_of(run.data[benchmarks[b]], sid) for b, sid, *_ in sample_rows]
     data.prompts = [_gzip(prompts[i : i + CHUNK]) for i in range(0, len(prompts), CHUNK)]
     data.media, meta["media_note"] = embedded_media(run, sample_keys, media_mb)
     return data
@@ -322,6 +323,7 @@ def report_meta(
             "source": data.source,
             "headline": data.benchmark.headline,
             "scorings": scorings[name],
+            "fields": declared_fields(data),
             # what the headline was measured on: figures of other item sets do not compare
             "item_set": item_set_of(manifest, name).label,
         }

@@ -25,6 +25,7 @@ SCRIPTS = (
     "state.js",
     "headline.js",
     "list.js",
+    "where.js",
     "search.js",
     "item.js",
     "sample.js",
@@ -150,5 +151,9 @@ def _filters() -> str:
         "right and another wrong; an item opens the sample across models'>"
         "<input type='checkbox' id='f-disagree'> models disagree</label>"
         "<label>text <input id='f-q' type='search' placeholder='prompt, response, answer, id'>"
-        "</label></div>"
+        "</label>"
+        "<label>where <input id='f-where' type='search' size='30'></label>"
+        "<span id='where-error' class='error-note'></span>"
+        "<details id='columns'><summary>columns</summary><div id='col-list'></div></details>"
+        "</div>"
     )

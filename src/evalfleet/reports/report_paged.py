@@ -38,6 +38,7 @@ from evalfleet.reports.report_data import (
     scoring_kinds,
     shown_answers,
 )
+from evalfleet.reports.report_fields import sample_row
 from evalfleet.reports.report_index import IndexColumns
 from evalfleet.reports.report_media import paged_media
 from evalfleet.reports.report_records import RecordReader
@@ -89,7 +90,7 @@ class PagedWriter:
         for name, data in self.run.data.items():
             for sample in data.samples:
                 self.sample_keys[(name, sample.id)] = len(self.sample_rows)
-                self.sample_rows.append([self.benchmarks.index(name), sample.id, sample.target])
+                self.sample_rows.append(sample_row(self.benchmarks.index(name), data, sample))
         width = max((len(names) for names in self.scorings.values()), default=1)
         self.index = IndexColumns(shape.items, width)
         self.reader = RecordReader(self.run)
@@ -193,7 +194,7 @@ class PagedWriter:
         step = self.paging.samples
         for first in range(0, len(self.sample_rows), step):
             rows = self.sample_rows[first : first + step]
-            prompts = [prompt_of(self.run.data[self.benchmarks[b]], sid) for b, sid, _ in rows]
+            prompts = [prompt_of(self.run.data[self.benchmarks[b]], sid) for b, sid, *_ in rows]
             self._put(f"prompts-{first // step:06d}", prompts)
 
     def _media(self, number: int, parts: dict[int, list[dict[str, str]]]) -> None:

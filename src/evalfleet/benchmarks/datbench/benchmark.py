@@ -64,6 +64,7 @@ class DatBench(Benchmark):
     protocol = "greedy"
     epochs = 1
     scorings = ("default", "compat")
+    sample_fields = BREAKDOWNS  # capability, dataset, eval_mode
     typical_answer_tokens = 24  # a short answer in the row's prompt format
     judge = DatBenchJudge()
     blind: ClassVar[bool] = False

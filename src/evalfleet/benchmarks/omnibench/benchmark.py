@@ -60,6 +60,7 @@ class OmniBench(Benchmark):
     revision = dataset.REVISION
     options_model = OmniBenchOptions
     scorings = ("evalscope", "original")
+    sample_fields = tuple(BREAKDOWNS)  # task_type, audio_type
     typical_answer_tokens = 32  # "think step by step", then "ANSWER: X"
     text_alternatives = frozenset({"image", "audio"})
 

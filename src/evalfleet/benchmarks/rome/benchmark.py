@@ -74,6 +74,7 @@ class Rome(Benchmark):
         "fractions of 1"
     )
     scorings = SCORINGS
+    sample_fields = ("task",)
     typical_answer_tokens = 24  # FlagEvalMM's post-prompts ask for the answer in a format
     judge = RomeJudge()
 

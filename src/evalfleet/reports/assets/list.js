@@ -56,8 +56,15 @@ function sortKeys(name) {
     const [column, names] = name === "model" ? [C.model, idx.models] : [C.bench, idx.benchmarks];
     const rank = ranked(names);
     for (let i = 0; i < N; i++) keys[i] = rank[column[i]];
-  } else if (name === "sample" || name === "target") {
-    const rank = ranked(idx.samples.map((s) => (name === "sample" ? s[1] : s[2] ?? "")));
+  } else if (name === "sample" || name === "target" || name === "prompt") {
+    const text = { sample: (s) => s[1], target: (s) => s[2] ?? "", prompt: (s) => s[3] ?? "" }[name];
+    const rank = ranked(idx.samples.map(text));
+    for (let i = 0; i < N; i++) keys[i] = rank[C.sample[i]];
+  } else if (name.startsWith("f:")) {
+    const field = name.slice(2);
+    const first = new Map(); // sample -> an item of it
+    for (let i = 0; i < N; i++) if (!first.has(C.sample[i])) first.set(C.sample[i], i);
+    const rank = ranked(idx.samples.map((_, k) => (first.has(k) ? fieldValue(first.get(k), field) : "")));
     for (let i = 0; i < N; i++) keys[i] = rank[C.sample[i]];
   } else if (name === "answer") {
     const texts = new Map(); // answer and benchmark -> the text shown
@@ -147,7 +154,10 @@ function descending(asc, keys) {
   return out;
 }
 
-const SORTS = { model: 1, benchmark: 1, sample: 1, epoch: 1, answer: 1, verdict: 1, target: 1, tokens: 1, latency: 1, cost: 1 };
+const SORTS = { model: 1, benchmark: 1, sample: 1, prompt: 1, epoch: 1, answer: 1, verdict: 1, target: 1, tokens: 1, latency: 1, cost: 1 };
+function sortable(key) {
+  return Boolean(key && (SORTS[key] || (key.startsWith("f:") && sampleFields().has(key.slice(2)))));
+}
 const COLUMNS = [
   ["model", "model"], ["benchmark", "benchmark"], ["sample", "sample"], ["epoch", "ep"],
   ["answer", "answer"], ["verdict", "verdicts"], ["target", "target"], ["tokens", "tokens"],
@@ -194,6 +204,7 @@ function applyFilters() {
   const text = q ? textMatch(q) : null;
   const at = scoringAt();
   const status = STATUS[state.status] || null;
+  const where = whereTest();
   const order = state.sort ? sortedOrder(state.sort, state.desc) : null;
   if (matchBuffer.length !== N) matchBuffer = new Uint32Array(N);
   let count = 0;
@@ -208,6 +219,7 @@ function applyFilters() {
     if (state.status === "judged" && !isJudged(i, code)) continue;
     if (split && !split(i)) continue;
     if (text && !text(i)) continue;
+    if (where && !where(i)) continue;
     matchBuffer[count++] = i;
   }
   matches = matchBuffer.subarray(0, count);
@@ -243,16 +255,21 @@ function rowHtml(i) {
   const answer = answerOf(it);
   const tokensTitle = `in ${fmt.tokens(it[F.tin])} / out ${fmt.tokens(it[F.tout])} / reasoning ${fmt.tokens(it[F.treason])}`;
   const judged = it[F.judgeCost] === null ? "" : ` + judges ${fmt.money(it[F.judgeCost])}`;
-  return (
-    `<tr class="item-row${state.item === i ? " selected" : ""}" data-item="${i}">` +
-    cell(modelShort[it[F.model]], "model", idx.models[it[F.model]]) + cell(benchName(it)) + cell(s[1]) +
-    `<td class="num">${it[F.epoch]}</td>` +
-    (answer === null ? '<td class="answer none" title="no answer read">—</td>' : cell(answer, "answer")) +
-    `<td class="verdicts">${badges(it)}</td>` + cell(s[2], "tgt") +
-    `<td class="num" title="${tokensTitle}">${fmt.tokens(it[F.tout])}</td>` +
-    `<td class="num">${fmt.seconds(it[F.latency])}</td>` +
-    `<td class="num" title="answer ${fmt.money(it[F.cost])}${judged}">${fmt.money(it[F.cost])}</td></tr>`
-  );
+  const cells = {
+    model: () => cell(modelShort[it[F.model]], "model", idx.models[it[F.model]]),
+    benchmark: () => cell(benchName(it)),
+    sample: () => cell(s[1]),
+    prompt: () => cell(s[3] ?? "", "prompt-cell"),
+    epoch: () => `<td class="num">${it[F.epoch]}</td>`,
+    answer: () => (answer === null ? '<td class="answer none" title="no answer read">—</td>' : cell(answer, "answer")),
+    verdict: () => `<td class="verdicts">${badges(it)}</td>`,
+    target: () => cell(s[2], "tgt"),
+    tokens: () => `<td class="num" title="${tokensTitle}">${fmt.tokens(it[F.tout])}</td>`,
+    latency: () => `<td class="num">${fmt.seconds(it[F.latency])}</td>`,
+    cost: () => `<td class="num" title="answer ${fmt.money(it[F.cost])}${judged}">${fmt.money(it[F.cost])}</td>`,
+  };
+  const html = shownColumns().map(([key]) => (cells[key] ? cells[key]() : cell(fieldValue(i, key.slice(2)), "field")));
+  return `<tr class="item-row${state.item === i ? " selected" : ""}" data-item="${i}">${html.join("")}</tr>`;
 }
 
 function legendHtml() {
@@ -270,9 +287,9 @@ function renderList() {
   const pages = Math.max(1, Math.ceil(matches.length / PAGE));
   state.page = Math.min(state.page, pages - 1);
   const first = state.page * PAGE;
-  const head = COLUMNS.map(([key, label]) => {
+  const head = shownColumns().map(([key, label]) => {
     const mark = state.sort === key ? (state.desc ? " ▼" : " ▲") : "";
-    return `<th class="c-${key}${state.sort === key ? " sorted" : ""}" data-sort="${key}" title="sort by ${label}">${label}${mark}</th>`;
+    return `<th class="c-${key.replace(":", "-")}${state.sort === key ? " sorted" : ""}" data-sort="${key}" title="sort by ${label}">${label}${mark}</th>`;
   });
   const shown = Array.from(matches.subarray(first, first + PAGE));
   $("items").tBodies[0].innerHTML = shown.map(rowHtml).join("");
@@ -292,6 +309,7 @@ function fitColumns(shown) {
   const badgesWide = Math.max(1, ...its.map((it) => it[F.letters].length));
   const chars = {
     model: longest(its.map((it) => modelShort[it[F.model]]), 6, 24),
+    prompt: longest(its.map((it) => idx.samples[it[F.sample]][3]), 10, 36),
     benchmark: longest(its.map(benchName), 9, 22),
     sample: longest(its.map((it) => idx.samples[it[F.sample]][1]), 6, 20),
     epoch: 3,
@@ -304,10 +322,15 @@ function fitColumns(shown) {
   };
   // A badge is 1.45em of 11.5px plus its margin (about 19 px); the cell's padding 10 px. The
   // verdicts' share of the list's width is what gives them that many pixels.
-  const need = badgesWide * 20 + 12;
+  const keys = shownColumns().map(([key]) => key);
+  for (const key of keys) {
+    if (key.startsWith("f:")) chars[key] = longest(shown.map((i) => fieldValue(i, key.slice(2))), Math.max(5, key.length - 2), 16);
+  }
+  for (const key of Object.keys(chars)) if (!keys.includes(key) && key !== "verdict") delete chars[key];
+  const need = keys.includes("verdict") ? badgesWide * 20 + 12 : 0;
   const rest = Object.values(chars).reduce((a, b) => a + b, 0);
   const wide = $("items").clientWidth || 800;
-  chars.verdict = Math.max(8, (need * rest) / Math.max(need + 1, wide - need));
+  chars.verdict = need ? Math.max(8, (need * rest) / Math.max(need + 1, wide - need)) : 0;
   const total = rest + chars.verdict;
   for (const th of $("items").tHead.rows[0].cells) {
     th.style.width = ((100 * chars[th.dataset.sort]) / total).toFixed(2) + "%";

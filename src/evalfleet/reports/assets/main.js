@@ -23,6 +23,8 @@ function fillFilters() {
   for (const key of ["model", "benchmark", "scoring", "epoch", "status"]) $("f-" + key).value = state[key];
   $("f-disagree").checked = state.disagree;
   $("f-q").value = state.q;
+  $("f-where").value = state.where;
+  fillColumns();
 }
 
 function refilter() {
@@ -66,6 +68,8 @@ function bindPage() {
   $("f-disagree").onchange = () => { state.disagree = $("f-disagree").checked; refilter(); };
   let pause = null;
   $("f-q").oninput = () => { clearTimeout(pause); pause = setTimeout(() => { state.q = $("f-q").value; refilter(); }, 150); };
+  $("f-where").oninput = () => { clearTimeout(pause); pause = setTimeout(() => { state.where = $("f-where").value.trim(); refilter(); }, 250); };
+  bindColumns();
   $("prev").onclick = () => { state.page = Math.max(0, state.page - 1); renderList(); };
   $("next").onclick = () => { state.page += 1; renderList(); };
   $("items").onclick = (event) => {

@@ -2,9 +2,9 @@
 // sort, the item open, and the one-sample view (`one=benchmark/sample`, `models=a,b`).
 "use strict";
 
-const FILTER_KEYS = ["model", "benchmark", "scoring", "epoch", "status", "q"];
+const FILTER_KEYS = ["model", "benchmark", "scoring", "epoch", "status", "q", "where", "cols"];
 const state = {
-  model: "", benchmark: "", scoring: "", epoch: "", status: "", q: "", disagree: false,
+  model: "", benchmark: "", scoring: "", epoch: "", status: "", q: "", where: "", cols: "", disagree: false,
   sort: "", desc: false, page: 0, item: null, one: null, models: [],
 };
 
@@ -36,7 +36,7 @@ function readHash() {
   const params = new URLSearchParams(location.hash.slice(1));
   for (const key of FILTER_KEYS) state[key] = params.get(key) || "";
   state.disagree = params.get("disagree") === "1";
-  state.sort = SORTS[params.get("sort")] ? params.get("sort") : "";
+  state.sort = sortable(params.get("sort")) ? params.get("sort") : "";
   state.desc = params.get("desc") === "1";
   state.item = null;
   const wanted = params.get("sample");
