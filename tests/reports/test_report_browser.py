@@ -32,6 +32,7 @@ pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a st
 REPO = Path(__file__).resolve().parents[2]
 SHOTS = REPO / "tests" / "output" / "report"
 WIDTH, HEIGHT = 1400, 1000
+SECRET = "sk-report-raw-view-secret-0123456789"
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +42,7 @@ def store(ray_address, prefect_api_url, tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("RAY_ADDRESS", ray_address)
         patch.setenv("PREFECT_API_URL", prefect_api_url)
+        patch.setenv("EVALFLEET_SIMULATOR_API_KEY", SECRET)  # never in a report (raw view)
         patch.chdir(work)
         for benchmark in ("zerobench", "rome", "omnibench"):
             code = main(["demo", "-b", benchmark, "--run-id", benchmark, "--store", str(runs)])
@@ -525,3 +527,66 @@ def test_the_list_filters_on_numbers_and_sample_fields_and_chooses_columns(store
     assert browser.find_element("id", "count").text == (
         f"{int(rome.sample_id.map(task).eq(name).sum())} of {len(rome)} items"
     )
+
+
+def test_the_raw_call_of_an_item_and_no_key_anywhere(store, browser):
+    """Issue 49 point 1: every attempt of the call from the record's ledger, the decoding, the
+    request body as built (media as notes, their thumbnails beside), the response as stored,
+    copied or downloaded as JSON; the simulator's key in no block of any report."""
+    import base64
+    import gzip
+    import re
+
+    page = results_dir(store, "zerobench") / "report.html"
+    open_page(browser, page, "#model=openai%2Fsim-0.3")
+    detail = open_first_item(browser)
+    top = rows(browser)[0]
+    stored = record(store, "zerobench", "completions", top["model"], "zerobench", top["sample"])
+    detail.find_element("css selector", "details.raw summary").click()
+    attempts = browser.execute_script(
+        "return [...document.querySelectorAll('#detail tr.attempt')].map((tr) =>"
+        " [...tr.cells].map((td) => td.textContent))"
+    )
+    ledger = stored["ledger"]
+    assert len(attempts) == len(ledger) >= 1
+    first = ledger[0]
+    assert attempts[0][:5] == ["1", first["at"], "200", "answer", first["request_id"]]
+    body = json.loads(detail.find_element("css selector", "pre.raw-request").text)
+    assert body["model"] == stored["api_model"] and body["seed"] == stored["request"]["seed"]
+    assert body["temperature"] == stored["request"]["temperature"]
+    content = body["messages"][0]["content"]
+    prompt = detail.find_element("css selector", "pre.prompt").text
+    assert content[0] == {"type": "text", "text": prompt}
+    image = content[1]["image_url"]["url"]
+    note = r"<image image/\w+, [\d,]+ bytes: part 2 of the prompt, shown above>"
+    assert re.fullmatch(note, image), image
+    assert detail.find_elements("css selector", "details.raw img.thumb")
+    response = json.loads(detail.find_element("css selector", "pre.raw-response").text)
+    assert response["text"] == stored["response"] and response["usage"] == stored["usage"]
+    browser.save_screenshot(str(SHOTS / "zerobench-raw.png"))
+    downloaded = browser.execute_async_script(
+        "const done = arguments[0];"
+        "fetch(document.getElementById('raw-download').href).then((r) => r.text()).then(done)"
+    )
+    whole = json.loads(downloaded)
+    assert whole["item"] == {
+        "model": top["model"],
+        "benchmark": "zerobench",
+        "sample": top["sample"],
+        "epoch": 0,
+    }
+    assert [a["request_id"] for a in whole["attempts"]] == [a["request_id"] for a in ledger]
+    assert whole["request"] == body and whole["decoding"] == stored["request"]
+    browser.find_element("id", "raw-copy").click()
+    until(browser, "return document.getElementById('raw-copied').textContent", "no copy said")
+    assert browser.find_element("id", "raw-copied").text == f"copied ({len(downloaded)} characters)"
+    # the key: in no block of any report, decoded (the raw view's bodies are in gzipped blocks)
+    for run_id in ("zerobench", "rome", "omnibench"):
+        html = (results_dir(store, run_id) / "report.html").read_text()
+        texts = [html]
+        for block in re.findall(r"<script type='text/plain' id='[^']*'>(.*?)</script>", html):
+            texts.append(gzip.decompress(base64.b64decode(block)).decode())
+        assert len(texts) > 2
+        for text in texts:
+            assert SECRET not in text and "placeholder-never-sent" not in text
+            assert "authorization" not in text.lower() and "x-api-key" not in text.lower()

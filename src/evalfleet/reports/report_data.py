@@ -37,7 +37,8 @@ from evalfleet.engine.store.stored import StoredRun, load_run
 from evalfleet.reports import MEDIA_BUDGET_MB
 from evalfleet.reports.item_sets import item_set_of
 from evalfleet.reports.report_fields import declared_fields, sample_row
-from evalfleet.reports.report_media import embedded_media
+from evalfleet.reports.report_media import Layout, embedded_media
+from evalfleet.reports.report_raw import RequestBuilder, raw_of
 from evalfleet.reports.report_why import explanations, judges_by_scoring
 from evalfleet.storage.base import Store
 from evalfleet.storage.layout import ItemKey
@@ -86,6 +87,9 @@ def gather(
     verdicts = _verdicts(samples)
     kinds = {name: scoring_kinds(run, name, scorings[name]) for name in benchmarks}
     judge_of = {name: judges_by_scoring(run, name) for name in benchmarks}
+    builder = RequestBuilder(run)
+    layouts: dict[int, Layout] = {}  # the samples' parts as sent, for the raw view's body
+    media, media_note = embedded_media(run, sample_keys, media_mb, layouts)
     rows, details = [], []
     for key, record_key in sorted(
         run.answer_state.record_key.items(),
@@ -111,6 +115,9 @@ def gather(
             judge_of[key.benchmark],
         )
         detail = detail_of(record, found, names, judged_records(run, key), why)
+        at = sample_keys[(key.benchmark, key.sample_id)]
+        prompt = run.data[key.benchmark].prompts.get(key.sample_id, "")
+        detail["raw"] = raw_of(record, *builder.body(key.model, layouts.get(at), prompt, record))
         tokens = record.tokens
         rows.append(
             [
@@ -148,7 +155,7 @@ def gather(
     )
     prompts = [prompt_of(run.data[benchmarks[b]], sid) for b, sid, *_ in sample_rows]
     data.prompts = [_gzip(prompts[i : i + CHUNK]) for i in range(0, len(prompts), CHUNK)]
-    data.media, meta["media_note"] = embedded_media(run, sample_keys, media_mb)
+    data.media, meta["media_note"] = media, media_note
     return data
 
 

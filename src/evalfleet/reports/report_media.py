@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from evalfleet.engine.store.stored import StoredRun
 
 THUMB_SIDE = 128  # the tile's side on the page, in CSS pixels
+# A sample's parts as sent, without their bytes: (kind, text, media type, bytes) per part.
+Layout = list[tuple[str, str | None, str | None, int]]
 THUMB_QUALITY = 60
 
 
@@ -36,11 +38,16 @@ class _Part:
 
 
 def embedded_media(
-    run: StoredRun, sample_keys: dict[tuple[str, str], int], budget_mb: float
+    run: StoredRun,
+    sample_keys: dict[tuple[str, str], int],
+    budget_mb: float,
+    layouts: dict[int, Layout] | None = None,
 ) -> tuple[dict[int, list[dict[str, str]]], str]:
     """sample -> its media parts ({"kind", "thumb" or "full"}), and a line saying what was
-    left out and why ("" when nothing was)."""
-    parts, notes = _readable_parts(run, sample_keys)
+    left out and why ("" when nothing was). `layouts`, if given, gets each sample's parts
+    as sent, their bytes left out (`Layout`)."""
+    notes: list[str] = []
+    parts = [p for _, found in _sample_parts(run, sample_keys, notes, layouts) for p in found]
     budget = budget_mb * 2**20
     for part in parts:
         if part.kind == "image":
@@ -83,6 +90,7 @@ def paged_media(
     budget_mb: float,
     write: Callable[[int, dict[int, list[dict[str, str]]]], None],
     per_file: int,
+    layouts: dict[int, Layout] | None = None,
 ) -> str:
     """The media of a paged report, written a file of `per_file` samples at a time
     (`write(file number, sample -> parts)`): every image as a tile, then in dataset order the
@@ -93,7 +101,7 @@ def paged_media(
     budget = budget_mb * 2**20
     left_out = 0
     files: dict[int, dict[int, list[dict[str, str]]]] = {}
-    for sample, parts in _sample_parts(run, sample_keys, notes):
+    for sample, parts in _sample_parts(run, sample_keys, notes, layouts):
         entries = []
         for part in parts:
             size = 4 * ((len(part.data) + 2) // 3) + len(f"data:{part.media_type};base64,")
@@ -118,16 +126,11 @@ def paged_media(
     return "; ".join(notes)
 
 
-def _readable_parts(
-    run: StoredRun, sample_keys: dict[tuple[str, str], int]
-) -> tuple[list[_Part], list[str]]:
-    notes: list[str] = []
-    parts = [part for _, found in _sample_parts(run, sample_keys, notes) for part in found]
-    return parts, notes
-
-
 def _sample_parts(
-    run: StoredRun, sample_keys: dict[tuple[str, str], int], notes: list[str]
+    run: StoredRun,
+    sample_keys: dict[tuple[str, str], int],
+    notes: list[str],
+    layouts: dict[int, Layout] | None = None,
 ) -> Iterator[tuple[int, list[_Part]]]:
     """Each sample's images and audio, sample by sample (a dataset that cannot be read, or
     changed since the run, is said in `notes`)."""
@@ -151,6 +154,10 @@ def _sample_parts(
                 continue
             if run.request.max_image_side is not None:
                 sample = downscaled(sample, run.request.max_image_side)
+            if layouts is not None:
+                layouts[where] = [
+                    (p.kind, p.text, p.media_type, len(p.data or b"")) for p in sample.parts
+                ]
             found = [
                 _Part(where, part.kind, part.media_type, part.data)
                 for part in sample.parts

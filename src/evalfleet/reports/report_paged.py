@@ -40,7 +40,8 @@ from evalfleet.reports.report_data import (
 )
 from evalfleet.reports.report_fields import sample_row
 from evalfleet.reports.report_index import IndexColumns
-from evalfleet.reports.report_media import paged_media
+from evalfleet.reports.report_media import Layout, paged_media
+from evalfleet.reports.report_raw import RequestBuilder, raw_of
 from evalfleet.reports.report_records import RecordReader
 from evalfleet.reports.report_scan import ScannedItem, Shape, scan_items
 from evalfleet.reports.report_why import explanations, judges_by_scoring
@@ -85,6 +86,8 @@ class PagedWriter:
         self.scorings = {name: shape.scorings.get(name, []) for name in self.benchmarks}
         self.kinds = {n: scoring_kinds(self.run, n, self.scorings[n]) for n in self.benchmarks}
         self.judge_of = {n: judges_by_scoring(self.run, n) for n in self.benchmarks}
+        self.builder = RequestBuilder(self.run)
+        self.layouts: dict[int, Layout] = {}
         self.sample_keys: dict[tuple[str, str], int] = {}
         self.sample_rows: list[list[Any]] = []
         for name, data in self.run.data.items():
@@ -102,6 +105,11 @@ class PagedWriter:
 
     def write(self, blob: bytes) -> dict[str, Any]:
         run, version = self.run, self.about.version
+        # the media first: its pass over the dataset gives each sample's parts as sent, which
+        # the raw view's request bodies are built from
+        note = paged_media(
+            run, self.sample_keys, self.media_mb, self._media, self.paging.media, self.layouts
+        )
         pending: list[ScannedItem] = []
         for item in scan_items(blob):
             if self._listed(item):
@@ -112,7 +120,6 @@ class PagedWriter:
         if pending:
             self._details(pending)
         self._prompts()
-        note = paged_media(run, self.sample_keys, self.media_mb, self._media, self.paging.media)
         metrics = read_version_table(self.store, run.run_id, version, "metrics.parquet")
         agreement = read_optional_table(self.store, run.run_id, version, "judge_agreement.parquet")
         coverage = [
@@ -167,6 +174,10 @@ class PagedWriter:
                     self.judge_of[item.benchmark],
                 )
                 detail = detail_of(record, item.found, names, judges, why)
+                at = self.sample_keys[(item.benchmark, item.sample_id)]
+                prompt = self.run.data[item.benchmark].prompts.get(item.sample_id, "")
+                body = self.builder.body(item.model, self.layouts.get(at), prompt, record)
+                detail["raw"] = raw_of(record, *body)
             tokens = record.tokens if record else None
             self.index.add(
                 (

@@ -60,6 +60,66 @@ function responseHtml(detail, it) {
   return `${reasoning}<pre class="response">${esc(detail.response ?? "(no response)")}</pre>${error}`;
 }
 
+// The raw call: each attempt from the record's ledger, the decoding, the request body (as
+// built: the record keeps none) and the response as stored; copied or downloaded as JSON.
+function rawJson(it, detail) {
+  const item = { model: idx.models[it[F.model]], benchmark: benchName(it), sample: idx.samples[it[F.sample]][1], epoch: it[F.epoch] };
+  return JSON.stringify({ item, ...detail.raw }, null, 2);
+}
+
+function attemptsHtml(attempts) {
+  if (!attempts.length) return '<p class="note">no per-attempt ledger: this record was written before it was kept (record version 3)</p>';
+  const rows = attempts.map((a) => {
+    const used = a.usage ? `${fmt.tokens(a.usage.input_tokens)} / ${fmt.tokens(a.usage.output_tokens)}` : "not billed";
+    const cost = a.cost_usd === null ? "" : fmt.money(a.cost_usd) + (a.estimated ? " (estimated)" : "");
+    return `<tr class="attempt"><td class="num">${a.number}</td><td>${esc(a.at ?? "")}</td><td class="num">${esc(a.status ?? "—")}</td><td>${esc(a.outcome)}</td>` +
+      `<td class="rid">${esc(a.request_id ?? "")}</td><td class="num">${fmt.seconds(a.latency_s)}</td><td class="num">${used}</td><td class="num">${cost}</td><td>${esc(a.error ?? "")}</td></tr>`;
+  });
+  return `<table class="attempts"><tr><th>#</th><th>at</th><th>status</th><th>outcome</th><th>request id</th><th>latency</th><th>tokens in / out</th><th>cost</th><th>error</th></tr>${rows.join("")}</table>`;
+}
+
+function rawHtml(detail, media) {
+  const raw = detail.raw;
+  if (!raw) return '<p class="note">no raw call: the record is not in the store now</p>';
+  const d = raw.decoding;
+  const request = raw.request === null ? `<p class="note">${esc(raw.request_note)}</p>` :
+    `<div class="note">${esc(raw.request_note)}</div><div class="media">${mediaHtml(media)}</div><pre class="raw-request">${esc(JSON.stringify(raw.request, null, 2))}</pre>`;
+  return (
+    '<details class="raw" id="raw"><summary>raw call: attempts, request and response</summary>' +
+    '<div class="raw-actions"><button id="raw-copy" type="button">copy as JSON</button> <a id="raw-download" href="#">download JSON</a> <span id="raw-copied" class="note"></span></div>' +
+    `<h5>attempts</h5>${attemptsHtml(raw.attempts)}` +
+    `<h5>decoding</h5>${kv([["temperature", d.temperature], ["top_p", d.top_p], ["max_tokens", d.max_tokens], ["seed", d.seed], ["reasoning effort", d.reasoning_effort]])}` +
+    `<h5>request body</h5>${request}` +
+    `<h5>response</h5><div class="note">${esc(raw.response_note)}</div><pre class="raw-response">${esc(JSON.stringify(raw.response, null, 2))}</pre>` +
+    `<h5>call</h5>${kv(Object.entries(raw.call).map(([k, v]) => [k.replace("_", " "), v && typeof v === "object" ? JSON.stringify(v) : v]))}` +
+    "</details>"
+  );
+}
+
+function bindRaw(box, it, detail) {
+  const copy = box.querySelector("#raw-copy");
+  if (!copy) return;
+  const text = rawJson(it, detail);
+  const link = box.querySelector("#raw-download");
+  link.href = URL.createObjectURL(new Blob([text], { type: "application/json" }));
+  link.download = [benchName(it), idx.samples[it[F.sample]][1], it[F.epoch], idx.models[it[F.model]]].join("-").replace(/[^\w.-]+/g, "_") + ".json";
+  copy.onclick = async () => {
+    let done = false;
+    try {
+      await navigator.clipboard.writeText(text);
+      done = true;
+    } catch (error) { // a page opened from disk may not write the clipboard: select it instead
+      const area = document.createElement("textarea");
+      area.value = text;
+      document.body.appendChild(area);
+      area.select();
+      done = document.execCommand("copy");
+      area.remove();
+    }
+    box.querySelector("#raw-copied").textContent = done ? `copied (${text.length} characters)` : "the browser refused the clipboard: use download";
+  };
+}
+
 function kv(pairs) {
   const shown = pairs.filter((p) => p[1] !== null && p[1] !== undefined && p[1] !== "");
   return '<table class="kv">' + shown.map((p) => `<tr><td>${esc(p[0])}</td><td>${esc(p[1])}</td></tr>`).join("") + "</table>";
@@ -93,8 +153,16 @@ async function itemHtml(i) {
       ["finish reason", detail.finish_reason],
       ["model reported", detail.model_reported],
       ["batch job", detail.batch ? "yes" : ""],
-    ])
+      ["request id", detail.raw ? detail.raw.call.request_id : ""],
+      ["decoding", detail.raw ? decodingText(detail.raw.decoding) : ""],
+    ]) +
+    rawHtml(detail, media)
   );
+}
+
+function decodingText(d) {
+  return [["temperature", d.temperature], ["seed", d.seed], ["max_tokens", d.max_tokens], ["top_p", d.top_p], ["effort", d.reasoning_effort]]
+    .filter((p) => p[1] !== null && p[1] !== undefined).map((p) => `${p[0]} ${p[1]}`).join(" · ");
 }
 
 async function renderDetail() {
@@ -105,7 +173,9 @@ async function renderDetail() {
   }
   const shown = state.item;
   let html;
+  let detail = null;
   try {
+    detail = await detailOf(shown);
     html = await itemHtml(shown);
   } catch (error) { // a paged report's file missing beside it
     html = `<p class="error">${esc(error.message)}</p>`;
@@ -116,6 +186,7 @@ async function renderDetail() {
   const across = $("open-one");
   if (across) across.onclick = () => openOne(C.sample[shown], []);
   bindImages(box);
+  if (detail) bindRaw(box, row(shown), detail);
 }
 
 function bindImages(box) {
