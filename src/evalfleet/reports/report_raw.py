@@ -37,6 +37,9 @@ class RequestBuilder:
         self.run = run
         self.clients: dict[str, BodyOf] = {}
         self.problems: dict[str, str] = {}
+        # a sample's epochs of one decoding ask the same body: built once while they come
+        # (items come sample by sample), the cache emptied when it grows
+        self.built: dict[tuple[Any, ...], tuple[Any, str]] = {}
 
     def body(
         self, model: str, layout: Layout | None, prompt: str, record: Record
@@ -44,6 +47,17 @@ class RequestBuilder:
         """(the body with media replaced by notes, a note on how it was made) or (None, why
         not). `layout`: the sample's parts as sent (None: the dataset could not be read again,
         the body is built from the prompt text alone and says so)."""
+        key = (model, id(layout), prompt, record.request)
+        found = self.built.get(key)
+        if found is None:
+            if len(self.built) >= 256:
+                self.built.clear()
+            found = self.built[key] = self._build(model, layout, prompt, record)
+        return found
+
+    def _build(
+        self, model: str, layout: Layout | None, prompt: str, record: Record
+    ) -> tuple[Any, str]:
         client = self._client(model)
         if client is None:
             return None, f"not rebuilt: {self.problems[model]}"
@@ -146,9 +160,8 @@ def raw_of(record: Record, body: Any, body_note: str) -> dict[str, Any]:
         "decoding": record.request.to_dict(),
         "request": body,
         "request_note": body_note,
+        # its text and reasoning are the item's `response` and `reasoning`, not kept twice
         "response": {
-            "text": record.response,
-            "reasoning": record.reasoning,
             "finish_reason": record.finish_reason,
             "usage": None
             if usage is None

@@ -62,9 +62,13 @@ function responseHtml(detail, it) {
 
 // The raw call: each attempt from the record's ledger, the decoding, the request body (as
 // built: the record keeps none) and the response as stored; copied or downloaded as JSON.
+function rawResponse(detail) {
+  return { text: detail.response, reasoning: detail.reasoning, ...detail.raw.response };
+}
+
 function rawJson(it, detail) {
   const item = { model: idx.models[it[F.model]], benchmark: benchName(it), sample: idx.samples[it[F.sample]][1], epoch: it[F.epoch] };
-  return JSON.stringify({ item, ...detail.raw }, null, 2);
+  return JSON.stringify({ item, ...detail.raw, response: rawResponse(detail) }, null, 2);
 }
 
 function attemptsHtml(attempts) {
@@ -90,7 +94,7 @@ function rawHtml(detail, media) {
     `<h5>attempts</h5>${attemptsHtml(raw.attempts)}` +
     `<h5>decoding</h5>${kv([["temperature", d.temperature], ["top_p", d.top_p], ["max_tokens", d.max_tokens], ["seed", d.seed], ["reasoning effort", d.reasoning_effort]])}` +
     `<h5>request body</h5>${request}` +
-    `<h5>response</h5><div class="note">${esc(raw.response_note)}</div><pre class="raw-response">${esc(JSON.stringify(raw.response, null, 2))}</pre>` +
+    `<h5>response</h5><div class="note">${esc(raw.response_note)}</div><pre class="raw-response">${esc(JSON.stringify(rawResponse(detail), null, 2))}</pre>` +
     `<h5>call</h5>${kv(Object.entries(raw.call).map(([k, v]) => [k.replace("_", " "), v && typeof v === "object" ? JSON.stringify(v) : v]))}` +
     "</details>"
   );
