@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from evalfleet.benchmarks.rome.judge import parse_robust, parse_upstream
 from evalfleet.benchmarks.zerobench.scoring import SCORERS
 from evalfleet.cli.main import main
 from evalfleet.engine.store.manifest_types import Manifest
@@ -291,8 +292,9 @@ def test_a_rome_item_reads_its_judge_as_a_judge(store, browser):
     words = detail.find_element("css selector", "pre.judge-words").text
     assert words == judged["response"].strip() and "Judgement" in words
     table = browser.execute_script(
-        "return [...document.querySelectorAll('#detail table.scoring tr')].slice(1).map((tr) =>"
-        " [...tr.querySelectorAll('td')].map((td) => td.textContent))"
+        "return [...document.querySelectorAll('#detail table.scoring tr.scoring-row')].map((tr) =>"
+        " [...tr.querySelectorAll('td'), tr.nextElementSibling.querySelector('td.why')]"
+        ".map((td) => td.textContent))"
     )
     samples = result_table(store, "rome", "samples.parquet")
     mine = samples[
@@ -304,8 +306,15 @@ def test_a_rome_item_reads_its_judge_as_a_judge(store, browser):
     for name, by, answer, _, why in table:
         if name.startswith("judge"):  # a verdict, never an "extracted answer" of 0 or 1
             assert (by, answer) == ("judge anthropic/sim-0.9", "graded the response")
+            reply = judged["response"]
+            parser, verdict = (
+                ("our robust", parse_robust(reply))
+                if name == "judge"
+                else ("upstream's", parse_upstream(reply))
+            )
             assert why == (
-                "judge anthropic/sim-0.9 graded the response against the target (its words below)"
+                f"judge anthropic/sim-0.9: the judge's reply, read by {parser} parser, gives "
+                f"Judgement: {verdict}"
             )
         else:
             assert (by, answer) == ("rules", mine.loc[name, "answer"] or "none read")

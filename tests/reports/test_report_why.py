@@ -100,3 +100,44 @@ def test_datbench_names_the_scorer_its_dataset_registers():
 
 def test_the_explanation_is_not_part_of_the_verdict():
     assert Score("robust", "7", True, 1.0, explanation="E4") == Score("robust", "7", True, 1.0)
+
+
+def zerobench_data():
+    from evalfleet.core.types import Decoding
+    from evalfleet.engine.run.items import BenchmarkData
+
+    bench = get("zerobench")
+    sample = Sample("1", [Part.of_text("How many?")], "7")
+    return BenchmarkData(
+        bench, bench.options_model(), [sample], "rev", "here", "greedy", [Decoding()]
+    )
+
+
+def test_the_report_words_each_verdict_and_says_when_the_scorer_changed_since():
+    from evalfleet.reports.report_why import explanations
+
+    data = zerobench_data()
+    kinds = ["rule", "rule"]
+    why = explanations(data, "1", "so {7}", ["upstream", "robust"], kinds, {}, "RW")
+    assert why[0] == score_upstream("so {7}", "7").explanation
+    assert why[1] == (
+        score_robust("so {7}", "7").explanation
+        + " (today's scorer; the stored verdict, scored by older code, stands)"
+    )
+    failed = explanations(data, "1", None, ["upstream"], ["rule"], {}, "E")
+    assert failed == ["the call failed for good: no response to score, counted wrong"]
+    judged = explanations(data, "1", "x", ["judge"], ["judge"], {"judge": "m/j"}, "r")
+    assert judged == ["judge m/j graded the response (its words below)"]  # no reply kept
+    reply = "The response ends with the answer {7}"
+    judged = explanations(
+        data, "1", "so {7}", ["judge"], ["judge-extract"], {"judge": "m/j"}, "r", {"m/j": reply}
+    )
+    assert judged == [
+        "judge m/j: the judge read the answer '7' out of the response; it equals the "
+        "lower-cased target '7'"
+    ]
+    # a judge's mode the rules decided (no judge asked): the rule's words
+    ruled = explanations(data, "1", "so {7}", ["judge"], ["judge"], {"judge": "m/j"}, "R")
+    assert ruled == [
+        "no judge asked, so the rules decide: " + score_upstream("so {7}", "7").explanation
+    ]

@@ -106,6 +106,7 @@ def gather(
         found = verdicts.get((key.model, key.benchmark, key.sample_id, key.epoch), {})
         names = scorings[key.benchmark]
         letters = "".join(found.get(s, NOT_SCORED)[0] for s in names)
+        judged = judged_records(run, key)
         why = explanations(
             run.data[key.benchmark],
             key.sample_id,
@@ -113,8 +114,10 @@ def gather(
             names,
             kinds[key.benchmark],
             judge_of[key.benchmark],
+            letters,
+            {judge: by.response for judge, by in judged},
         )
-        detail = detail_of(record, found, names, judged_records(run, key), why)
+        detail = detail_of(record, found, names, judged, why)
         at = sample_keys[(key.benchmark, key.sample_id)]
         prompt = run.data[key.benchmark].prompts.get(key.sample_id, "")
         detail["raw"] = raw_of(record, *builder.body(key.model, layouts.get(at), prompt, record))

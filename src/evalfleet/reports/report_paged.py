@@ -172,6 +172,8 @@ class PagedWriter:
                     names,
                     self.kinds[item.benchmark],
                     self.judge_of[item.benchmark],
+                    "".join(item.found.get(s, NOT_SCORED)[0] for s in names),
+                    {judge: by.response for judge, by in judges},
                 )
                 detail = detail_of(record, item.found, names, judges, why)
                 at = self.sample_keys[(item.benchmark, item.sample_id)]

@@ -36,14 +36,23 @@ class DatBenchJudge(JudgeSpec):
         if judgement is None:  # a direct row: the default rules decide
             from evalfleet.benchmarks.datbench import scoring
 
-            details = scoring.score(scorer_input(sample), response, compat=False)
-            return [Score("judge", details.answer, details.is_correct, float(details.score))]
+            inputs = scorer_input(sample)
+            details = scoring.score(inputs, response, compat=False)
+            why = (
+                f"a direct row, so the rules decide: DatBench scorer "
+                f"{scoring.scorer_name(inputs.dataset)} read {details.answer!r}: score "
+                f"{details.score:g}"
+            )
+            score = float(details.score)
+            return [Score("judge", details.answer, details.is_correct, score, explanation=why)]
         if judgement.reply is None:
             return [Score("judge", None, False, 0.0, judged=True, error=judgement.error)]
         verdict = judge_prompt.verdict(judgement.reply)
         if verdict is None:
             return [Score("judge", None, False, 0.0, judged=True, error="unparsable verdict")]
-        return [Score("judge", str(verdict).lower(), verdict, float(verdict), judged=True)]
+        why = f"the judge's verdict: {'correct' if verdict else 'incorrect'}"
+        verdict_text = str(verdict).lower()
+        return [Score("judge", verdict_text, verdict, float(verdict), judged=True, explanation=why)]
 
     def answer_key(self, samples, options) -> list[dict]:
         entries = []

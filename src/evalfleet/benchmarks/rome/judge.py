@@ -77,17 +77,36 @@ class RomeJudge(JudgeSpec):
             from evalfleet.benchmarks.rome.scoring import rule_score
 
             rule = rule_score(sample, response, "upstream")
-            return [Score(mode, rule.answer, rule.correct, rule.value) for mode in self.scorings]
+            why = f"not a judged task, so the rules decide: {rule.explanation}"
+            return [
+                Score(mode, rule.answer, rule.correct, rule.value, explanation=why)
+                for mode in self.scorings
+            ]
         if judgement.reply is None:
             error = judgement.error or "not judged"
             return [Score(m, None, False, 0.0, judged=True, error=error) for m in self.scorings]
         robust = parse_robust(judgement.reply)
         upstream = parse_upstream(judgement.reply)
+        said = "the judge's reply, read by {} parser, gives Judgement: {}"
         return [
             Score("judge", None, False, 0.0, judged=True, error="unparsable verdict")
             if robust is None
-            else Score("judge", str(robust), robust == 1, float(robust), judged=True),
-            Score("judge_upstream", str(upstream), upstream == 1, float(upstream), judged=True),
+            else Score(
+                "judge",
+                str(robust),
+                robust == 1,
+                float(robust),
+                judged=True,
+                explanation=said.format("our robust", robust),
+            ),
+            Score(
+                "judge_upstream",
+                str(upstream),
+                upstream == 1,
+                float(upstream),
+                judged=True,
+                explanation=said.format("upstream's", upstream),
+            ),
         ]
 
     def answer_key(self, samples, options) -> list[dict]:

@@ -63,7 +63,8 @@ class FallbackParser(JudgeSpec):
     ) -> list[Score]:
         if judgement is None:
             rule = score_upstream(response, sample.target)
-            return [Score("judge", rule.answer, rule.correct, rule.value)]
+            why = f"no judge asked, so the rules decide: {rule.explanation}"
+            return [Score("judge", rule.answer, rule.correct, rule.value, explanation=why)]
         if judgement.reply is None:
             error = judgement.error or "not judged"
             return [Score("judge", None, False, 0.0, judged=True, error=error)]
@@ -71,9 +72,15 @@ class FallbackParser(JudgeSpec):
         if extracted is None:
             return [Score("judge", None, False, 0.0, judged=True, error="unparsable verdict")]
         if extracted.strip() == NONE:
-            return [Score("judge", None, False, 0.0, judged=True)]
-        correct = extracted == sample.target.strip().lower()
-        return [Score("judge", extracted, correct, float(correct), judged=True)]
+            why = "the judge found no final answer in the response, so wrong"
+            return [Score("judge", None, False, 0.0, judged=True, explanation=why)]
+        target = sample.target.strip().lower()
+        correct = extracted == target
+        why = (
+            f"the judge read the answer {extracted!r} out of the response; it "
+            f"{'equals' if correct else 'differs from'} the lower-cased target {target!r}"
+        )
+        return [Score("judge", extracted, correct, float(correct), judged=True, explanation=why)]
 
     def answer_key(self, samples, options) -> list[dict]:
         return [

@@ -41,9 +41,10 @@ function verdictsHtml(it, detail) {
     const error = detail.score_errors[k] ? `<div class="note">${esc(detail.score_errors[k])}</div>` : "";
     const reason = (detail.why || [])[k];
     const why = reason ? esc(reason) : '<span class="note">no explanation kept</span>';
-    return `<tr><td class="scoring-name">${esc(name)}</td><td class="by">${by}</td><td class="extracted">${answer}${error}</td><td class="verdict-cell">${badge(it, k, false)}</td><td class="why">${why}</td></tr>`;
+    return `<tr class="scoring-row"><td class="scoring-name">${esc(name)}</td><td class="by">${by}</td><td class="extracted">${answer}${error}</td><td class="verdict-cell">${badge(it, k, false)}</td></tr>` +
+      `<tr class="why-row"><td colspan="4" class="why" title="why this verdict">${why}</td></tr>`;
   });
-  return `<table class="scoring"><tr><th>scoring</th><th>by</th><th>answer</th><th>verdict</th><th>why this verdict</th></tr>${rows.join("")}</table>`;
+  return `<table class="scoring"><tr><th>scoring</th><th>by</th><th>answer</th><th>verdict</th></tr>${rows.join("")}</table>`;
 }
 
 function judgesHtml(detail) {
