@@ -335,6 +335,29 @@ def test_filters_cover_every_file_and_later_pages_read_later_files(runs, page):
         ]
         loaded = "return [...chunkCache.keys()]"
 
+        # a where term over the index: the output tokens of every file's items at once
+        _, columns = paged_index(page.parent / "report_items")
+        tokens = [int(v) for v in columns["tout"]]
+        cut = sorted(tokens)[len(tokens) // 2]
+        wanted = sum(v > cut for v in tokens)
+        assert 0 < wanted < 300
+        driver.find_element("id", "f-where").send_keys(f"tokens>{cut}")
+        until(
+            driver,
+            f"return document.getElementById('count').textContent === '{wanted} of 300 items'",
+            "the where did not filter the index",
+        )
+        assert "where=tokens%3E" in driver.current_url
+        driver.execute_script(
+            "const e = document.getElementById('f-where'); e.value = '';"
+            "e.dispatchEvent(new Event('input'));"
+        )
+        until(
+            driver,
+            "return document.getElementById('count').textContent === '300 of 300 items'",
+            "the where was not cleared",
+        )
+
         # a filter over the index finds the failed call, whose texts are in the last file
         Select(driver.find_element("id", "f-status")).select_by_value("error")
         assert driver.find_element("id", "count").text == "1 of 300 items"
