@@ -7,8 +7,11 @@ planning time.
 from __future__ import annotations
 
 import asyncio
+import base64
+import gzip
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -94,6 +97,21 @@ def test_api_key_is_nowhere(three, prefect_api_url):
     texts = asyncio.run(prefect_texts())
     assert any("three" in t for t in texts)  # the run's own logs and artifacts are there
     assert not [t for t in texts if KEY in t]
+
+    # the report's raw view: each call's request body, rebuilt by its provider's client, in
+    # gzipped blocks the byte scan above cannot see into: decoded, no key and no auth header
+    pages = list((work / "runs" / "three" / "results").glob("*/report.html"))
+    assert pages
+    for page in pages:
+        blocks = re.findall(
+            r"<script type='text/plain' id='details-\d+'>(.*?)</script>", page.read_text()
+        )
+        details = [d for b in blocks for d in json.loads(gzip.decompress(base64.b64decode(b)))]
+        assert {d["raw"]["call"]["provider"] for d in details} == {"openai", "anthropic", "google"}
+        assert all(d["raw"]["request"] is not None for d in details)
+        words = json.dumps(details).lower()
+        assert KEY.lower() not in words
+        assert not [h for h in ("authorization", "x-api-key", "x-goog-api-key") if h in words]
 
 
 def test_audio_to_anthropic_is_refused_before_any_request(capsys, tmp_path):
