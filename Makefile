@@ -49,6 +49,7 @@ demo: install
 # a run with another host's (the suite's budget: 12 minutes where that line takes 0.8 s).
 test: install browser
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	@$(VENV)/bin/python -c "import time; t = time.perf_counter(); sum(range(3*10**7)); print(f'host speed: sum(range(3*10**7)) in {time.perf_counter() - t:.2f} s')"
 	@start=$$(date +%s); $(VENV)/bin/python -m pytest -q -n 4 --dist loadfile --no-loadscope-reorder --durations=25; code=$$?; \
 		echo "make test: pytest took $$(( $$(date +%s) - start )) s"; exit $$code
@@ -82,6 +83,7 @@ down: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 perf: install
 	$(VENV)/bin/python perf/throughput.py
