@@ -42,12 +42,13 @@ def run(
         request = EvalRequest(**fields)
     elif fields:
         raise TypeError("give a request or its fields, not both")
-    request = request.model_copy(update={"run_id": request.resolved_run_id()})
+    run_id = request.resolved_run_id()
+    request = request.model_copy(update={"run_id": run_id})
     job = run_request(
         request, retry_errors=retry_errors, flow_runs_kept=flow_runs_kept, full_stack=full_stack
     )
     results = Results.of(job.tables) if job.tables is not None else None
-    return RunResult(request.run_id, request.store, job.outcome, results)
+    return RunResult(run_id, request.store, job.outcome, results)
 
 
 def judge(

@@ -35,8 +35,9 @@ from evalfleet.engine.run.request import EvalRequest
 from evalfleet.storage.base import Store
 
 if TYPE_CHECKING:
-    from evalfleet.engine.pipeline import JobResult
+    from evalfleet.engine.pipeline import JobResult, Steps
     from evalfleet.engine.prepare.resolve import ResolvedRun
+    from evalfleet.providers.registry import ModelConfig
 
 
 def run_request(
@@ -106,7 +107,7 @@ def run_request(
             result = _run(run, retry_errors, stack.prefect_url)
             failed = False
             return result
-    except (*user_errors(), Interrupted, RunFailed):
+    except (*user_errors(), Interrupted, RunFailed):  # type: ignore[misc]  # a tuple of types
         failed = False  # the input, a signal or the run's own failure: not the services
         raise
     finally:
@@ -132,7 +133,7 @@ def _listed_ahead(
     if not answers or request.uses_batches():
         return contextlib.nullcontext(False)
     stages = (layout.ANSWER, layout.JUDGE) if request.judges() else (layout.ANSWER,)
-    return listing_ahead(store, request.s3_endpoint_url, request.run_id, stages)
+    return listing_ahead(store, request.s3_endpoint_url, request.resolved_run_id(), stages)
 
 
 def _attach_to_running_stack() -> None:
@@ -143,7 +144,7 @@ def _attach_to_running_stack() -> None:
     if os.environ.get("PREFECT_API_URL"):
         return
     stack = attach()
-    if stack is None:
+    if stack is None or stack.prefect is None:
         return
     os.environ["PREFECT_API_URL"] = stack.api_url
     if "prefect" in sys.modules:  # Prefect reads its settings when imported (the launcher)
@@ -154,7 +155,7 @@ def _attach_to_running_stack() -> None:
     if stack.ray is not None and not os.environ.get("RAY_ADDRESS"):
         os.environ.update(ray_client_env(stack))
         if "ray" in sys.modules:  # Ray reads its auth settings at import
-            from ray._raylet import Config
+            from ray._raylet import Config  # type: ignore[attr-defined]  # not in Ray's stub
 
             Config.initialize("")
         where += f", Ray {stack.ray.address}"
@@ -182,7 +183,7 @@ def run_without_prefect(run: ResolvedRun, *, retry_errors: bool = True) -> JobRe
     return whole_job(run, _plain_steps(run.run_id), retry_errors)
 
 
-def _plain_steps(run_id: str):
+def _plain_steps(run_id: str) -> Steps:
     from evalfleet.engine.pipeline import plain_steps
     from evalfleet.reports.report import write_report_or_warn
 
@@ -210,7 +211,9 @@ def runs_here(request: EvalRequest) -> bool:
     return most is not None and most <= SMALL_ITEMS
 
 
-def run_here(request: EvalRequest, configs, retry_errors: bool) -> JobResult:
+def run_here(
+    request: EvalRequest, configs: dict[str, ModelConfig], retry_errors: bool
+) -> JobResult:
     """The whole job in this process: no Ray head, no Prefect server (a small run)."""
     import dataclasses
 

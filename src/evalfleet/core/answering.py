@@ -14,7 +14,9 @@ from evalfleet.core.checkout import ROOT
 from evalfleet.core.interpreter import module_command
 
 
-def start_answering(module: str, *, quiet: bool = False) -> tuple[subprocess.Popen, BinaryIO]:
+def start_answering(
+    module: str, *, quiet: bool = False
+) -> tuple[subprocess.Popen[bytes], BinaryIO]:
     """The child running `module` with the write end of a pipe as its argument, its stdin a
     pipe; and the pipe's read end, for its answer. `quiet`: its output goes nowhere."""
     answer_read, answer_write = os.pipe()
@@ -40,7 +42,7 @@ def start_answering(module: str, *, quiet: bool = False) -> tuple[subprocess.Pop
     return child, os.fdopen(answer_read, "rb")
 
 
-def end_answering(child: subprocess.Popen, answer: BinaryIO, wait_s: float = 0.0) -> None:
+def end_answering(child: subprocess.Popen[bytes], answer: BinaryIO, wait_s: float = 0.0) -> None:
     """Close the answer's pipe and end the child: given `wait_s` to exit on its own (it has
     answered), else killed (its answer is not wanted)."""
     with contextlib.suppress(OSError):

@@ -268,8 +268,7 @@ class Record:
             if value is not None and type(value) is not str:
                 _text(raw, name, optional=True)
         epoch = raw.get("epoch")
-        if type(epoch) is not int:
-            _integer(epoch, "epoch")
+        epoch = epoch if type(epoch) is int else _integer(epoch, "epoch")
         usage = get("usage")
         if usage:
             for name, value in usage.items():
@@ -469,8 +468,7 @@ def _attempt_of(raw: Any) -> Attempt:
     if cost is not None:
         cost = {name: _usd(value, f"cost.{name}") or 0.0 for name, value in cost.items()}
     number = raw.get("number")
-    if type(number) is not int:
-        _integer(number, "number")
+    number = number if type(number) is int else _integer(number, "number")
     return Attempt(
         number=number,
         outcome=_text(raw, "outcome") or "",

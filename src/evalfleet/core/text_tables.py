@@ -64,7 +64,8 @@ def key_columns(frame: pd.DataFrame) -> list[str]:
 
 
 def _render(frame: pd.DataFrame, columns: list[str]) -> str:
-    return frame[columns].to_markdown(index=False, floatfmt=".4f", missingval=MISSING)
+    text: str = frame[columns].to_markdown(index=False, floatfmt=".4f", missingval=MISSING)
+    return text
 
 
 def _width(text: str) -> int:
