@@ -559,7 +559,7 @@ def test_the_raw_call_of_an_item_and_no_key_anywhere(store, browser):
     ledger = stored["ledger"]
     assert len(attempts) == len(ledger) >= 1
     first = ledger[0]
-    assert attempts[0][:5] == ["1", first["at"], "200", "answer", first["request_id"]]
+    assert attempts[0][:5] == ["1", first["at"][11:23], "200", "answer", first["request_id"]]
     body = json.loads(detail.find_element("css selector", "pre.raw-request").text)
     assert body["model"] == stored["api_model"] and body["seed"] == stored["request"]["seed"]
     assert body["temperature"] == stored["request"]["temperature"]
@@ -572,6 +572,7 @@ def test_the_raw_call_of_an_item_and_no_key_anywhere(store, browser):
     assert detail.find_elements("css selector", "details.raw img.thumb")
     response = json.loads(detail.find_element("css selector", "pre.raw-response").text)
     assert response["text"] == stored["response"] and response["usage"] == stored["usage"]
+    browser.execute_script("document.getElementById('raw').scrollIntoView()")
     browser.save_screenshot(str(SHOTS / "zerobench-raw.png"))
     downloaded = browser.execute_async_script(
         "const done = arguments[0];"

@@ -77,10 +77,10 @@ function attemptsHtml(attempts) {
   const rows = attempts.map((a) => {
     const used = a.usage ? `${fmt.tokens(a.usage.input_tokens)} / ${fmt.tokens(a.usage.output_tokens)}` : "not billed";
     const cost = a.cost_usd === null ? "" : fmt.money(a.cost_usd) + (a.estimated ? " (estimated)" : "");
-    return `<tr class="attempt"><td class="num">${a.number}</td><td>${esc(a.at ?? "")}</td><td class="num">${esc(a.status ?? "—")}</td><td>${esc(a.outcome)}</td>` +
+    return `<tr class="attempt"><td class="num">${a.number}</td><td title="${esc(a.at ?? "")}">${esc((a.at ?? "").slice(11, 23))}</td><td class="num">${esc(a.status ?? "—")}</td><td>${esc(a.outcome)}</td>` +
       `<td class="rid">${esc(a.request_id ?? "")}</td><td class="num">${fmt.seconds(a.latency_s)}</td><td class="num">${used}</td><td class="num">${cost}</td><td>${esc(a.error ?? "")}</td></tr>`;
   });
-  return `<table class="attempts"><tr><th>#</th><th>at</th><th>status</th><th>outcome</th><th>request id</th><th>latency</th><th>tokens in / out</th><th>cost</th><th>error</th></tr>${rows.join("")}</table>`;
+  return `<div class="attempts-box"><table class="attempts"><tr><th>#</th><th title="UTC; the whole time on hover">at</th><th>status</th><th>outcome</th><th>request id</th><th>latency</th><th>tokens in / out</th><th>cost</th><th>error</th></tr>${rows.join("")}</table></div>`;
 }
 
 function rawHtml(detail, media) {

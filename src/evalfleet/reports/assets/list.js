@@ -308,7 +308,7 @@ function fitColumns(shown) {
   const its = shown.map(row);
   const badgesWide = Math.max(1, ...its.map((it) => it[F.letters].length));
   const chars = {
-    model: longest(its.map((it) => modelShort[it[F.model]]), 6, 24),
+    model: longest(its.map((it) => modelShort[it[F.model]]), 8, 24),
     prompt: longest(its.map((it) => idx.samples[it[F.sample]][3]), 8, 20),
     benchmark: longest(its.map(benchName), 9, 22),
     sample: longest(its.map((it) => idx.samples[it[F.sample]][1]), 6, 20),

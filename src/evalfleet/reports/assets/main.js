@@ -99,6 +99,13 @@ function bindPage() {
   window.onhashchange = () => { readHash(); fillFilters(); applyFilters(); renderView(); };
 }
 
+// The item panel stays in view under the filters, however many lines they wrap to.
+function fitDetail() {
+  const high = $("filters").offsetHeight;
+  $("detail").style.top = `${high + 4}px`;
+  $("detail").style.maxHeight = `calc(100vh - ${high + 16}px)`;
+}
+
 async function boot() {
   try {
     await loadIndex();
@@ -110,6 +117,8 @@ async function boot() {
   readHash();
   fillFilters();
   bindPage();
+  fitDetail();
+  window.addEventListener("resize", fitDetail);
   applyFilters();
   if (!PAGED) setTimeout(loadTexts, 50);
   await renderView();
