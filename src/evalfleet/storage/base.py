@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -57,7 +58,7 @@ class Store(ABC):
     def list(self, prefix: str) -> list[str]:
         """All keys under ``prefix`` (recursive), relative to the root, sorted."""
 
-    def iter_pages(self, prefix: str) -> Iterator[list[tuple[str, int | None]]]:
+    def iter_pages(self, prefix: str) -> Iterator[builtins.list[tuple[str, int | None]]]:
         """``(key, size)`` of ``list(prefix)`` in pages, in its order, so a caller can work
         while the rest arrive. The size is None where the listing does not give it for free.
         A store with folders also lists, with size 0 and its name ending in '/', a folder that
@@ -75,7 +76,7 @@ class Store(ABC):
         without folders (S3) has no folder of the wrong type: `check_writable` is enough."""
         self.check_writable()
 
-    def not_folders(self, folder: str) -> list[str]:
+    def not_folders(self, folder: str) -> builtins.list[str]:
         """The names of what stands directly in `folder` and is no folder (files, links to
         nothing), sorted: what would be in the way of a writer that needs a folder by one of
         those names. A store without folders (S3) has none."""
@@ -98,7 +99,7 @@ class Store(ABC):
         return where
 
     @abstractmethod
-    def list_dirs(self, prefix: str) -> list[str]:
+    def list_dirs(self, prefix: str) -> builtins.list[str]:
         """Names (one segment, no '/') of the immediate sub-directories of ``prefix``."""
 
     @abstractmethod
@@ -122,7 +123,7 @@ class Store(ABC):
         """Upper bound on concurrent calls (S3 caps it at its connection pool size)."""
         return requested
 
-    def _map(self, fn: Callable[[T], R], args: Sequence[T], max_workers: int) -> list[R]:
+    def _map(self, fn: Callable[[T], R], args: Sequence[T], max_workers: int) -> builtins.list[R]:
         workers = min(self._parallelism(max_workers), len(args))
         if workers <= 1:
             return [fn(a) for a in args]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import errno
 import itertools
@@ -298,7 +299,7 @@ class LocalStore(Store):
 
     def iter_pages(
         self, prefix: str, page_size: int = 10_000
-    ) -> Iterator[list[tuple[str, int | None]]]:
+    ) -> Iterator[builtins.list[tuple[str, int | None]]]:
         """The keys of `list` in pages, without sizes (a stat each would cost a system call),
         as the walk finds them: a caller works on the first page before the walk is done. An
         empty folder below `prefix` comes too, as 'a/b/' with size 0 (`Store.iter_pages`)."""
@@ -314,7 +315,7 @@ class LocalStore(Store):
         if page:
             yield page
 
-    def _walk(self, base: str, folders: bool = False) -> Iterator[list[str] | str]:
+    def _walk(self, base: str, folders: bool = False) -> Iterator[builtins.list[str] | str]:
         """The keys under `base` ('' or 'a/b/') in sorted order, in runs of a directory's
         files, one directory read at a time. Depth first with each directory's entries sorted,
         a directory's name counted with its '/', so the keys come out in the order a sort of
@@ -344,7 +345,7 @@ class LocalStore(Store):
                 files.sort()
                 stack.append(files)
 
-    def list_dirs(self, prefix: str) -> list[str]:
+    def list_dirs(self, prefix: str) -> builtins.list[str]:
         try:
             with os.scandir(os.path.join(self.root, norm_prefix(prefix))) as entries:
                 return sorted(

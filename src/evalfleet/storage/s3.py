@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import mimetypes
 import os
@@ -186,7 +187,7 @@ class S3Store(Store):
         keys.sort()
         return keys
 
-    def iter_pages(self, prefix: str) -> Iterator[list[tuple[str, int | None]]]:
+    def iter_pages(self, prefix: str) -> Iterator[builtins.list[tuple[str, int | None]]]:
         """(key, size) pages in key order; the next page is fetched while the caller handles
         this one."""
         pages: queue.Queue[list[tuple[str, int | None]] | BaseException | None] = queue.Queue(
@@ -239,7 +240,7 @@ class S3Store(Store):
         with contextlib.suppress(ClientError, BotoCoreError):
             self.client.delete_object(Bucket=self.bucket, Key=probe)
 
-    def list_dirs(self, prefix: str) -> list[str]:
+    def list_dirs(self, prefix: str) -> builtins.list[str]:
         full = self.prefix + norm_prefix(prefix)
         names: list[str] = []
         with self._errors("list", prefix):

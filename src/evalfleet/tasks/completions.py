@@ -237,7 +237,7 @@ class CompletionWorker:
             self._take(*claim)
 
     def _forget(self) -> None:
-        self._store: Store | None = None
+        self._store: Store | None = None  # opened by the run's setup
         self._models: dict[str, ModelConfig] = {}
         self._keys: dict[str, Secret] = {}
         self._retry = RetryPolicy()
@@ -253,6 +253,13 @@ class CompletionWorker:
         self._landing: asyncio.Event | None = None  # made on the actor's event loop
         self._running: set[asyncio.Task] = set()
         self._sent: set[ItemKey] = set()  # in flight with a request sent (not only queued)
+
+    @property
+    def store(self) -> Store:
+        """The claimed run's store (a worker serves no item before a claim opens it)."""
+        if self._store is None:
+            raise RuntimeError("no run has claimed this worker: it has no store")
+        return self._store
 
     # -- claims --------------------------------------------------------------------------
 
@@ -410,10 +417,12 @@ class CompletionWorker:
             await asyncio.sleep(self.LINGER_S)
         landed, self._landed = self._landed, []
         landing.clear()
+        outcomes: list[Outcome] = []
         for outcome in landed:
             if isinstance(outcome, BaseException):
                 raise outcome
-        return landed
+            outcomes.append(outcome)
+        return outcomes
 
     def _event(self) -> asyncio.Event:
         if self._landing is None:
@@ -539,12 +548,12 @@ class CompletionWorker:
         problem = error.message[:ERROR_CHARS] if error is not None else ""
         try:
             data = record.to_bytes()
-            if self._store.writes_are_local:
+            if self.store.writes_are_local:
                 # A local write takes microseconds; a thread hop would cost more CPU than it.
-                written = self._store.put_if_absent(key, data)
+                written = self.store.put_if_absent(key, data)
             else:
                 loop = asyncio.get_running_loop()
-                written = await loop.run_in_executor(self._io, self._store.put_if_absent, key, data)
+                written = await loop.run_in_executor(self._io, self.store.put_if_absent, key, data)
             if not written:
                 status = "exists"
         except Exception as exc:  # the item stays missing; the run stops sending and says so
@@ -561,7 +570,11 @@ class CompletionWorker:
             output_tokens=usage.output_tokens,
             cost_usd=record.spent_usd,
             store_key=key,
-            response=response.text if item.return_response and error is None else None,
+            response=(
+                response.text
+                if item.return_response and error is None and response is not None
+                else None
+            ),
             error=problem,
         )
 
@@ -578,11 +591,11 @@ class CompletionWorker:
         )
         data = entry.to_bytes()
         try:
-            if self._store.writes_are_local:
-                self._store.put_if_absent(key, data)
+            if self.store.writes_are_local:
+                self.store.put_if_absent(key, data)
             else:
                 loop = asyncio.get_running_loop()
-                await loop.run_in_executor(self._io, self._store.put_if_absent, key, data)
+                await loop.run_in_executor(self._io, self.store.put_if_absent, key, data)
         except Exception as exc:
             raise LedgerUnwritable(key, exc) from exc
 
@@ -605,7 +618,7 @@ class CompletionWorker:
         """The outcome of an item whose record a lost worker had already stored, if any: it is
         not asked again."""
         loop = asyncio.get_running_loop()
-        data = await loop.run_in_executor(self._io, self._store.get, item.store_key)
+        data = await loop.run_in_executor(self._io, self.store.get, item.store_key)
         record = Record.read(data)
         if record is None:
             return None

@@ -36,7 +36,8 @@ NAMESPACE = "evalfleet"
 log = logging.getLogger("evalfleet.limiter")
 
 
-@ray.remote(num_cpus=0, max_concurrency=1, max_restarts=-1, max_task_retries=-1)
+# Ray's stub types the decorator's task options only, not an actor's (max_concurrency).
+@ray.remote(num_cpus=0, max_concurrency=1, max_restarts=-1, max_task_retries=-1)  # type: ignore[call-overload]
 class SharedRateLimit:
     """Hosts one `SharedBudget`. Calls are serialised (max_concurrency=1): no locks needed."""
 
@@ -91,9 +92,9 @@ class SharedRateLimit:
         }
 
 
-def shared_limit(budget: BudgetId):
+def shared_limit(budget: BudgetId) -> Any:
     """The cluster's actor for this budget (created on first use, kept for later runs)."""
-    return SharedRateLimit.options(
+    return SharedRateLimit.options(  # type: ignore[attr-defined]  # an actor class (see above)
         name=budget.name, namespace=NAMESPACE, get_if_exists=True, lifetime="detached"
     ).remote()
 

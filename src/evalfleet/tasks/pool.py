@@ -56,7 +56,7 @@ def _own(apis: Sequence[str], claim: tuple[str, WorkerSetup] | None = None) -> A
 def start_warm(count: int) -> list[Any]:
     """Start (or find) the cluster's `count` warm workers, kept until the cluster stops;
     returns once they answer."""
-    actors = [
+    actors: list[Any] = [
         CompletionWorker.options(
             name=f"{WARM_PREFIX}{i}",
             namespace=NAMESPACE,
@@ -125,11 +125,11 @@ class Crew:
             if len(found) == count:
                 break
             try:
-                actor = ray.get_actor(f"{WARM_PREFIX}{i}", namespace=NAMESPACE)
+                actor: Any = ray.get_actor(f"{WARM_PREFIX}{i}", namespace=NAMESPACE)
             except ValueError:  # no such worker: the stack keeps fewer
                 break
             try:
-                claimed = ray.get(actor.claim.remote(self.claim, self.setup, code_digest()))
+                claimed: bool = ray.get(actor.claim.remote(self.claim, self.setup, code_digest()))
             except ray.exceptions.RayError as exc:  # lost with its node: a new one serves
                 log.warning("warm worker %d cannot serve: %s", i, type(exc).__name__)
                 continue

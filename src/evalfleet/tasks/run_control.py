@@ -18,7 +18,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from evalfleet.storage.base import Store
 
@@ -62,7 +62,7 @@ class RunLimits:
         )
 
 
-def _positive(value: Any) -> bool:
+def _positive(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 

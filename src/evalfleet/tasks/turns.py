@@ -9,7 +9,7 @@ each reserved with the budget before it is sent.
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -34,7 +34,9 @@ class Dispatched:
     submitted: int = 0  # outcomes received
     statuses: Counter[str] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)  # terminal errors by kind
-    cost_usd: Counter[str] = field(default_factory=Counter)  # by stage
+    cost_usd: defaultdict[str, float] = field(
+        default_factory=lambda: defaultdict(float)
+    )  # by stage
     stopped: bool = False  # a stop was requested before everything was submitted
     abandoned: int = 0  # sent, and no record came back: may have been paid for
     not_started: int = 0  # never sent
