@@ -63,7 +63,7 @@ def ranked_parameters(model) -> dict:
 
 
 def build_deployments() -> list:
-    from prefect.client.schemas.objects import ConcurrencyLimitConfig
+    from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
     from prefect.deployments.runner import EntrypointType
     from prefect.schedules import Cron
 
@@ -118,7 +118,9 @@ def build_deployments() -> list:
             tags=["evalfleet", "scheduled"],
             entrypoint_type=EntrypointType.MODULE_PATH,
             # one at a time: two would both find the same new model and pay for it twice
-            concurrency_limit=ConcurrencyLimitConfig(limit=1, collision_strategy="CANCEL_NEW"),
+            concurrency_limit=ConcurrencyLimitConfig(
+                limit=1, collision_strategy=ConcurrencyLimitStrategy.CANCEL_NEW
+            ),
             **reevaluate_schedule(),
         ),
         reevaluate.to_deployment(
@@ -127,7 +129,9 @@ def build_deployments() -> list:
             description=RANKED_DESCRIPTION,
             tags=["evalfleet", "scheduled"],
             entrypoint_type=EntrypointType.MODULE_PATH,
-            concurrency_limit=ConcurrencyLimitConfig(limit=1, collision_strategy="CANCEL_NEW"),
+            concurrency_limit=ConcurrencyLimitConfig(
+                limit=1, collision_strategy=ConcurrencyLimitStrategy.CANCEL_NEW
+            ),
             # off until switched on in the UI (or `prefect deployment schedule resume`)
             schedules=[Cron(RANKED_CRON, active=False)],
         ),
@@ -138,7 +142,9 @@ def build_deployments() -> list:
             entrypoint_type=EntrypointType.MODULE_PATH,
             interval=settings.BATCH_POLL_EVERY_S.get(),
             # one at a time: two would collect the same job
-            concurrency_limit=ConcurrencyLimitConfig(limit=1, collision_strategy="CANCEL_NEW"),
+            concurrency_limit=ConcurrencyLimitConfig(
+                limit=1, collision_strategy=ConcurrencyLimitStrategy.CANCEL_NEW
+            ),
         ),
     ]
 

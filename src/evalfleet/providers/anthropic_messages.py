@@ -139,7 +139,9 @@ class AnthropicMessagesClient(ProviderClient):
     request_id_header = "request-id"
     decode_awaits = True  # the SDK's raw answer parses in a coroutine
     _map_error = staticmethod(map_anthropic_error)
-    _convert = staticmethod(from_message)
+
+    def _convert(self, body: Any, request_id: str | None) -> ProviderResponse:
+        return from_message(body, request_id)
 
     def __init__(self, config: ModelConfig, api_key: str) -> None:
         super().__init__(config, api_key)

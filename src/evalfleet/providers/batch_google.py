@@ -111,7 +111,7 @@ class GoogleBatchClient(BatchClient):
         except Exception as exc:
             raise map_google_error(exc) from exc
         try:
-            return str(json.loads(answer.body)["name"])
+            return str(json.loads(answer.body or "")["name"])
         except (ValueError, KeyError, TypeError) as exc:
             raise ProviderError(
                 ErrorKind.MALFORMED_RESPONSE,
@@ -122,7 +122,7 @@ class GoogleBatchClient(BatchClient):
     async def status(self, provider_id: str) -> BatchStatus:
         try:
             answer = await self._genai.aio._api_client.async_request("get", provider_id, {})
-            operation = json.loads(answer.body)
+            operation = json.loads(answer.body or "")
         except ValueError as exc:
             raise ProviderError(
                 ErrorKind.MALFORMED_RESPONSE, f"batch {provider_id}: malformed answer: {exc}"

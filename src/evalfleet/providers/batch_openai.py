@@ -177,7 +177,8 @@ class OpenAIBatchClient(BatchClient):
         custom_id = str(record.get("custom_id"))
         response = record.get("response")
         if not isinstance(response, dict):
-            error = record.get("error") if isinstance(record.get("error"), dict) else {}
+            given = record.get("error")
+            error: dict[str, Any] = given if isinstance(given, dict) else {}
             code = str(error.get("code") or "")
             if code == "batch_expired":
                 return never_run(custom_id, "expired")

@@ -23,13 +23,13 @@ async def list_provider_models(
         finally:
             await client.close()
     elif provider == "anthropic":
-        client = anthropic.AsyncAnthropic(
+        claude = anthropic.AsyncAnthropic(
             api_key=api_key, base_url=base_url, max_retries=2, timeout=timeout_s
         )
         try:
-            names = [model.id async for model in client.models.list(limit=1000)]
+            names = [model.id async for model in claude.models.list(limit=1000)]
         finally:
-            await client.close()
+            await claude.close()
     elif provider == "google":
         options = genai_types.HttpOptions(
             base_url=base_url, api_version="v1beta", timeout=int(timeout_s * 1000)

@@ -50,7 +50,8 @@ def gemini_parts(config: ModelConfig, parts: Sequence[Part]) -> list[types.Part]
             if part.text:
                 out.append(types.Part.from_text(text=part.text))
         else:
-            out.append(types.Part.from_bytes(data=part.data or b"", mime_type=part.media_type))
+            mime_type = part.media_type or "application/octet-stream"
+            out.append(types.Part.from_bytes(data=part.data or b"", mime_type=mime_type))
     return out
 
 

@@ -98,7 +98,9 @@ def response_from_body(body: dict[str, Any], request_id: str | None) -> Provider
 
 class OpenAIResponsesClient(ProviderClient):
     _map_error = staticmethod(map_openai_error)
-    _convert = staticmethod(from_response)
+
+    def _convert(self, body: Any, request_id: str | None) -> ProviderResponse:
+        return from_response(body, request_id)
 
     def __init__(self, config: ModelConfig, api_key: str) -> None:
         super().__init__(config, api_key)

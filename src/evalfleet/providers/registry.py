@@ -245,14 +245,14 @@ def resolve_model(
             price_out_per_mtok=4.0,
             **simulated_settings(provider, name),
         )
-    entry = (registry.get("models") or {}).get(model_id)
-    if entry is None:
+    listed: dict[str, Any] | None = (registry.get("models") or {}).get(model_id)
+    if listed is None:
         served = " or pass --base-url URL" if provider == "openai-compatible" else ""
         raise ConfigError(
             f"unknown model '{model_id}': add it to the model registry ({registry_file()}){served} "
             f"(or use {provider}/sim-<accuracy> against the simulator)"
         )
-    return _from_entry(model_id, provider, name, {**defaults, **(entry or {})})
+    return _from_entry(model_id, provider, name, {**defaults, **listed})
 
 
 def _from_entry(model_id: str, provider: str, name: str, merged: dict[str, Any]) -> ModelConfig:

@@ -33,8 +33,9 @@ def _told(link: BaseException) -> ProviderError | None:
     if isinstance(link, TimeoutError) or timed_out:
         return ProviderError(ErrorKind.TIMEOUT, "request timed out")
     if isinstance(link, OSError):  # by its errno: asyncio's strerror is "Connect call failed"
-        known = isinstance(link.errno, int) and link.errno > 0
-        reason = os.strerror(link.errno) if known else (link.strerror or str(link) or name)
+        errno = link.errno
+        known = isinstance(errno, int) and errno > 0
+        reason = os.strerror(errno) if errno and known else (link.strerror or str(link) or name)
         return ProviderError(ErrorKind.CONNECTION, f"connection error: {reason.lower()}")
     if name in _CLOSED:
         return ProviderError(

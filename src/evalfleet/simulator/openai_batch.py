@@ -71,11 +71,12 @@ class OpenAIBatches(BatchKind):
         return ENDPOINTS[batch.info["endpoint"]], {}
 
     def on_end(self, store: BatchStore, batch: Batch) -> None:
-        ok, failed = [], []
+        ok: list[dict[str, Any]] = []
+        failed: list[dict[str, Any]] = []
         for line in shuffled(batch, batch.lines):
             record = {"id": _line_id(batch, line), "custom_id": line.custom_id}
             if line.fate in ("succeeded", "errored"):
-                response = {
+                response: dict[str, Any] = {
                     "status_code": line.status,
                     "request_id": line.request_id,
                     "body": line.body,

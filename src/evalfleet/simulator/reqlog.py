@@ -43,7 +43,7 @@ class RequestLog:
             self._file = None
 
 
-def blank_entry(route: str, rid: str, attempt: int | None = None) -> dict[str, Any]:
+def blank_entry(route: str, rid: str | None, attempt: int | None = None) -> dict[str, Any]:
     """A request-log line with every field present; the handler fills it in."""
     return {
         "t": round(time.time(), 3),

@@ -33,7 +33,7 @@ def write_answer_key(
 ) -> Path:
     """Write (prompt, target[, template, choices]) items as an answer-key JSONL file."""
     path = Path(path)
-    lines = [answer_key_line(*item) for item in items]  # type: ignore[arg-type]
+    lines = [answer_key_line(*item) for item in items]
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path
 

@@ -20,11 +20,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import Any
 
 from evalfleet.tasks.ray_setup import RAY_SYSTEM_CONFIG
 
 STARTED = "Ray runtime started"
-SYSTEM_CONFIG = {
+SYSTEM_CONFIG: dict[str, Any] = {
     "prestart_worker_first_driver": False,
     "enable_worker_prestart": False,
     **RAY_SYSTEM_CONFIG,  # workers preload evalfleet.tasks.ray_setup (no Arrow in them)

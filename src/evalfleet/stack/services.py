@@ -155,7 +155,7 @@ class LocalStack:
         when it is imported, so this runs first (or refreshes Ray's config if it is loaded)."""
         os.environ.update(self.ray_env)
         if "ray" in sys.modules:
-            from ray._raylet import Config
+            from ray._raylet import Config  # type: ignore[attr-defined]  # not in Ray's stub
 
             Config.initialize("")
 
@@ -261,7 +261,8 @@ class LocalStack:
                     # its ports were free when chosen; another program may have bound one
                     # before the head did: new ports, and start it again
                     self._start_ray(self._ray_cpus)
-                    pending[pending.index(child)] = self.ray
+                    if self.ray is not None:  # set by _start_ray
+                        pending[pending.index(child)] = self.ray
                     continue
                 if not child.alive():
                     raise ServiceError(

@@ -88,8 +88,8 @@ def _from_raw(raw: dict[str, Any]) -> Stack:
         pool=raw.get("pool", ""),
         ray_token=raw.get("ray_token", ""),
         extras=raw.get("extras", {}),
-        **daemons,
-        **lists,
+        **daemons,  # type: ignore[arg-type]  # prefect, serve, ray, launcher: Daemon | None
+        **lists,  # type: ignore[arg-type]  # workers, ray_nodes: list[Daemon]
     )
 
 
