@@ -380,6 +380,16 @@ def test_one_sample_across_models_shows_the_prompt_once(store, browser):
     assert {m for _, m in wanted} == {"openai/sim-0.3", "openai/sim-0.7"}
     assert view["responses"] == len(wanted) and not view["listShown"]
     assert f"one=zerobench%2F{top['sample']}" in browser.current_url
+    # each verdict badge says why on hover: the scorer's words on that row's response
+    first = browser.execute_script(
+        "return [...document.querySelectorAll('#one tr.one-row')].map((tr) =>"
+        " [tr.querySelector('.verdict').title, tr.querySelector('pre.response').textContent])"
+    )
+    target = mine.target.iloc[0]
+    for title, response in first:
+        said = SCORERS["upstream"](response, target)
+        verdict = "right" if said.correct else "wrong"
+        assert title == f"upstream: {verdict} — why: {said.explanation}"
     browser.save_screenshot(str(SHOTS / "one-sample.png"))
     browser.find_element("tag name", "body").send_keys("\ue00c")  # Escape: back to the list
     until(browser, "return !document.getElementById('main').hidden", "the list is not back")

@@ -228,20 +228,21 @@ function applyFilters() {
   window.__lastFilterMs = performance.now() - started; // the filter and the list drawn
 }
 
-function badge(it, k, chosen) {
+function badge(it, k, chosen, why = null) {
   const letter = it[F.letters][k] ?? "-";
   const scoring = scoringsOf(it)[k];
   if (letter === "-") return `<span class="verdict" data-letter="-" title="${esc(scoring)}: not scored">–</span>`;
   const upper = letter.toUpperCase();
   const judge = letter !== upper ? judgeOf(benchName(it), scoring) : null;
-  const title = `${scoring}: ${VERDICT[upper]}` + (judge ? ` (judge ${judge})` : "");
+  const title = `${scoring}: ${VERDICT[upper]}` + (judge ? ` (judge ${judge})` : "") + (why ? ` — why: ${why}` : "");
   const css = `verdict v-${upper}` + (judge ? " v-judged" : "") + (chosen ? " chosen" : "");
   return `<span class="${css}" data-letter="${letter}" title="${esc(title)}">${SYMBOL[upper]}</span>`;
 }
 
-function badges(it) {
+// `why`: each verdict's explanation, where the item's detail is at hand (its badges' titles).
+function badges(it, why = null) {
   const at = state.scoring ? scoringIndex(it) : -1;
-  return scoringsOf(it).map((_, k) => badge(it, k, k === at)).join("");
+  return scoringsOf(it).map((_, k) => badge(it, k, k === at, why ? why[k] : null)).join("");
 }
 
 function cell(text, css = "", title = text) {

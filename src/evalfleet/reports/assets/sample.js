@@ -59,7 +59,7 @@ function oneRowHtml(i, detail) {
     `<tr class="one-row" data-item="${i}"><td class="model"><span class="clip" title="${esc(idx.models[it[F.model]])}">${esc(idx.models[it[F.model]])}</span></td>` +
     `<td class="num">${it[F.epoch]}</td>` +
     `<td class="answer">${answer === null ? '<span class="note">none read</span>' : esc(answer)}</td>` +
-    `<td class="verdicts">${badges(it)}</td>` +
+    `<td class="verdicts">${badges(it, detail.why)}</td>` +
     `<td class="num" title="in ${fmt.tokens(it[F.tin])} / reasoning ${fmt.tokens(it[F.treason])}">${fmt.tokens(it[F.tout])}</td>` +
     `<td class="num">${fmt.seconds(it[F.latency])}</td>` +
     `<td class="num">${fmt.money(it[F.cost])}${judged}</td>` +
