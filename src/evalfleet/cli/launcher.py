@@ -19,7 +19,7 @@ from evalfleet.cli.launcher_client import (
     FORWARDED,
     code_digest,
     read_exactly,
-    receive_message,
+    receive_message_and_fds,
     send_message,
     start_detached,
 )
@@ -115,7 +115,7 @@ def _same_user(conn: socket.socket) -> bool:
 def _run_child(conn: socket.socket, digest: str) -> None:
     for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, *FORWARDED):
         signal.signal(sig, signal.SIG_DFL)
-    received = receive_message(conn, fds=3)
+    received = receive_message_and_fds(conn, fds=3)
     if received is None:
         return
     request, fds = received
@@ -135,7 +135,7 @@ def _run_child(conn: socket.socket, digest: str) -> None:
     os.umask(request["umask"])
     os.environ.clear()
     os.environ.update(request["env"])
-    sys.stdout.reconfigure(line_buffering=sys.stdout.isatty())
+    sys.stdout.reconfigure(line_buffering=sys.stdout.isatty())  # type: ignore[union-attr]
     sys.argv = ["evalfleet", *request["argv"]]
     _refresh_settings()
     _rebuild_leaderboards_here()
@@ -156,7 +156,7 @@ def _run_child(conn: socket.socket, digest: str) -> None:
 def _refresh_settings() -> None:
     """Prefect and Ray read some settings when imported: read them again from the caller's
     environment."""
-    from ray._raylet import Config
+    from ray._raylet import Config  # type: ignore[attr-defined]  # not in Ray's stub
 
     from evalfleet.flows.settings import refresh_prefect_settings
 

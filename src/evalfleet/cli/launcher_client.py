@@ -26,6 +26,7 @@ import socket
 import struct
 import sys
 from pathlib import Path
+from typing import Any
 
 from evalfleet.core.checkout import environment_digest
 from evalfleet.core.places import process_start_ticks, stack_folder
@@ -154,8 +155,16 @@ def send_message(conn: socket.socket, message: dict, fds: list[int] | None = Non
     conn.sendall(body)
 
 
-def receive_message(conn: socket.socket, fds: int = 0) -> dict | tuple[dict, list[int]] | None:
-    """One message (None at the end of the stream); with `fds`, also the descriptors sent."""
+def receive_message(conn: socket.socket) -> dict[str, Any] | None:
+    """One message (None at the end of the stream)."""
+    received = receive_message_and_fds(conn, 0)
+    return None if received is None else received[0]
+
+
+def receive_message_and_fds(
+    conn: socket.socket, fds: int
+) -> tuple[dict[str, Any], list[int]] | None:
+    """One message and up to `fds` descriptors sent with it (None at the end of the stream)."""
     if fds:
         header, received, _flags, _addr = socket.recv_fds(conn, 8, fds)
     else:
@@ -168,8 +177,8 @@ def receive_message(conn: socket.socket, fds: int = 0) -> dict | tuple[dict, lis
     if header[:4] != MAGIC:
         raise ValueError("not a launcher message")
     (length,) = struct.unpack("!I", header[4:])
-    message = json.loads(read_exactly(conn, length))
-    return (message, received) if fds else message
+    message: dict[str, Any] = json.loads(read_exactly(conn, length))
+    return message, received
 
 
 def read_exactly(conn: socket.socket, count: int) -> bytes:

@@ -79,7 +79,7 @@ def number_kind(base: type, facts: dict[str, Any]) -> settings.Kind:
     return settings.number(base, low, high, above=above)
 
 
-def help_text(description: str, facts: dict[str, Any], *, repeatable: bool = False) -> str:
+def help_text(description: str | None, facts: dict[str, Any], *, repeatable: bool = False) -> str:
     """A flag's help from its field's description and schema facts."""
     bounds = []
     if "minimum" in facts:
@@ -90,7 +90,7 @@ def help_text(description: str, facts: dict[str, Any], *, repeatable: bool = Fal
         bounds.append(f"<= {facts['maximum']}")
     if "exclusiveMaximum" in facts:
         bounds.append(f"< {facts['exclusiveMaximum']}")
-    text = description.replace("%", "%%")
+    text = (description or "").replace("%", "%%")
     if bounds:
         text += f" ({', '.join(bounds)})"
     if repeatable and facts.get("choices"):
@@ -133,6 +133,7 @@ def add_request_options(parser: argparse.ArgumentParser) -> None:
         elif origin is dict:
             kwargs.update(action="append", metavar=flag.metavar or "KEY=VALUE")
             values = schema_facts(schema[name].get("additionalProperties") or {})
+            described: str | None
             if values.keys() & {"minimum", "maximum"}:
                 described = f"{info.description}, N {number_kind(int, values).expect}"
             else:

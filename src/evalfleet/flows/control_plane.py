@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 from evalfleet.core import settings
 from evalfleet.engine.pipeline import JobResult
@@ -18,7 +19,7 @@ class ProgressArtifact:
 
     def __init__(self, description: str) -> None:
         self.description = description
-        self.artifact_id = None
+        self.artifact_id: Any = None  # its UUID once made (Prefect types the call sync or async)
 
     def push(self, percent: float) -> None:
         from prefect.artifacts import create_progress_artifact, update_progress_artifact

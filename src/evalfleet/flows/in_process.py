@@ -8,6 +8,7 @@ import contextlib
 import importlib
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from prefect import flow
 
@@ -44,13 +45,14 @@ def run_flow_here(run: ResolvedRun, retry_errors: bool, prefect_url: str | None)
             except RunFailed as exc:
                 return failed_state(exc)
 
+    updates: dict[Any, Any]
     if prefect_url:  # the command's own temporary server: no automation watches heartbeats
         updates = {PREFECT_API_URL: prefect_url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
     else:  # a stack's server, whose crash automation expects a beat every 30 s
         updates = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: FLOW_RUN_BEAT_S}
     with temporary_settings(updates):
         try:
-            state = here(run.request, retry_errors, return_state=True)
+            state: Any = here(run.request, retry_errors, return_state=True)  # a State (sync)
         except Exception as exc:
             if not prefect_lost(exc):
                 raise
@@ -93,7 +95,7 @@ def drain_prefect() -> None:
     from prefect.logging.handlers import APILogHandler
 
     with contextlib.suppress(Exception):
-        APILogHandler.flush()
+        APILogHandler.flush()  # type: ignore[call-arg]  # a classmethod at run time
     with contextlib.suppress(Exception):
         EventsWorker.drain_all(timeout=5)
 

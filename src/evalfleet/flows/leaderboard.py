@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prefect import flow
 
@@ -120,6 +120,7 @@ def _started_where_served(store: Store) -> bool:
     if str(getattr(deployment.status, "value", deployment.status)).upper() != "READY":
         return False
     parameters = {"store": store.url, "s3_endpoint_url": store.endpoint_url or ""}
-    run = run_deployment(DEPLOYMENT, parameters=parameters, timeout=0, as_subflow=False)
+    # called from sync code, so a FlowRun (Prefect's type says a coroutine or a FlowRun)
+    run: Any = run_deployment(DEPLOYMENT, parameters=parameters, timeout=0, as_subflow=False)
     log.info("the leaderboard is being rebuilt by the served deployment (%s)", run.name)
     return True

@@ -37,7 +37,8 @@ def reevaluate(request: ReevaluateRequest) -> dict[str, Any]:
             return job.report(baseline=True)
         for candidate in job.candidates():
             try:
-                job.done(candidate, evaluate_and_aggregate(job.eval_request(candidate)))
+                result: Any = evaluate_and_aggregate(job.eval_request(candidate))  # a JobResult
+                job.done(candidate, result)
             except RunFailed as exc:  # kept pending: the next reevaluation resumes its run
                 print(f"{candidate.model_id} was not evaluated: {exc}")
         if job.evaluated:
@@ -68,5 +69,6 @@ def rerun_ranked(request: ReevaluateRequest, store: Any) -> dict[str, Any]:
     if request.notify_block and doc["flagged"]:
         from prefect.blocks.core import Block
 
-        Block.load(request.notify_block).notify(doc["text"], subject="evalfleet drift")
+        block: Any = Block.load(request.notify_block)  # a notification block, loaded sync
+        block.notify(doc["text"], subject="evalfleet drift")
     return {"runs": runs, "flagged": doc["flagged"]}

@@ -5,6 +5,8 @@ work item in it looking for futures (8 s and 20 MB for 50,000 items)."""
 
 from __future__ import annotations
 
+from typing import TypeVar, cast
+
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
@@ -16,6 +18,8 @@ from evalfleet.engine.prepare.resolve import ResolvedRun
 from evalfleet.engine.run.outcome import RunOutcome
 from evalfleet.flows.aggregate import aggregate_task
 from evalfleet.flows.leaderboard import refresh
+
+T = TypeVar("T")
 
 
 def transient(task, task_run, state) -> bool:
@@ -61,14 +65,20 @@ def batch_task(run_plan: RunPlan, retry_errors: bool = True) -> RunOutcome:
     return batch_step(run_plan, retry_errors)
 
 
+def _as_is(value: T) -> T:
+    """`value` passed to a task as it is: Prefect does not walk a quoted argument looking for
+    futures (a plan holds thousands of items); the task receives the value itself."""
+    return cast(T, quote(value))
+
+
 def prefect_steps(run_id: str | None = None) -> Steps:
     """The steps of `evalfleet.engine.pipeline`, each a task of the flow run they are called in
     (the leaderboard reads `run_id`'s rows again, the others' it keeps)."""
     return Steps(
-        plan=lambda run, retry_errors: plan_task(quote(run), retry_errors),
-        generate=lambda run_plan: generate_task(quote(run_plan)),
-        recheck=lambda run_plan: recheck_task(quote(run_plan)),
-        batches=lambda run_plan, retry_errors: batch_task(quote(run_plan), retry_errors),
+        plan=lambda run, retry_errors: plan_task(_as_is(run), retry_errors),
+        generate=lambda run_plan: generate_task(_as_is(run_plan)),
+        recheck=lambda run_plan: recheck_task(_as_is(run_plan)),
+        batches=lambda run_plan, retry_errors: batch_task(_as_is(run_plan), retry_errors),
         aggregate=aggregate_task,
         leaderboard=lambda store: refresh(store, run_id),
     )
