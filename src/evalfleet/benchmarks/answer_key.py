@@ -12,7 +12,7 @@ from evalfleet.benchmarks import registry
 def answer_key_lines(
     dataset_path: str, benchmarks: list[str], options: dict[str, dict] | None = None
 ) -> list[str]:
-    lines = []
+    lines: list[str] = []
     for name in benchmarks:
         bench = registry.get(name)
         opts = bench.options((options or {}).get(name))

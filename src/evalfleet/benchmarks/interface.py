@@ -303,8 +303,10 @@ class Benchmark(ABC):
         """Validated options, defaults filled in. A value the options do not take is one
         ConfigError line naming the option (`named(field)`: a flag on the command line; by
         default NAME.FIELD, as in the request) and the values it takes."""
-        if isinstance(raw, self.options_model):
-            return raw
+        if isinstance(raw, BenchmarkOptions):
+            if isinstance(raw, self.options_model):
+                return raw
+            raw = raw.model_dump()  # another benchmark's options: validated as fields
         try:
             return self.options_model(**(raw or {}))
         except ValidationError as exc:

@@ -7,7 +7,7 @@ sampled epochs of a local server can come out identical.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from evalfleet.core.types import ConfigError, Decoding
 
@@ -45,8 +45,8 @@ def decodings(protocol: str, epochs: int, sampling: Sampling) -> list[Decoding]:
     """
     if protocol not in PROTOCOLS:
         raise ConfigError(f"unknown protocol {protocol!r}: use one of {', '.join(PROTOCOLS)}")
-    greedy = dict(temperature=0.0, top_p=None)
-    sampled = dict(temperature=sampling.temperature, top_p=sampling.top_p)
+    greedy: dict[str, Any] = dict(temperature=0.0, top_p=None)
+    sampled: dict[str, Any] = dict(temperature=sampling.temperature, top_p=sampling.top_p)
     if protocol == "zerobench-paper":
         settings = [greedy] + [sampled] * epochs
     elif protocol == "greedy":

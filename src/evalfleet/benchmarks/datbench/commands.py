@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import argparse
 
-from evalfleet.benchmarks.interface import Command, CommandContext
+from evalfleet.benchmarks.interface import Command, CommandContext, StoredResults
+
+
+def _results(context: CommandContext) -> StoredResults:
+    """The store's runs, which the command line lends every command that reads runs."""
+    if context.results is None:
+        raise RuntimeError("a DatBench command that reads runs was given no store")
+    return context.results
+
 
 GROUP = "DatBench curation from a run: select, delta, blind-filter"
 SCORING_HELP = "scoring mode to read (default: judge if the run has one, else default)"
@@ -33,7 +41,7 @@ def _select(args: argparse.Namespace, context: CommandContext) -> int:
     from evalfleet.benchmarks.datbench.curation import select_subset
 
     report = select_subset(
-        context.results,
+        _results(context),
         args.run_id,
         k=args.k,
         frontier_share=args.frontier_share,
@@ -60,7 +68,7 @@ def _delta(args: argparse.Namespace, context: CommandContext) -> int:
     from evalfleet.benchmarks.datbench.curation import vision_delta
 
     table = vision_delta(
-        context.results, args.run_id, blind_run_id=args.blind_run_id, scoring=args.scoring
+        _results(context), args.run_id, blind_run_id=args.blind_run_id, scoring=args.scoring
     )
     print(table.to_markdown(index=False, floatfmt=".4f"))
     if args.output:
@@ -86,7 +94,7 @@ def _blind(args: argparse.Namespace, context: CommandContext) -> int:
     from evalfleet.benchmarks.datbench.curation import blind_solvable
 
     table, result = blind_solvable(
-        context.results,
+        _results(context),
         args.run_id,
         comparator=args.comparator,
         default_tau=args.default_tau,

@@ -7,7 +7,7 @@ import hashlib
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -42,6 +42,7 @@ RomeTask = Literal[
     "academic", "diagrams", "puzzles-games", "memes", "geo", "recognition", "multi-image",
     "spatial",
 ]  # fmt: skip
+JUDGED_BY_DEFAULT: list[RomeTask] = ["diagrams"]  # upstream's official setting
 
 
 class RomeOptions(BenchmarkOptions):
@@ -54,7 +55,7 @@ class RomeOptions(BenchmarkOptions):
         description="only these tasks; empty: all",
     )
     judge_tasks: list[RomeTask] = Field(
-        default_factory=lambda: ["diagrams"],
+        default_factory=lambda: list(JUDGED_BY_DEFAULT),
         description="tasks graded by the judge model when one is given (upstream's official "
         "use: diagrams); the others keep their rule scores",
     )
@@ -250,7 +251,7 @@ class Rome(Benchmark):
     def answer_key(self, sample: Sample, options: BenchmarkOptions) -> list[dict]:
         prompt = sample.first_text()
         annotation = sample.metadata["annotation"]
-        entry = {
+        entry: dict[str, Any] = {
             "prompt_sha256": hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
             "target": correct_answer(annotation),
             "template": "Final Answer: {answer}",

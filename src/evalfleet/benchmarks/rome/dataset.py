@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -299,11 +300,15 @@ def to_sample(item: dict[str, Any], base: Path) -> Sample:
 
 
 def load_rome(
-    dataset_path: str | None, annotations: str, limit: int | None, tasks: list[str] | None
+    dataset_path: str | None,
+    annotations: str,
+    limit: int | None,
+    tasks: Sequence[str] | None,
 ) -> tuple[list[Sample], str, str]:
     """Samples, revision and source of a ROME load."""
     root = hub.snapshot(HF_PATH, REVISION, dataset_path)
     path = annotations_file(root, annotations)
     revision = hub.revision_of(REVISION, dataset_path, HF_PATH)
     source = f"{HF_PATH}@{REVISION}" if dataset_path is None else f"dataset path {dataset_path}"
-    return load(root, annotations, limit, tasks), revision, f"{source} ({path.name})"
+    chosen = list(tasks) if tasks is not None else None
+    return load(root, annotations, limit, chosen), revision, f"{source} ({path.name})"

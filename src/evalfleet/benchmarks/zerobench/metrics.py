@@ -98,13 +98,13 @@ def metric_rows(
         num_correct = None
     n = len(headline)
     seen = len({item.epoch for item in scored})
-    pass1 = _mean(headline)
+    headline_pass1 = _mean(headline)
     if grouped and headline:  # the paper's subquestion pass@1: every main question once
-        pass1 = grouped_mean(headline, [sample_groups[sid] for sid in present])
+        headline_pass1 = grouped_mean(headline, [sample_groups[sid] for sid in present])
     rows = [
         MetricRow("n_questions", float(len(sample_ids)), n=len(sample_ids)),
         MetricRow("n_epochs", float(seen), n=seen, note=_epochs_read(protocol, k)),
-        MetricRow("pass@1", pass1, n=n),
+        MetricRow("pass@1", headline_pass1, n=n),
     ]
     total = len(sample_ids)
     if k >= 2:

@@ -119,7 +119,12 @@ _QUOTE_ITEMS = re.compile(r"(?<!['\w])(\w[^,]*?)(?!['\w])")
 def _pro_single(target: str, prediction: str, question: str | None) -> float:
     gold, gold_pct = _number(target)
     pred, pred_pct = _number(prediction)
-    if question is not None and "percentage" in question.lower() and None not in (gold, pred):
+    if (
+        question is not None
+        and "percentage" in question.lower()
+        and gold is not None
+        and pred is not None
+    ):
         # Upstream also maps "x/100" ratios here, but float() has already rejected any "/".
         if not gold_pct and 0 <= gold <= 1.5:
             gold, gold_pct = gold * 100.0, True
