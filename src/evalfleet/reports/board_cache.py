@@ -147,7 +147,7 @@ def _entry(raw: dict[str, Any]) -> RunEntry:
         )
         for unit in raw["units"]
     }
-    return RunEntry(list(raw["rows"]), units, raw.get("damaged"))  # type: ignore[arg-type]
+    return RunEntry(list(raw["rows"]), units, raw.get("damaged"))
 
 
 def plot_digests(primary: pd.DataFrame) -> dict[str, str]:

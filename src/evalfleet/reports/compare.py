@@ -141,15 +141,17 @@ def pairs(a: Side, b: Side) -> list[tuple[str, str]]:
         return [(a.model, b.model)]
     if a.model or b.model:
         given, other = (a, b) if a.model else (b, a)
-        if given.model in other.models():
-            found = [given.model]
+        model = given.model
+        assert model is not None  # the side that names a model
+        if model in other.models():
+            found = [model]
         elif len(other.models()) == 1:
             found = other.models()
         else:
             raise ConfigError(
                 f"run {other.run_id} has several models: name one, {other.run_id}:MODEL"
             )
-        return [(given.model, found[0])] if given is a else [(found[0], given.model)]
+        return [(model, found[0])] if given is a else [(found[0], model)]
     common = [m for m in a.models() if m in b.models()]
     if common:
         return [(m, m) for m in common]

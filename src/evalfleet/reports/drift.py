@@ -108,7 +108,7 @@ def _row(before: Point, after: Point, units: dict[Any, UnitValues]) -> dict[str,
         ua = units.get(units_key(after.run_id, after.model, after.benchmark, after.scoring))
         ub = units.get(units_key(before.run_id, before.model, before.benchmark, before.scoring))
         found = paired(ua, ub) if ua is not None and ub is not None else None
-        test = paired_test(ua, ub) if found is not None else None
+        test = paired_test(ua, ub) if found is not None and ua and ub else None
         if found is None or test is None:
             row["reason"] = "not paired: no unit in common"
         else:

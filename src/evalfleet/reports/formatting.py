@@ -32,19 +32,19 @@ def interval(low: float | None, high: float | None) -> str:
 
 
 def p_value(p: float | None) -> str:
-    if missing(p):
+    if p is None or missing(p):
         return MISSING
     return "<0.001" if p < 0.0005 else f"{p:.3f}"
 
 
 def tokens(value: float | None) -> str:
     """A token count or mean: a whole number."""
-    return MISSING if missing(value) else f"{round(value):,}"
+    return MISSING if value is None or missing(value) else f"{round(value):,}"
 
 
 def money(value: float | None) -> str:
     """US dollars to two significant digits ($0.00077, $0.013, $1.2, $12, $1,234)."""
-    if missing(value):
+    if value is None or missing(value):
         return MISSING
     if value == 0:
         return "$0"

@@ -73,7 +73,7 @@ def points(
         )
     out: list[Point] = []
     created: dict[str, str] = {}
-    versions: dict[tuple[str, str, str], tuple[str, ...]] = {}
+    seen: dict[tuple[str, str, str], tuple[str, ...]] = {}
     for row in found.rows:
         model, run_id, benchmark = row["model"], row["run_id"], row["benchmark"]
         if wanted is not None and model not in wanted:
@@ -85,10 +85,10 @@ def points(
             created[run_id + "\0judge"] = judge or ""
         judge = created[run_id + "\0judge"]
         mine = (run_id, model, benchmark)
-        if mine not in versions:
+        if mine not in seen:
             answers = f"{run_id}/completions/{layout.segment(model)}/"
-            versions[mine] = reported_versions(store, answers, benchmark)
-        judged = ()
+            seen[mine] = reported_versions(store, answers, benchmark)
+        judged: tuple[str, ...] = ()
         if judge:
             judgements = f"{run_id}/judgements/{layout.segment(judge)}/{layout.segment(model)}/"
             judged = reported_versions(store, judgements, benchmark)
@@ -106,7 +106,7 @@ def points(
                 value=row["value"],
                 low=interval.low if interval else None,
                 high=interval.high if interval else None,
-                versions=versions[mine],
+                versions=seen[mine],
                 judge=judge,
                 judge_versions=judged,
             )

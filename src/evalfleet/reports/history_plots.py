@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 from datetime import datetime
+from typing import Any
 
 from evalfleet.benchmarks import registry
 from evalfleet.reports.history import Point
@@ -54,7 +55,7 @@ def _draw(benchmark: str, found: list[Point]) -> bytes:
         sets = list(dict.fromkeys(p.item_set for p in found if p.model == model))
         for j, item_set in enumerate(sets):
             line = [p for p in found if p.model == model and p.item_set == item_set]
-            x = [_when(p) for p in line]
+            x: Any = [_when(p) for p in line]  # datetimes: matplotlib converts them itself
             y = [p.value if p.value is not None else float("nan") for p in line]
             low = [p.low if p.low is not None else v for p, v in zip(line, y, strict=True)]
             high = [p.high if p.high is not None else v for p, v in zip(line, y, strict=True)]

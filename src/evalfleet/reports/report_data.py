@@ -144,7 +144,7 @@ def gather(
     meta = report_meta(run, about, metrics, agreement, scorings, _coverage(run), items)
     for name in benchmarks:
         meta["benchmarks"][name]["kinds"] = kinds[name]
-    data = ReportData(
+    report = ReportData(
         meta=meta,
         index={
             "models": models,
@@ -157,9 +157,9 @@ def gather(
         details=[_gzip(details[i : i + CHUNK]) for i in range(0, len(details), CHUNK)],
     )
     prompts = [prompt_of(run.data[benchmarks[b]], sid) for b, sid, *_ in sample_rows]
-    data.prompts = [_gzip(prompts[i : i + CHUNK]) for i in range(0, len(prompts), CHUNK)]
-    data.media, meta["media_note"] = media, media_note
-    return data
+    report.prompts = [_gzip(prompts[i : i + CHUNK]) for i in range(0, len(prompts), CHUNK)]
+    report.media, meta["media_note"] = media, media_note
+    return report
 
 
 def scoring_kinds(run: StoredRun, benchmark: str, scorings: list[str]) -> list[str]:

@@ -56,9 +56,9 @@ class IndexColumns:
         values = (*where, self._answers.setdefault(code, len(self._answers)), *tokens)
         for name, value in zip(INTEGERS, values, strict=True):
             self._ints[name][at] = value
-        for name, value in zip(FLOATS, spent, strict=True):
-            if value is not None:
-                self._floats[name][at] = value
+        for name, amount in zip(FLOATS, spent, strict=True):
+            if amount is not None:
+                self._floats[name][at] = amount
         self._letters[at, : len(letters)] = list(letters.encode("ascii"))
         self.size += 1
 
@@ -76,7 +76,8 @@ class IndexColumns:
         columns["letters"] = self._letters[:n][order].reshape(-1)
         columns["at"] = _narrow(order)
         answers = [json.loads(code) for code in self._answers]
-        layout, offset = {}, 0
+        layout: dict[str, list[Any]] = {}
+        offset = 0
         for name, column in columns.items():
             layout[name] = [column.dtype.str[1:], offset, len(column)]
             offset += -(-column.nbytes // 8) * 8

@@ -93,6 +93,7 @@ def scan_items(blob: bytes) -> Iterator[ScannedItem]:
                 key = (model, bench, sample_id, epoch)
                 current = ScannedItem(model, bench, sample_id, int(epoch))
                 current.tokens = (tokens_in or 0, tokens_out or 0, reasoning or 0)
+            assert current is not None  # made above for the first row of every item
             current.failed = current.failed or error is not None
             letter = verdict_letter(error, score_error, correct, judged)
             current.found[scoring] = (letter, answer, score_error)

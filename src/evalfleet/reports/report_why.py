@@ -51,7 +51,7 @@ def explanations(
                 out.append(f"judge {judge}: {score.explanation}")
                 continue
         words = score.explanation or None if score else None
-        if words and stored.upper() in "RW" and (stored.upper() == "R") != score.correct:
+        if score and words and stored.upper() in "RW" and (stored.upper() == "R") != score.correct:
             words += " (today's scorer; the stored verdict, scored by older code, stands)"
         out.append(words)
     return out

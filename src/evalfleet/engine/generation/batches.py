@@ -28,7 +28,7 @@ from evalfleet.engine.run.outcome import RunOutcome
 from evalfleet.providers.batch import BatchLine, make_batch_client
 from evalfleet.storage.base import Store
 from evalfleet.tasks import batch_jobs
-from evalfleet.tasks.batch_jobs import read_jobs  # noqa: F401  (what status views read)
+from evalfleet.tasks.batch_jobs import read_jobs as read_jobs  # what status views read
 
 log = logging.getLogger("evalfleet")
 

@@ -70,13 +70,18 @@ def judged_benchmarks(judges: list[str], data: dict[str, BenchmarkData]) -> set[
 class RunShape(Protocol):
     """What the items of a run are made from: a run being resolved to be asked
     (`engine.prepare.resolve.ResolvedRun`) or one read back from the store
-    (`engine.store.stored.StoredRun`)."""
+    (`engine.store.stored.StoredRun`). Read-only here: a stored run's are properties."""
 
-    run_id: str
-    models: list[str]
-    judges: list[str]  # the primary judge first
-    api_models: dict[str, str]
-    data: dict[str, BenchmarkData]
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def models(self) -> list[str]: ...
+    @property
+    def judges(self) -> list[str]: ...  # the primary judge first
+    @property
+    def api_models(self) -> dict[str, str]: ...
+    @property
+    def data(self) -> dict[str, BenchmarkData]: ...
 
 
 class AnswerSpace:
