@@ -6,6 +6,7 @@ rows ranked, its partial rows apart and not ranked."""
 from __future__ import annotations
 
 import base64
+import io
 import urllib.parse
 from datetime import UTC, datetime
 
@@ -121,7 +122,8 @@ def html_page(board, files: dict[str, bytes]) -> str:
         "table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ccc;"
         "padding:3px 8px;text-align:right}th{background:#f0f0f0}td.l{text-align:left}"
         "img{max-width:100%;border:1px solid #ddd;margin:1em 0;display:block}"
-        ".new{background:#fff4c2}.items{color:#555}.partial td{color:#777}</style>"
+        ".new{background:#fff4c2}.flagged{background:#fde2e1}.items{color:#555}"
+        ".partial td{color:#777}</style>"
         "</head><body>",
         f"<h1>evalfleet leaderboard</h1><p>{html_text(stamp)}. {html_text(legend(board))}"
         " Each model links to its answers in its run's report.</p>",
@@ -156,6 +158,7 @@ def html_page(board, files: dict[str, bytes]) -> str:
     for name in history:
         data = base64.b64encode(files[name]).decode()
         parts.append(f"<img alt='{html_text(name)}' src='data:image/png;base64,{data}'>")
+    parts.append(drift_section(board.drift_csv))
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -188,3 +191,54 @@ def report_link(row) -> str:
     )
     run = urllib.parse.quote(row.run_id)
     return f"../{run}/results/{urllib.parse.quote(row.version)}/report.html#{query}"
+
+
+DRIFT_SHOWN = ["model", "benchmark", "scoring", "run_before", "run_after", "before", "after"]
+
+
+def drift_section(data: bytes | None) -> str:
+    """The page's "Drift" section from `leaderboard/drift.csv` (`evalfleet drift`), its
+    flagged rows marked; empty when drift has not been run."""
+    if data is None:
+        return ""
+    try:
+        table = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
+    except (ValueError, UnicodeDecodeError, pd.errors.ParserError):
+        table = pd.DataFrame()
+    head = "<h2>Drift</h2>"
+    if table.empty or not set(DRIFT_SHOWN) <= set(table.columns):
+        return f"{head}<p>leaderboard/drift.csv cannot be read: run `evalfleet drift` again.</p>"
+    flagged = table.get("flagged", pd.Series(["False"] * len(table))).str.lower() == "true"
+    columns = [*DRIFT_SHOWN, "diff", "95% interval", "p", "version", "judge", "flagged", "reason"]
+    rows = []
+    for (_, row), mark in zip(table.iterrows(), flagged, strict=True):
+        shown = {c: row[c] for c in DRIFT_SHOWN}
+        shown["diff"] = row.get("diff", "")
+        low, high = row.get("low", ""), row.get("high", "")
+        shown["95% interval"] = f"[{low}, {high}]" if low and high else ""
+        shown["p"] = row.get("p", "")
+        shown["version"] = _drift_change(row, "version")
+        shown["judge"] = _drift_change(row, "judge")
+        shown["flagged"] = "flagged" if mark else ""
+        shown["reason"] = row.get("reason", "")
+        tds = "".join(
+            f"<td class='l'>{html_text(shown[c])}</td>"
+            if c in ("model", "reason")
+            else f"<td>{html_text(shown[c])}</td>"
+            for c in columns
+        )
+        rows.append(f"<tr class='flagged'>{tds}</tr>" if mark else f"<tr>{tds}</tr>")
+    count = int(flagged.sum())
+    ths = "".join(f"<th>{html_text(c)}</th>" for c in columns)
+    note = (
+        f"<p>Each model's latest run against its previous one (`evalfleet drift`); "
+        f"{count} of {len(table)} rows flagged.</p>"
+    )
+    return f"{head}{note}<table><tr>{ths}</tr>{''.join(rows)}</table>"
+
+
+def _drift_change(row: pd.Series, what: str) -> str:
+    before, after = row.get(f"{what}_before", ""), row.get(f"{what}_after", "")
+    if str(row.get(f"{what}_changed", "")).lower() == "true":
+        return f"{before} → {after}"
+    return "same" if before or after else ""

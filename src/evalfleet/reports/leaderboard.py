@@ -35,6 +35,7 @@ from evalfleet.metrics.paired import paired_test
 from evalfleet.reports import board_cache
 from evalfleet.reports.board_page import tables
 from evalfleet.reports.board_rows import StoreRows
+from evalfleet.reports.drift import DRIFT_KEY
 from evalfleet.reports.history import points
 from evalfleet.reports.history_plots import history_plots
 from evalfleet.reports.power import what_it_would_take
@@ -83,6 +84,7 @@ class Board:
     models_before: list[str] = field(default_factory=list)  # what `new` was relative to
     damaged: list[str] = field(default_factory=list)  # one line per run that cannot be read
     close_calls: list[str] = field(default_factory=list)  # neighbours sharing a band
+    drift_csv: bytes | None = None  # leaderboard/drift.csv as `evalfleet drift` last wrote it
 
 
 def build(
@@ -273,6 +275,7 @@ def update(store: Store, run_id: str | None = None) -> tuple[Board, str]:
     digests = board_cache.plot_digests(primary_rows(board.table))
     kept = _unchanged_plots(store, cache.plots, digests) if run_id is not None else {}
     history = history_plots(points(store, found=found, versions=False))
+    board.drift_csv = store.get(DRIFT_KEY)
     board.files = render_files(board, kept, history)
     for name, data in board.files.items():
         store.put(f"{PREFIX}/{name}", data)
