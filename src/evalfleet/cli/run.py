@@ -148,11 +148,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_judge(args: argparse.Namespace) -> int:
     from evalfleet.api import judge
     from evalfleet.cli.options import kept_flow_runs, store_from
+    from evalfleet.engine.panel_record import check_panel_record, read_panel, record_panel
     from evalfleet.reports.judge_slice import check_panel, load_labels, panel_members
 
     judges = list(dict.fromkeys(args.judge))
     members = panel_members(store_from(args), args.run_id, judges)
     check_panel(args.panel, members)  # before any judge is asked: one line
+    store = store_from(args)
+    if args.panel:  # the run keeps one panel: another one is refused here, before money
+        check_panel_record(store, args.run_id, args.panel, members)
     labels = load_labels(args.labels) if args.labels else None
     kept = kept_flow_runs(args)
     for name in judges:  # each in turn: each checkpointed, a rerun resumes it
@@ -167,11 +171,17 @@ def cmd_judge(args: argparse.Namespace) -> int:
         if result.note:  # nothing for the judge to grade
             print(result.note)
             return 0
+    if args.panel:
+        record_panel(store, args.run_id, args.panel, members)
     code = print_run(result, args.run_id, resume=False)
+    recorded = read_panel(store, args.run_id)
+    if recorded is not None:
+        from evalfleet.engine.panel_record import panel_label
+
+        print(f"\nthis run's judge panel: {panel_label(recorded)}")
     if labels is not None or args.panel:
         from evalfleet.reports.judge_slice import panel_text, slice_table, to_text
 
-        store = store_from(args)
         panel = members if args.panel else None
         if panel:
             print()
