@@ -40,9 +40,24 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 def cmd_history(args: argparse.Namespace) -> int:
     from evalfleet.cli.options import store_from
+    from evalfleet.core.types import ConfigError
     from evalfleet.reports.history import history_text, points
 
-    print(history_text(args.model, points(store_from(args), [args.model])))
+    store = store_from(args)
+    found = points(store, [args.model])
+    if not found:  # a typo or another store: say which models it has
+        models = sorted({p.model for p in points(store, versions=False)})
+        if not models:
+            raise ConfigError(
+                f"no run in {store.describe()} has results yet: run `evalfleet run` first, "
+                "or give the store that holds them (--store)"
+            )
+        more = f" (and {len(models) - 8} more)" if len(models) > 8 else ""
+        raise ConfigError(
+            f"no results of {args.model} in {store.describe()}: give one of its models, "
+            f"{', '.join(models[:8])}{more}"
+        )
+    print(history_text(args.model, found))
     return 0
 
 
