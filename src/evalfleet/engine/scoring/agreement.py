@@ -116,9 +116,12 @@ def read_labels(text: str, source: str) -> pd.DataFrame:
                 f"{source} line {number} needs the fields {', '.join(LABEL_FIELDS)}: "
                 '{"model": "openai/gpt-4o", "sample_id": "q1", "epoch": 0, "correct": true}'
             )
-        if not isinstance(row["correct"], bool) or not isinstance(row["epoch"], int):
+        epoch = row["epoch"]
+        whole = isinstance(epoch, int) and not isinstance(epoch, bool) and epoch >= 0
+        if not isinstance(row["correct"], bool) or not whole:
             raise ValueError(
-                f"{source} line {number}: correct must be true or false, epoch a whole number"
+                f"{source} line {number}: correct must be true or false, epoch a whole number "
+                "from 0"
             )
         rows.append(
             {
