@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import Any
 from urllib.parse import urlsplit
 
 from evalfleet.benchmarks import registry
@@ -68,7 +69,11 @@ def judge_request(
             f"run {run_id} has no benchmark with a judge ({', '.join(request.benchmarks)}): "
             "there is nothing for a judge to grade"
         )
-    update: dict = {"extend": True, "store": store.url, "s3_endpoint_url": store.endpoint_url}
+    update: dict[str, Any] = {
+        "extend": True,
+        "store": store.url,
+        "s3_endpoint_url": store.endpoint_url,
+    }
     update["reuse_from"] = list(reuse_from or ())
     if judge in request.judges():
         pass  # added before: this resumes it (its missing and failed judgements)
@@ -113,7 +118,7 @@ def check_answering(judges: dict[str, ModelConfig]) -> None:
         if not where or where in checked:
             continue  # no base URL: the provider's own API, not checked here
         checked.add(where)
-        why = unreachable(config.base_url)
+        why = unreachable(config.base_url or "")
         if why is None:
             continue
         if config.simulated:

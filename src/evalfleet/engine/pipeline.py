@@ -123,7 +123,7 @@ def whole_job(run: ResolvedRun, steps: Steps, retry_errors: bool = True) -> JobR
     """Evaluate, then score, write the tables and the report, refresh the leaderboard. A
     stop leaves the result at the evaluation (`outcome.stopped`); so do batch jobs left
     open (the poller writes the tables once they end)."""
-    kept: contextlib.AbstractContextManager = contextlib.nullcontext()
+    kept: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
     if not run.answers:  # a judge added to a stored run: left as it was unless it grades
         kept = left_as_it_was_unless_graded(run.store, run.run_id, run.judges[-1])
     try:

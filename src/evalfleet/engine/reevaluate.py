@@ -174,7 +174,7 @@ class Reevaluation:
                     log.info("model %s: its run %s is still running; left alone", model_id, run_id)
                     self.still_running.append(model_id)
                     continue
-                if manifest is not None:
+                if manifest is not None and run_id is not None:
                     state = heartbeat.liveness(manifest)
                     log.info("model %s: resuming its run %s (%s)", model_id, run_id, state)
                 else:

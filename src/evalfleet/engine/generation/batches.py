@@ -16,7 +16,7 @@ import asyncio
 import logging
 import time
 from collections import Counter, defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalfleet.core.record import Record
 from evalfleet.engine.generation.online import generate
@@ -29,6 +29,10 @@ from evalfleet.providers.batch import BatchLine, make_batch_client
 from evalfleet.storage.base import Store
 from evalfleet.tasks import batch_jobs
 from evalfleet.tasks.batch_jobs import read_jobs as read_jobs  # what status views read
+
+if TYPE_CHECKING:
+    from evalfleet.core.types import Part
+    from evalfleet.tasks.work import WorkItem
 
 log = logging.getLogger("evalfleet")
 
@@ -88,7 +92,7 @@ async def _round(run_plan: RunPlan) -> Counter[str]:
     done: Counter[str] = Counter()
     clients: dict[str, Any] = {}
 
-    def client(caller: str):
+    def client(caller: str) -> Any:
         if caller not in clients:
             key = run.keys[caller].reveal()
             clients[caller] = make_batch_client(run.configs[caller], key)
@@ -103,7 +107,7 @@ async def _round(run_plan: RunPlan) -> Counter[str]:
                     await batch_jobs.submit(run.store, client(job.caller), job, lines_of(run, job))
                     done["resubmitted"] += 1
         attempts = batch_jobs.attempts_so_far(run_plan.jobs)
-        by_caller: dict[str, list] = defaultdict(list)
+        by_caller: dict[str, list[tuple[WorkItem, list[Part]]]] = defaultdict(list)
         for item, parts in run_plan.batch_part():
             by_caller[item.key.caller].append((item, parts))
         for caller, items in by_caller.items():
@@ -145,8 +149,9 @@ def lines_of(run: ResolvedRun, job: batch_jobs.Job) -> list[BatchLine]:
     return lines
 
 
-def judge_parts(run: ResolvedRun, item) -> list:
+def judge_parts(run: ResolvedRun, item: WorkItem) -> list[Part]:
     """The grader prompt of a judgement item, from the stored answer it grades."""
+    assert item.graded is not None  # a judgement item names the answer it grades
     graded_key = item.graded[0]
     record = Record.read(run.store.get(graded_key))
     response = (record.response if record else None) or ""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalfleet.engine.generation.online import (
     DRAIN_S,
@@ -24,6 +24,11 @@ from evalfleet.engine.prepare.resolve import ResolvedRun
 from evalfleet.engine.run.interrupts import STOP
 from evalfleet.engine.run.items import judge_item
 from evalfleet.engine.run.outcome import RunOutcome
+
+if TYPE_CHECKING:
+    from evalfleet.core.types import Part
+    from evalfleet.tasks.completions import Outcome
+    from evalfleet.tasks.work import WorkItem
 
 log = logging.getLogger("evalfleet")
 SMALL_ITEMS = 200  # answers and judgements: at most this many, and a run needs no cluster
@@ -67,7 +72,7 @@ def generate_here(run_plan: RunPlan) -> RunOutcome:
         total=done_before + total, already_done=done_before, description=f"run {run.run_id}"
     )
 
-    def follow_up(outcome):
+    def follow_up(outcome: Outcome) -> list[tuple[WorkItem, list[Part]]]:
         if outcome.response is None or outcome.status not in ("ok", "exists"):
             return []
         made = [

@@ -9,7 +9,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalfleet.core import collector
 from evalfleet.engine.prepare.plan import RunPlan
@@ -19,6 +19,12 @@ from evalfleet.engine.run.items import judge_item
 from evalfleet.engine.run.outcome import RunOutcome
 from evalfleet.storage import layout
 from evalfleet.tasks.work import WorkItem
+
+if TYPE_CHECKING:
+    from evalfleet.core.types import Part
+    from evalfleet.tasks.budget import Budget
+    from evalfleet.tasks.completions import Outcome
+    from evalfleet.tasks.turns import Dispatched
 
 log = logging.getLogger("evalfleet")
 DRAIN_S = 8.0  # how long calls in flight may take to land after a stop
@@ -72,7 +78,7 @@ def generate(run_plan: RunPlan) -> RunOutcome:
         total=done_before + total, already_done=done_before, description=f"run {run.run_id}"
     )
 
-    def follow_up(outcome):
+    def follow_up(outcome: Outcome) -> list[tuple[WorkItem, list[Part]]]:
         if outcome.response is None or outcome.status not in ("ok", "exists"):
             return []
         made = [
@@ -123,7 +129,9 @@ def generate(run_plan: RunPlan) -> RunOutcome:
     return outcome
 
 
-def finished_outcome(run: ResolvedRun, dispatched, budget, elapsed_s: float) -> RunOutcome:
+def finished_outcome(
+    run: ResolvedRun, dispatched: Dispatched, budget: Budget | None, elapsed_s: float
+) -> RunOutcome:
     """How a dispatch ended, in the run's words (here or on Ray alike): its counts, the cap's
     stop line, a failed store and the endpoints that were down."""
     outcome = summarize_outcomes(run.run_id, dispatched, elapsed_s)
@@ -173,7 +181,12 @@ class Jobs:
     """What a run asks, for `dispatch`: the judgements of stored answers, then its answers as
     an iterator (made one at a time) with their number."""
 
-    def __init__(self, answers: Iterator[tuple[WorkItem, int]], count: int, judgements: list):
+    def __init__(
+        self,
+        answers: Iterator[tuple[WorkItem, Any]],
+        count: int,
+        judgements: list[tuple[WorkItem, Any]],
+    ) -> None:
         self.answers, self.count, self.judgements = answers, count, judgements
 
     def __len__(self) -> int:
@@ -268,7 +281,7 @@ def item_cost_model(run: ResolvedRun) -> Callable[[WorkItem, Any], float]:
     return cost_of
 
 
-def summarize_outcomes(run_id: str, dispatched, elapsed: float) -> RunOutcome:
+def summarize_outcomes(run_id: str, dispatched: Dispatched, elapsed: float) -> RunOutcome:
     statuses, errors = dispatched.statuses, dispatched.errors
     log.info(
         "requested %d items in %.1f s (%.1f items/s): %s",

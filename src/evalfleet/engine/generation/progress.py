@@ -84,7 +84,7 @@ class Progress:
             percent = self.percent
             if percent != pushed or sink is None:
                 try:
-                    sink = sink or self._sink(description)
+                    sink = sink or self._sink(description)  # type: ignore[misc]  # set: started only then
                     sink.push(percent)
                     pushed = percent
                     if lost:

@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import threading
+from typing import Any
 
 import ray
 
@@ -30,7 +31,9 @@ def _join() -> None:
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
     address = os.environ.get("RAY_ADDRESS") or None
     # No address: a new local instance ("local"; None would join a `ray start` of this machine).
-    kwargs = {} if address else {"include_dashboard": False, "_system_config": RAY_SYSTEM_CONFIG}
+    kwargs: dict[str, Any] = (
+        {} if address else {"include_dashboard": False, "_system_config": RAY_SYSTEM_CONFIG}
+    )
     address = address or "local"
     main = threading.current_thread() is threading.main_thread()
     sigterm = signal.getsignal(signal.SIGTERM) if main else None

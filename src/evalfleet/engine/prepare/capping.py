@@ -42,5 +42,5 @@ def round_up(usd: float) -> float:
     """Up to two significant digits: 0.01463 -> 0.015."""
     if usd <= 0:
         return 0.01
-    step = 10 ** (math.floor(math.log10(usd)) - 1)
+    step = 10.0 ** (math.floor(math.log10(usd)) - 1)
     return round(math.ceil(usd / step - 1e-9) * step, 12)

@@ -30,7 +30,7 @@ using its whole output budget).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalfleet.core.types import Part
 from evalfleet.engine.prepare.resolve import ResolvedRun
@@ -46,6 +46,9 @@ from evalfleet.providers.token_rules import estimate_prompt_tokens
 from evalfleet.storage import layout
 from evalfleet.storage.base import Store
 from evalfleet.storage.layout import ItemKey
+
+if TYPE_CHECKING:
+    from evalfleet.core.types import Decoding
 
 COLUMNS = [
     "model",
@@ -182,7 +185,9 @@ def typical_output(run: ResolvedRun, key: ItemKey) -> int | None:
     return bench.typical_answer_tokens
 
 
-def expected_item_cost(run: ResolvedRun, key: ItemKey, parts: list[Part], decoding) -> float:
+def expected_item_cost(
+    run: ResolvedRun, key: ItemKey, parts: list[Part], decoding: Decoding
+) -> float:
     """What one item is expected to cost before any call of its model landed (the budget's
     first reservations): its prompt, and the output this estimate expects without a measure,
     at the online price."""
@@ -218,6 +223,7 @@ def estimate_run(run: ResolvedRun, *, retry_errors: bool = True) -> list[dict[st
     for judge_model in run.judges:
         for name in (n for n in data if n in judged):
             judge_spec = data[name].benchmark.judge
+            assert judge_spec is not None  # `judged` holds the benchmarks with a judge
             key = ItemKey.answer("", name, "", 0).judged_by(judge_model)
             rows[(layout.JUDGE, judge_model, name)] = _row(run, measured, key, judge_spec.decoding)
 
@@ -250,6 +256,7 @@ def estimate_run(run: ResolvedRun, *, retry_errors: bool = True) -> list[dict[st
         if key.benchmark not in judged:
             continue
         judge_spec = bench_data.benchmark.judge
+        assert judge_spec is not None  # `judged` holds the benchmarks with a judge
         if not judge_spec.wants(sample, PLACEHOLDER_ANSWER, bench_data.options):
             continue
         answer_tokens = int(mean.visible / mean.calls + 0.5) if mean else output
@@ -292,7 +299,7 @@ def estimate_run(run: ResolvedRun, *, retry_errors: bool = True) -> list[dict[st
     return [row.as_dict() for row in rows.values()]
 
 
-def _row(run: ResolvedRun, measured: Measured, key: ItemKey, decoding) -> _Row:
+def _row(run: ResolvedRun, measured: Measured, key: ItemKey, decoding: Decoding) -> _Row:
     """The row of a (stage, caller, benchmark); `key` names them."""
     config = run.configs[key.caller]
     typical = typical_output(run, key)

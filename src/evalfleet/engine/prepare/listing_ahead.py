@@ -38,7 +38,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 from evalfleet.core import collector
 from evalfleet.core.answering import end_answering, start_answering
@@ -53,6 +53,7 @@ from evalfleet.tasks import batch_jobs
 
 if TYPE_CHECKING:
     from evalfleet.engine.prepare.resolve import ResolvedRun
+    from evalfleet.engine.run.items import RunShape
 
 _ahead: dict[tuple[str, str], _Child] = {}
 _lock = threading.Lock()
@@ -82,9 +83,11 @@ class _Child:
         self._send((store.url, s3_endpoint_url, run_id, before.stages))
 
     def _send(self, message: object) -> None:
+        asking = self.process.stdin
+        assert asking is not None  # started with a pipe for its stdin
         try:
-            pickle.dump(message, self.process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-            self.process.stdin.flush()
+            pickle.dump(message, asking, protocol=pickle.HIGHEST_PROTOCOL)
+            asking.flush()
         except OSError:  # a child that died: no answer, listed again
             self.end_asking()
 
@@ -97,7 +100,8 @@ class _Child:
     def end_asking(self) -> None:
         """Nothing more is sent: without an outline, the child answers its listing."""
         with contextlib.suppress(OSError):
-            self.process.stdin.close()
+            if self.process.stdin is not None:
+                self.process.stdin.close()
 
     @collector.held_back()  # half a million keys unpickled: the GC would walk them again and again
     def taken(self) -> Listing | Swept | None:
@@ -228,14 +232,15 @@ def _child_main(answer_fd: int) -> int:
     reader.join()
     outline, wanted = sent[0]
     if outline is not None and isinstance(answer, Listing):
-        answer = sweep(AnswerSpace(outline), answer, wanted, busy=set())
+        # an outline has what AnswerSpace reads of each benchmark (no media)
+        answer = sweep(AnswerSpace(cast("RunShape", outline)), answer, wanted, busy=set())
     blob = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)  # before the command asks
     with os.fdopen(answer_fd, "wb") as out:
         out.write(blob)
     return 0
 
 
-def _read_outline(asked: BinaryIO, sent: list) -> None:
+def _read_outline(asked: BinaryIO, sent: list[tuple[RunOutline | None, set[str]]]) -> None:
     """The outline and the states to ask again, or (None, set()) at the end of stdin."""
     try:
         sent.append(pickle.load(asked))

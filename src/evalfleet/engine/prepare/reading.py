@@ -124,13 +124,15 @@ class Reading:
     def __init__(self, request: EvalRequest) -> None:
         self.child, self.answer = start_answering("evalfleet.engine.prepare.reading")
         self._tables: dict[str, bytes] | None = None
+        asking = self.child.stdin
+        assert asking is not None  # started with a pipe for its stdin
         try:  # the whole request now: no process forked later holds its stdin open
-            self.child.stdin.write(pickle.dumps(request))
+            asking.write(pickle.dumps(request))
         except OSError:  # a child that died at once: `result` says how it ended
             pass
         finally:
             with contextlib.suppress(OSError):
-                self.child.stdin.close()
+                asking.close()
 
     def result(self) -> dict[str, BenchmarkData]:
         outcome, value, records = self._next()
@@ -139,9 +141,10 @@ class Reading:
         if outcome == "error":
             self.close()
             raise value
-        for name, bench_data in value.items():
+        data: dict[str, BenchmarkData] = value
+        for name, bench_data in data.items():
             bench_data.plan_later = partial(self.plan_table, name)
-        return value
+        return data
 
     def plan_table(self, name: str) -> bytes:
         """One benchmark's plan table, from the child's second answer."""
@@ -228,7 +231,7 @@ def _attempt(work: Callable[[], Any]) -> tuple[str, Any]:
         return "error", RuntimeError(f"reading the data failed: {exc!r}")
 
 
-def _sent(answer: BinaryIO, message: tuple) -> bool:
+def _sent(answer: BinaryIO, message: tuple[Any, ...]) -> bool:
     """`message` ((outcome, value, ...)) written pickled; whether it went as it was. An error
     that does not pickle is sent as its line."""
     try:

@@ -21,7 +21,7 @@ def body_builder(request: EvalRequest, model: str) -> BodyOf:
     today; raises (ConfigError, TypeError) when it cannot."""
     config = resolve_models(request, only=[model])[model]
     client = make_client(config, PLACEHOLDER_KEY)
-    build = getattr(client, "request_body", None)
+    build: BodyOf | None = getattr(client, "request_body", None)
     if build is None:
         raise TypeError(f"the {config.api or config.provider} client builds no request body")
     return build

@@ -144,7 +144,7 @@ def describe_endpoints(
                 f"{config.base_url} serves {names}, not {config.api_model}: check the model "
                 "name after openai-compatible/"
             )
-        changes: dict = {}
+        changes: dict[str, Any] = {}
         context = info.get("max_model_len") or info.get("context_length")
         if isinstance(context, int) and context > 0:
             cap = max(256, context // 2)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from typing import Any
 
 from evalfleet.core.record import Graded, Record
 from evalfleet.core.types import ConfigError
@@ -49,7 +50,9 @@ def reusable(store: Store, run: RunShape, reuse_from: list[str]) -> list[Found]:
     if not sources:
         return []
     have = list_records(store, run.run_id, (layout.ANSWER,))
-    found: dict[tuple, tuple[str, str]] = {}  # (key, hash prefix) -> (source run, its key)
+    found: dict[
+        tuple[Any, ...], tuple[str, str]
+    ] = {}  # (key, hash prefix) -> (source run, its key)
     for source in sources:
         listing = list_records(store, source, (layout.ANSWER,))
         for key, per_hash in listing.ok.items():
@@ -105,7 +108,7 @@ def reuse_judgements(store: Store, run: RunShape, reuse_from: list[str]) -> int:
         listing, (pair for name in space.names for pair in space.keys_and_hashes(name))
     )
     read_records(store, answers, list(answers.record_key.values()))
-    found: dict[tuple, tuple[str, str]] = {}
+    found: dict[tuple[Any, ...], tuple[str, str]] = {}
     for source in sources:
         for key, per_hash in list_records(store, source, (layout.JUDGE,)).ok.items():
             for prefix, record_key in per_hash.items():

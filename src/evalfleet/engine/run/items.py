@@ -162,8 +162,10 @@ class AnswerSpace:
         return range(start, start + len(data.samples) * len(data.decodings) * len(self.models))
 
     def keys_and_hashes(
-        self, name: str, only: tuple[Container[tuple], Container[tuple]] | None = None
-    ) -> Iterator[tuple[tuple, str]]:
+        self,
+        name: str,
+        only: tuple[Container[tuple[Any, ...]], Container[tuple[Any, ...]]] | None = None,
+    ) -> Iterator[tuple[tuple[Any, ...], str]]:
         """(key, request hash) of every answer of a benchmark, in place order, no item made:
         the key is the plain tuple of an ItemKey's fields (equal to it, and as hashed). With
         `only` (two containers), an answer whose key neither holds is not hashed ("" in its
@@ -230,11 +232,13 @@ class Todo:
     def samples(self) -> list[tuple[str, str]]:
         """(benchmark, sample id) of every item, each sample once, in order (no item made)."""
         seen: dict[tuple[str, int], None] = {}
-        sample_of, last = self.space.sample_of, (None, -1)
+        sample_of = self.space.sample_of
+        last: tuple[str, int] | None = None
         for place in self.places:
             which = sample_of(place)
             if which != last:
-                seen[which] = last = which
+                seen[which] = None
+                last = which
         data = self.space.run.data
         return [(name, data[name].samples[index].id) for name, index in seen]
 

@@ -13,7 +13,7 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -35,6 +35,9 @@ from evalfleet.core.types import ConfigError
 from evalfleet.providers import plugins
 from evalfleet.providers.names import check_model_id, model_id_pattern
 from evalfleet.storage import store_url
+
+if TYPE_CHECKING:
+    from evalfleet.providers.registry import Endpoint
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 RUN_ID_RULE = "1-128 letters, digits, '.', '_' or '-', the first a letter or a digit"
@@ -178,7 +181,8 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
             return [resolve(v) for v in node]
         return node
 
-    return resolve(schema)
+    resolved: dict[str, Any] = resolve(schema)
+    return resolved
 
 
 BenchmarkName = Annotated[str, AfterValidator(_known_benchmark), _RegistryEnum]
@@ -219,7 +223,7 @@ class _ModelChoices:
         }
 
 
-def _name_check(what: str):
+def _name_check(what: str) -> AfterValidator:
     def valid(model_id: str) -> str:
         try:
             return check_model_id(model_id, what)
@@ -238,7 +242,8 @@ def _store_schema(schema: dict[str, Any]) -> None:
 
 
 def _simulator_url() -> str | None:
-    return SIMULATOR_URL.get()
+    url: str | None = SIMULATOR_URL.get()
+    return url
 
 
 class EndpointSpec(BaseModel):
@@ -290,7 +295,7 @@ class EvalRequest(BaseModel):
     )
     benchmarks: Annotated[list[BenchmarkName], Flag(("--benchmark", "-b"), "NAME")] = Field(
         default_factory=registry.default_names,
-        json_schema_extra=lambda schema: schema.update(default=registry.default_names()),
+        json_schema_extra=lambda schema: schema.update(default=[*registry.default_names()]),
         min_length=1,
         description="benchmarks to run",
     )
@@ -563,7 +568,7 @@ class EvalRequest(BaseModel):
             return False
         return not (failed_batch_attempts and self.batch_retry == "online")
 
-    def endpoint_for(self, model_id: str):
+    def endpoint_for(self, model_id: str) -> Endpoint | None:
         from evalfleet.providers.registry import Endpoint
 
         spec = self.endpoints.get(model_id)

@@ -7,7 +7,7 @@ import contextlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple, cast
 
 from evalfleet.core import collector
 from evalfleet.core.record import Record
@@ -167,10 +167,11 @@ def classify(listing: Listing, item: WorkItem) -> tuple[str, str | None]:
 
 
 def classify_key(
-    listing: Listing, key: ItemKey | tuple, request_hash: str
+    listing: Listing, key: ItemKey | tuple[Any, ...], request_hash: str
 ) -> tuple[str, str | None]:
     """`classify` from an item's key (or the plain tuple of its fields) and request hash."""
     prefix = request_hash[: layout.HASH_CHARS]
+    key = cast(ItemKey, key)  # a plain tuple of its fields hashes and compares as the key
     ok = listing.ok.get(key)
     found = None if ok is None else ok.get(prefix)
     if found is not None:
@@ -203,7 +204,7 @@ def reconcile(
 
 
 @collector.held_back()
-def reconcile_keys(listing: Listing, answers: Iterable[tuple[tuple, str]]) -> Reconciled:
+def reconcile_keys(listing: Listing, answers: Iterable[tuple[tuple[Any, ...], str]]) -> Reconciled:
     """`reconcile` without reading, from (key fields, request hash) pairs
     (`AnswerSpace.keys_and_hashes`): a million answers classified with no WorkItem made."""
     out = Reconciled()
@@ -234,7 +235,7 @@ def read_records(store: Store, state: Reconciled, keys: list[str]) -> None:
 
 def undecodable(store: Store, keys: list[str], chunk: int = 1000) -> list[str]:
     """The records of `keys` that cannot be decoded (read a chunk at a time, none kept)."""
-    bad = []
+    bad: list[str] = []
     for start in range(0, len(keys), chunk):
         part = keys[start : start + chunk]
         blobs = store.get_many(part)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalfleet.core.text_tables import markdown
 from evalfleet.engine.scoring.agreement import judge_agreement
@@ -14,6 +14,9 @@ from evalfleet.engine.scoring.tables import notes, summaries, write_results
 from evalfleet.engine.store import counts
 from evalfleet.engine.store.stored import plan_run, read_states
 from evalfleet.storage.base import Store
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger("evalfleet")
 
@@ -69,5 +72,8 @@ def aggregate_run(store: Store, run_id: str) -> dict[str, Any]:
     }
 
 
-def _records(frame) -> list[dict[str, Any]]:
-    return frame.astype(object).where(frame.notna(), None).to_dict("records")
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = (
+        frame.astype(object).where(frame.notna(), None).to_dict("records")
+    )
+    return records

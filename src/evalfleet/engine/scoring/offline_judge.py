@@ -29,7 +29,7 @@ def judge_prompts(
                 response, error, _ = await call_with_retries(
                     lambda: client.complete([Part.of_text(prompt)], decoding), RetryPolicy()
                 )
-            return None if error is not None else response.text
+            return None if error is not None or response is None else response.text
 
         try:
             return await asyncio.gather(*(one(p) for p in prompts))

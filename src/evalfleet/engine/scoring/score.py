@@ -151,8 +151,8 @@ def score_run(run: StoredRun, pool: WorkerPool | None = None) -> Scored:
     # Billed calls no table scores cost the run too: records of failures answered again
     # later or of requests asked differently before, and the ledger entries of calls that
     # stored no record.
-    for key, blob in run.store.get_many(run.unscored).items():
-        record = Record.read(blob)
+    for key, stored in run.store.get_many(run.unscored).items():
+        record = Record.read(stored)
         if record is not None:
             usage.add_unscored(record)
             scored_keys.append(f"billed:{key}")
@@ -350,8 +350,8 @@ def group_rows(
                 "group": metric.group,
                 "value": metric.value,
                 "se": metric.se,
-                "ci95_low": interval.low if headline else None,
-                "ci95_high": interval.high if headline else None,
+                "ci95_low": interval.low if headline and interval else None,
+                "ci95_high": interval.high if headline and interval else None,
                 "n": metric.n,
                 "note": metric.note,
                 "errors": errors,

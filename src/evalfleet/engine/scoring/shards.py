@@ -112,8 +112,8 @@ def score_shard(run: StoredRun, shard: Shard) -> ShardScores:
         answer_state.records[record_key] = record
     judge_state = Reconciled()
     if run.judges:
-        judgements = [item for item, _ in planned_judgements(run, answer_state)]
-        judge_state = reconcile(run.store, shard.judgements, judgements, read=True)
+        planned = [item for item, _ in planned_judgements(run, answer_state)]
+        judge_state = reconcile(run.store, shard.judgements, planned, read=True)
     usage = UsageSums()
     scored_keys: list[str] = []
     answered: list[Answered] = []
@@ -124,9 +124,9 @@ def score_shard(run: StoredRun, shard: Shard) -> ShardScores:
         record = answer.record
         usage.add_answer(answer.model, answer.benchmark, record)
         scored_keys.append(answer.key)
-        for judge, key, judged in answer.judged:
+        for judge, judgement_key, judged in answer.judged:
             usage.add_judgement(answer.model, answer.benchmark, judge, judged)
-            scored_keys.append(key)
+            scored_keys.append(judgement_key)
         if shard.keep_answered:
             response = None if record.failed else record.response or ""
             answered.append(

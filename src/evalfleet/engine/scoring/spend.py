@@ -10,6 +10,7 @@ tokens counted here, where the provider reported no usage that could be trusted.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -159,8 +160,9 @@ class UsageSums:
     def merge(self, other: UsageSums) -> None:
         for key, sums in other.rows.items():
             _sum_into(self._row(*key), sums)
-        for key, sums in other.judge_rows.items():
-            mine = self.judge_rows.setdefault(key, dict.fromkeys(JUDGE_USAGE_COLUMNS[3:], 0))
+        for judge_key, sums in other.judge_rows.items():
+            empty: dict[str, float] = dict.fromkeys(JUDGE_USAGE_COLUMNS[3:], 0)
+            mine = self.judge_rows.setdefault(judge_key, empty)
             _sum_into(mine, sums)
 
     def usage_table(self, keys: Iterable[tuple[str, str]]) -> pd.DataFrame:
@@ -194,7 +196,8 @@ class UsageSums:
         return self.rows.setdefault((model, benchmark), dict.fromkeys(USAGE_COLUMNS[2:], 0))
 
 
-def _sum_into(total: dict[str, float], part: dict[str, float]) -> None:
+def _sum_into(total: dict[str, Any], part: dict[str, Any]) -> None:
+    """Adds each figure of `part` to `total`'s (token counts stay whole numbers)."""
     for column, value in part.items():
         total[column] += value
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # loaded where a table is read: the command line starts witho
     import pandas as pd
 
     from evalfleet.engine.run.identity import Identity
-    from evalfleet.engine.scoring.score.scoring import Scored
+    from evalfleet.engine.scoring.score import Scored
 
 USAGE_IN_SUMMARY = [
     "errors",
@@ -73,7 +73,7 @@ def scorer_sha256() -> str:
 
     digest = hashlib.sha256()
     for package in (benchmarks, metrics, scoring):
-        folder = Path(package.__file__).resolve().parent
+        folder = Path(package.__file__ or "").resolve().parent
         for path in sorted(folder.rglob("*.py")):
             name = f"{package.__name__}/{path.relative_to(folder).as_posix()}"
             digest.update(name.encode() + b"\0" + path.read_bytes())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import signal
 import sys
 import traceback
+from typing import Any
 
 from evalfleet.engine.scoring.score import GroupTask, group_rows
 from evalfleet.engine.scoring.shards import score_shard
@@ -29,6 +30,7 @@ def main() -> None:
             task = receive(source)
         except EOFError:
             return
+        answer: tuple[str, Any]
         try:
             if isinstance(task, GroupTask):
                 answer = ("ok", group_rows(run, task))

@@ -119,7 +119,7 @@ def _valid(body: Any) -> Recorded | None:
         return None
     done, failed, at = body.get("done"), body.get("failed"), body.get("listed_at")
     seen, beat = body.get("changes_seen"), body.get("heartbeat")
-    if not all(type(n) is int and n >= 0 for n in (done, failed)):
+    if type(done) is not int or type(failed) is not int or done < 0 or failed < 0:
         return None
     if not isinstance(at, str) or not isinstance(seen, list):
         return None

@@ -37,7 +37,8 @@ _lock = threading.Lock()
 
 
 def interval_s() -> float:
-    return HEARTBEAT_S.get()
+    every: float = HEARTBEAT_S.get()
+    return every
 
 
 def crash_after(interval: float) -> float:

@@ -28,6 +28,10 @@ from evalfleet.storage import layout
 from evalfleet.storage.base import Store
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import pyarrow as pa
+
     from evalfleet.engine.run.items import BenchmarkData
     from evalfleet.engine.run.request import EvalRequest
     from evalfleet.providers.registry import ModelConfig
@@ -39,7 +43,8 @@ def code_version() -> str:
     "unknown". Installed from a wheel, the packages' folder is no checkout: git is not asked
     there, where it would name the commit of whatever repository holds that folder."""
     if CODE_VERSION.get():
-        return CODE_VERSION.get()
+        version: str = CODE_VERSION.get()
+        return version
     root = Path(__file__).resolve().parents[2]
     if not (root / ".git").exists():  # .git: a clone's folder, or a worktree's file
         return "unknown"
@@ -199,7 +204,7 @@ def plan_table(bench_data: BenchmarkData) -> bytes:
     import pyarrow.parquet as pq
 
     samples = bench_data.samples
-    columns = {
+    columns: dict[str, list[str | None]] = {
         "sample_id": [s.id for s in samples],
         "group_id": [s.group_id for s in samples],
         "target": [s.target for s in samples],
@@ -217,7 +222,7 @@ def plan_table(bench_data: BenchmarkData) -> bytes:
     return buffer.getvalue()
 
 
-def string_array(values: list[str | None]):
+def string_array(values: Sequence[str | None]) -> pa.StringArray:
     """An Arrow string column built from its buffers: `pyarrow.array` on Python objects
     imports pandas (50 MB and a second in a run's driver) to check for its types."""
     import pyarrow as pa
@@ -238,7 +243,7 @@ def string_array(values: list[str | None]):
     )
 
 
-def _plan_schema():
+def _plan_schema() -> pa.Schema:
     import pyarrow as pa
 
     return pa.schema(
