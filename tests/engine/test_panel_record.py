@@ -8,7 +8,7 @@ import pytest
 
 from evalfleet.cli.main import main
 from evalfleet.core.types import ConfigError
-from evalfleet.engine.panel_record import (
+from evalfleet.engine.store.panel_record import (
     check_panel_record,
     panel_label,
     read_panel,

@@ -148,7 +148,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_judge(args: argparse.Namespace) -> int:
     from evalfleet.api import judge
     from evalfleet.cli.options import kept_flow_runs, store_from
-    from evalfleet.engine.panel_record import check_panel_record, read_panel, record_panel
+    from evalfleet.engine.store.panel_record import check_panel_record, read_panel, record_panel
     from evalfleet.reports.judge_slice import check_panel, load_labels, panel_members
 
     judges = list(dict.fromkeys(args.judge))
@@ -176,7 +176,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     code = print_run(result, args.run_id, resume=False)
     recorded = read_panel(store, args.run_id)
     if recorded is not None:
-        from evalfleet.engine.panel_record import panel_label
+        from evalfleet.engine.store.panel_record import panel_label
 
         print(f"\nthis run's judge panel: {panel_label(recorded)}")
     if labels is not None or args.panel:
