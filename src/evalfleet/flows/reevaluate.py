@@ -64,11 +64,34 @@ def rerun_ranked(request: ReevaluateRequest, store: Any) -> dict[str, Any]:
     rows = drift.drift_rows(store)
     drift.write_drift(store, rows)
     doc = drift.document(store, rows)
-    if request.notify_url:
-        drift.notify(request.notify_url, doc)
-    if request.notify_block and doc["flagged"]:
-        from prefect.blocks.core import Block
-
-        block: Any = Block.load(request.notify_block)  # a notification block, loaded sync
-        block.notify(doc["text"], subject="evalfleet drift")
+    send_drift(doc, request.notify_url, request.notify_block)
     return {"runs": runs, "flagged": doc["flagged"]}
+
+
+def send_drift(
+    doc: dict[str, Any], notify_url: str | None = None, notify_block: str | None = None
+) -> None:
+    """Drift's document to the webhook URL, and to the Prefect block named BLOCK-TYPE/NAME: a
+    `Webhook` block (prefect.blocks.webhook) gets the document itself as JSON, one POST; a
+    notification block (custom-webhook, slack-webhook, ...) its text. Nothing when nothing is
+    flagged."""
+    from evalfleet.reports import drift
+
+    if notify_url:
+        drift.notify(notify_url, doc)
+    if not (notify_block and doc["flagged"]):
+        return
+    from prefect.blocks.core import Block
+    from prefect.blocks.webhook import Webhook
+    from prefect.utilities.asyncutils import run_coro_as_sync
+
+    block: Any = Block.load(notify_block)  # loaded sync
+    if isinstance(block, Webhook):
+        response: Any = run_coro_as_sync(block.call(doc))
+        if response.status_code >= 400:
+            raise drift.NotifyError(
+                f"the {notify_block} block's webhook answered HTTP {response.status_code}: "
+                f"check the block; the drift table was written to {drift.DRIFT_KEY}"
+            )
+    else:
+        block.notify(doc["text"], subject="evalfleet drift")
