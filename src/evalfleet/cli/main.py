@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from evalfleet.cli import batches, extensions, limits, over_time, results, run, up
+    from evalfleet.cli import batches, export, extensions, limits, over_time, results, run, up
     from evalfleet.cli.errors import OneLineParser
 
     parser = OneLineParser(
@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Evaluate models on hard multimodal benchmarks (Prefect + Ray).",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for group in (run, results, over_time, batches, limits, up, extensions):
+    for group in (run, results, over_time, batches, limits, up, extensions, export):
         group.add_commands(sub)
     return parser
 
