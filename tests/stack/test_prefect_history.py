@@ -72,6 +72,9 @@ def test_the_temporary_server_keeps_the_newest_runs_and_only_theirs(tmp_path):
             timeout=300,
         )
         assert done.returncode == 0, done.stderr[-3000:]
+        # the server ends with the command: no "View at http://127.0.0.1:PORT/runs/..." link
+        assert "View at" not in done.stdout + done.stderr
+        assert "Beginning flow run 'run-" in done.stdout + done.stderr
 
     with sqlite3.connect(tmp_path / "home" / "prefect-runs.db") as db:
 

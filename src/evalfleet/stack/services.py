@@ -237,6 +237,9 @@ class LocalStack:
             if not self._prefect_prepared:
                 _mark_prepared(state_dir() / "prefect-runs.db", _prefect_version())
             os.environ["PREFECT_API_URL"] = self.prefect_url
+            # No "View at" link: this server has no UI and ends with the command (Prefect
+            # prints no flow-run URL when its UI URL is empty).
+            os.environ["PREFECT_UI_URL"] = ""
             self._watchdog = threading.Thread(
                 target=self._keep_prefect_up, name="prefect-watchdog", daemon=True
             )
