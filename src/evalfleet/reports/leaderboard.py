@@ -281,6 +281,9 @@ def update(store: Store, run_id: str | None = None) -> tuple[Board, str]:
         store.put(f"{PREFIX}/{name}", data)
     cache.plots = digests
     board_cache.save(store, PREFIX, cache)
+    from evalfleet.reports.store_index import write_index
+
+    write_index(store)  # leaderboard/runs.html: every run of the store, its state, its report
     return board, f"{store.url.rstrip('/')}/{PREFIX}/"
 
 
