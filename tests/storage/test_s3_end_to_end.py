@@ -200,6 +200,7 @@ def test_bucket_holds_exactly_the_expected_keys(both_runs, moto_server):
     ]
     history = [f"history--{split}.png" for split in SPLITS]  # each benchmark over time
     names = [*plots, *history, "index.html", "latest.json", "leaderboard.csv", "leaderboard.md"]
+    names.append("runs.html")  # the store's index of runs (reports.store_index)
     # rows.json: each run's rows and unit values, so the next run redraws only what changed
     extra = ["leaderboard.parquet", "rows.json"]
     leaderboard = sorted(f"leaderboard/{name}" for name in [*names, *extra])
