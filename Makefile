@@ -33,7 +33,7 @@ endif
 # Python never caches it, and every process (a run, a Ray worker, the Prefect server) spent
 # about 9 s compiling some 6,000 modules from source.
 install: $(UV)
-	$(UV) sync --frozen --compile-bytecode
+	$(UV) sync --frozen --inexact --compile-bytecode
 	$(VENV)/bin/python -m compileall -q -j 0 src/evalfleet >/dev/null
 
 .bootstrap/bin/uv:
