@@ -21,10 +21,34 @@ def build_parser() -> argparse.ArgumentParser:
         prog="evalfleet",
         description="Evaluate models on hard multimodal benchmarks (Prefect + Ray).",
     )
+    parser.add_argument(
+        "--version",
+        action=VersionAction,
+        help="print the package version and the code version (the commit) and exit",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for group in (run, results, over_time, batches, limits, up, extensions, export):
         group.add_commands(sub)
     return parser
+
+
+class VersionAction(argparse.Action):
+    """`--version`: asks git for the commit only when the flag is given, not on every start."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(version_line())
+        parser.exit(0)
+
+
+def version_line() -> str:
+    """The package version and the commit it runs: `evalfleet 0.1.0 (code abc123def456)`."""
+    import evalfleet
+    from evalfleet.engine.store.manifest import code_version
+
+    return f"evalfleet {evalfleet.__version__} (code {code_version()})"
 
 
 def quiet_defaults() -> None:

@@ -45,7 +45,7 @@ def code_version() -> str:
     if CODE_VERSION.get():
         version: str = CODE_VERSION.get()
         return version
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[4]  # src/evalfleet/engine/store/ -> checkout
     if not (root / ".git").exists():  # .git: a clone's folder, or a worktree's file
         return "unknown"
     try:
