@@ -1,0 +1,53 @@
+"""The scaffold of `evalfleet new benchmark`: the package it writes loads, scores and keys."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from evalfleet.benchmarks.scaffold import write_scaffold
+from evalfleet.core.types import ConfigError
+
+
+def test_scaffold_benchmark_loads_scores_and_answers(tmp_path: Path) -> None:
+    folder = write_scaffold("mybench", tmp_path)
+    assert 'mybench = "mybench.benchmark:BENCHMARK"' in (folder / "pyproject.toml").read_text()
+    path = folder / "src" / "mybench" / "benchmark.py"
+    spec = importlib.util.spec_from_file_location("scaffolded_mybench", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    bench = module.BENCHMARK
+    assert bench.name == "mybench"
+    data = bench.load(None, bench.options(), 2)
+    assert [s.id for s in data.samples] == ["q1", "q2"]
+    assert data.revision.startswith("sha256:")
+    good, bad = (
+        bench.score(data.samples[0], r, bench.options())[0] for r in ("Final Answer: 5", "x")
+    )
+    assert (good.correct, good.value, bad.correct, bad.answer) == (True, 1.0, False, None)
+    assert bench.answer_key(data.samples[0], bench.options())[0]["target"] == "5"
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("my-bench", "benchmark name 'my-bench' is not a Python identifier"),
+        ("zerobench", "benchmark name 'zerobench' is a shipped benchmark's: choose another"),
+    ],
+)
+def test_scaffold_refuses_bad_names(tmp_path: Path, name: str, message: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        write_scaffold(name, tmp_path)
+    assert str(raised.value).startswith(message)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_scaffold_never_overwrites_a_folder(tmp_path: Path) -> None:
+    (tmp_path / "mybench").mkdir()
+    (tmp_path / "mybench" / "keep.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="already exists"):
+        write_scaffold("mybench", tmp_path)
+    assert [p.name for p in (tmp_path / "mybench").iterdir()] == ["keep.txt"]
