@@ -69,6 +69,7 @@ def main() -> None:
         dataset = str(write_demo_dataset(work / "data" / "zerobench"))
         answers = write_answer_key(dataset, ["zerobench"], work / "answers.jsonl")
         context = ray.init(
+            address="local",  # a new instance, never a `ray start` cluster of this machine
             num_cpus=2,
             include_dashboard=False,
             _temp_dir=str(work / "ray"),

@@ -200,7 +200,10 @@ def main() -> None:
     }
     from evalfleet.tasks.ray_setup import RAY_SYSTEM_CONFIG
 
-    context = ray.init(include_dashboard=False, num_cpus=2, _system_config=RAY_SYSTEM_CONFIG)
+    # "local": a new instance, never a `ray start` cluster another program runs on this machine
+    context = ray.init(
+        address="local", include_dashboard=False, num_cpus=2, _system_config=RAY_SYSTEM_CONFIG
+    )
     env = {**os.environ, "RAY_ADDRESS": context.address_info["gcs_address"]}
     env["PYTHONPATH"] = str(ROOT)
     log = work / "sim.jsonl"

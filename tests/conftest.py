@@ -47,6 +47,7 @@ def ray_address():
     from evalfleet.tasks.ray_setup import RAY_SYSTEM_CONFIG
 
     context = ray.init(
+        address="local",  # a new instance, never a `ray start` cluster a test left running
         num_cpus=2,
         include_dashboard=False,
         ignore_reinit_error=True,
