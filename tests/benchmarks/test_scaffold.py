@@ -51,3 +51,23 @@ def test_scaffold_never_overwrites_a_folder(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="already exists"):
         write_scaffold("mybench", tmp_path)
     assert [p.name for p in (tmp_path / "mybench").iterdir()] == ["keep.txt"]
+
+
+def test_cli_new_benchmark_writes_the_folder_and_refuses_a_taken_name(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    def new(name: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "evalfleet.cli.main", "new", "benchmark", name]
+        return subprocess.run(
+            [*argv, "--dir", str(tmp_path)], capture_output=True, text=True, check=False
+        )
+
+    made = new("mybench")
+    assert (made.returncode, made.stderr) == (0, "")
+    assert (tmp_path / "mybench" / "src" / "mybench" / "data.jsonl").is_file()
+    again = new("mybench")
+    assert again.returncode == 2
+    assert again.stderr == (
+        f"error: {tmp_path / 'mybench'} already exists: choose another name or --dir\n"
+    )

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from evalfleet.cli import batches, export, extensions, limits, over_time, results, run, up
+    from evalfleet.cli import batches, export, extensions, limits, new, over_time, results, run, up
     from evalfleet.cli.errors import OneLineParser
 
     parser = OneLineParser(
@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the package version and the code version (the commit) and exit",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for group in (run, results, over_time, batches, limits, up, extensions, export):
+    for group in (run, results, over_time, batches, limits, up, extensions, export, new):
         group.add_commands(sub)
     return parser
 
