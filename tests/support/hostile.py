@@ -378,6 +378,8 @@ def money_cases() -> list[Case]:
 
 
 def all_cases() -> list[Case]:
+    from tests.support.hostile_fleet import fleet_cases
+    from tests.support.hostile_numbers import numbers_cases
     from tests.support.hostile_places import places_cases
     from tests.support.hostile_settings import settings_cases
 
@@ -388,6 +390,8 @@ def all_cases() -> list[Case]:
         *money_cases(),
         *settings_cases(),
         *places_cases(),
+        *fleet_cases(),
+        *numbers_cases(),
     ]
 
 

@@ -14,7 +14,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "history",
         help="every run of a model in time order: headline, interval, reported versions",
         description="Per benchmark, item set and scoring mode, every run of MODEL in time "
-        "order: date, run id, headline with its 95 %% interval, the model versions the provider "
+        "order: date, run id, headline with its 95 % interval, the model versions the provider "
         "reported, the judge and its versions.",
     )
     history.add_argument("model", metavar="MODEL", help="the model id, as the run named it")
@@ -26,7 +26,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="each model's latest run against its previous one: what changed",
         description="Pairs each model's latest run with its previous run on the same "
         "benchmark and scoring mode and writes leaderboard/drift.csv: the paired difference "
-        "and its 95 %% interval, and whether the reported model version or the judge changed.",
+        "and its 95 % interval, and whether the reported model version or the judge changed.",
     )
     add_store_options(drift)
     drift.add_argument(
