@@ -85,10 +85,12 @@ def answer_key(demo_dataset, tmp_path_factory) -> Path:
     return write_answer_key(demo_dataset, DEMO_BENCHMARKS, path)
 
 
-# The files that take minutes start first, longest first (their worker time in a profile of the
-# whole suite, `--durations=0`, 2026-11-29), so that no xdist worker ends alone on a long file.
-# `make test` passes `--no-loadscope-reorder`: without it xdist's `loadfile` hands out the files
-# with the most tests first, and these (most hold one or two tests) ran last.
+# The files that take minutes, longest first (their worker time in a profile of the whole suite,
+# `--durations=0`, 2026-11-29). xdist's `loadfile` hands out the files with the most tests
+# first, so under `make test` these (most hold one or two tests) still run last; this order
+# only decides among them. Starting them first instead (`--no-loadscope-reorder`) was tried
+# and was slower: with all of them side by side at the start, a 2-core host ran at a load of
+# 12 to 20 and `make test` took 2,725 s where it had taken about 900.
 SLOW_FILES = (
     "test_stack.py",
     "test_smoke_commands.py",

@@ -173,8 +173,10 @@ def test_sigkill_then_resume_on_s3_requests_only_missing_items(
     results = {k for k in others if k.startswith(f"{RUN_ID}/results/v-")}
     leaderboard = {k for k in others if k.startswith("leaderboard/")}
     # the store's leaderboard: 3 tables, 3 plots and a history plot per benchmark (2 splits),
-    # page, latest and rows.json (each run's rows, so the next run redraws only what changed)
-    assert len(leaderboard) == 3 + 4 * 2 + 2 + 1
+    # page, latest, rows.json (each run's rows, so the next run redraws only what changed) and
+    # runs.html (the store's index of runs, reports.store_index)
+    assert len(leaderboard) == 3 + 4 * 2 + 2 + 1 + 1
+    assert "leaderboard/runs.html" in leaderboard
     assert others - results - leaderboard == {
         layout.manifest_key(RUN_ID),
         layout.counts_key(RUN_ID),  # the answer counts of the aggregation, for `runs`
