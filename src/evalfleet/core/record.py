@@ -204,7 +204,7 @@ class Record:
             "response": self.response,
             "reasoning": self.reasoning,
             "finish_reason": self.finish_reason,
-            "usage": None if usage is None else _usage_dict(usage),
+            "usage": None if usage is None else usage_dict(usage),
             "cost_usd": self.cost_usd,
             "cost": None if cost is None else _cost_dict(cost),
             "latency_s": self.latency_s,
@@ -419,7 +419,8 @@ def _error_dict(error: CallError) -> dict[str, Any]:
     }
 
 
-def _usage_dict(usage: Usage) -> dict[str, int]:
+def usage_dict(usage: Usage) -> dict[str, int]:
+    """Token counts as stored (and as the report's raw view shows them)."""
     return {
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
@@ -449,7 +450,7 @@ def _attempt_dict(attempt: Attempt) -> dict[str, Any]:
         "request_id": attempt.request_id,
         "message": attempt.message,
         "finish_reason": attempt.finish_reason,
-        "usage": None if usage is None else _usage_dict(usage),
+        "usage": None if usage is None else usage_dict(usage),
         "cost": None if cost is None else _cost_dict(cost),
         "estimated": attempt.estimated,
     }

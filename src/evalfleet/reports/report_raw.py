@@ -16,7 +16,7 @@ import base64
 import re
 from typing import Any
 
-from evalfleet.core.record import Attempt, Record
+from evalfleet.core.record import Attempt, Record, usage_dict
 from evalfleet.core.types import Part
 from evalfleet.engine.prepare.request_bodies import BodyOf, body_builder
 from evalfleet.engine.store.stored import StoredRun
@@ -129,14 +129,7 @@ def attempt_dict(attempt: Attempt) -> dict[str, Any]:
         "request_id": attempt.request_id,
         "error": attempt.message or None,
         "finish_reason": attempt.finish_reason,
-        "usage": None
-        if usage is None
-        else {
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "reasoning_tokens": usage.reasoning_tokens,
-            "cached_input_tokens": usage.cached_input_tokens,
-        },
+        "usage": None if usage is None else usage_dict(usage),
         "cost_usd": None if cost is None else cost.total,
         "estimated": attempt.estimated,
     }
@@ -163,14 +156,7 @@ def raw_of(record: Record, body: Any, body_note: str) -> dict[str, Any]:
         # its text and reasoning are the item's `response` and `reasoning`, not kept twice
         "response": {
             "finish_reason": record.finish_reason,
-            "usage": None
-            if usage is None
-            else {
-                "input_tokens": usage.input_tokens,
-                "output_tokens": usage.output_tokens,
-                "reasoning_tokens": usage.reasoning_tokens,
-                "cached_input_tokens": usage.cached_input_tokens,
-            },
+            "usage": None if usage is None else usage_dict(usage),
             "cost_usd": record.cost_usd,
             "error": None
             if record.error is None
