@@ -610,3 +610,52 @@ def test_the_raw_call_of_an_item_and_no_key_anywhere(store, browser):
         for text in texts:
             assert SECRET not in text and "placeholder-never-sent" not in text
             assert "authorization" not in text.lower() and "x-api-key" not in text.lower()
+
+
+def test_every_metric_the_aggregation_wrote_with_its_interval(store, browser):
+    """What inspect view's "All scoring" dialog shows (every metric of every scorer), here with
+    each group and interval: the section's rows are the metrics table's, in its order."""
+    from evalfleet.reports.report_metrics import figure
+
+    open_page(browser, results_dir(store, "omnibench") / "report.html")
+    shown = browser.execute_script(
+        "const d = [...document.querySelectorAll('#about details')].find((e) =>"
+        " e.querySelector('summary').textContent.startsWith('Every metric'));"
+        "d.open = true; d.scrollIntoView();"
+        "return [d.querySelector('summary').textContent, [...d.querySelectorAll('tr')].map((tr)"
+        " => [...tr.cells].map((c) => c.textContent))]"
+    )
+    title, table = shown
+    metrics = result_table(store, "omnibench", "metrics.parquet")
+    assert title == f"Every metric ({len(metrics)} figures: each scoring mode and group)"
+    assert table[0] == [
+        "model",
+        "benchmark",
+        "scoring",
+        "metric",
+        "group",
+        "value",
+        "95% interval",
+        "n",
+        "note",
+    ]
+    wanted = [
+        [
+            r.model,
+            r.benchmark,
+            r.scoring,
+            r.metric,
+            r.group or "all items",
+            figure(r.value),
+            "" if r.ci95_low != r.ci95_low else fmt.interval(r.ci95_low, r.ci95_high),
+            str(r.n),
+            r.note or "",
+        ]
+        for r in metrics.fillna({"group": "", "note": ""}).itertuples()
+    ]
+    assert table[1:] == wanted
+    groups = {r[4] for r in wanted}
+    assert "all items" in groups and len(groups) > 1  # the breakdowns too
+    assert any(r[6] for r in wanted) and no_sideways_scroll(browser)
+    assert figure(6.0) == "6" and figure(0.25) == "0.250" and figure(None) == "—"
+    browser.save_screenshot(str(SHOTS / "every-metric.png"))

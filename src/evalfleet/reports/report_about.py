@@ -1,7 +1,8 @@
 """The folded sections under a run report's item list ("About this run"): the run's identity,
-its coverage, every headline figure (each scoring mode, with n), judge agreement, and the
-comparisons kept for that results version, each flipped sample linked to the one-sample view
-of both models. Long ids are shortened on screen and whole on hover and when copied."""
+its coverage, every headline figure (each scoring mode, with n), every metric the aggregation
+wrote (`reports.report_metrics`), judge agreement, and the comparisons kept for that results
+version, each flipped sample linked to the one-sample view of both models. Long ids are
+shortened on screen and whole on hover and when copied."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from evalfleet.core.escape import html_text
 from evalfleet.reports import formatting as fmt
+from evalfleet.reports.report_metrics import metric_cells
 
 
 def clipped(text: Any, css: str = "clip") -> str:
@@ -24,6 +26,9 @@ def about_sections(meta: dict[str, Any]) -> str:
     parts.append(_folded("Identity", _identity(meta)))
     parts.append(_folded(_coverage_title(meta), _coverage(meta)))
     parts.append(_folded("Every headline figure (each scoring mode)", _headline(meta)))
+    if meta.get("metrics"):
+        title = f"Every metric ({len(meta['metrics'])} figures: each scoring mode and group)"
+        parts.append(_folded(title, _metrics(meta)))
     if meta["agreement"]:
         parts.append(_folded("Judge agreement", _agreement(meta)))
     for comparison in meta.get("comparisons") or []:
@@ -103,6 +108,21 @@ def _headline(meta: dict[str, Any]) -> str:
     ]
     columns = ["model", "benchmark", "scoring", "metric", "value", "95% interval", "n", "items"]
     return _table(columns, rows)
+
+
+def _metrics(meta: dict[str, Any]) -> str:
+    columns = [
+        "model",
+        "benchmark",
+        "scoring",
+        "metric",
+        "group",
+        "value",
+        "95% interval",
+        "n",
+        "note",
+    ]
+    return _table(columns, [metric_cells(row) for row in meta["metrics"]], css="metrics")
 
 
 def _agreement(meta: dict[str, Any]) -> str:

@@ -38,6 +38,7 @@ from evalfleet.reports import MEDIA_BUDGET_MB
 from evalfleet.reports.item_sets import item_set_of
 from evalfleet.reports.report_fields import declared_fields, sample_row
 from evalfleet.reports.report_media import Layout, embedded_media
+from evalfleet.reports.report_metrics import every_metric
 from evalfleet.reports.report_raw import RequestBuilder, raw_of
 from evalfleet.reports.report_why import explanations, judges_by_scoring
 from evalfleet.storage.base import Store
@@ -372,6 +373,7 @@ def report_meta(
         "benchmarks": benchmarks,
         "coverage": coverage,
         "headline": headline,
+        "metrics": every_metric(metrics),
         "agreement": [] if agreement is None else _records(agreement),
         "items": items,
     }
