@@ -659,3 +659,55 @@ def test_every_metric_the_aggregation_wrote_with_its_interval(store, browser):
     assert any(r[6] for r in wanted) and no_sideways_scroll(browser)
     assert figure(6.0) == "6" and figure(0.25) == "0.250" and figure(None) == "—"
     browser.save_screenshot(str(SHOTS / "every-metric.png"))
+
+
+def test_an_item_shows_its_sample_metadata_and_filters_on_a_field(store, browser):
+    """inspect view's metadata tab: the item folds its sample's whole metadata, names the
+    fields its benchmark declares on the fold's line, and a click on one lists its items."""
+    from evalfleet.engine.store.stored import load_run
+    from evalfleet.reports.report_fields import metadata_of
+    from evalfleet.storage import open_store
+
+    run = load_run(open_store(str(store)), "omnibench", read=False)
+    page = results_dir(store, "omnibench") / "report.html"
+    open_page(browser, page)
+    detail = open_first_item(browser)
+    top = rows(browser)[0]
+    sample = run.data["omnibench"].by_id[top["sample"]]
+    fold = detail.find_element("css selector", "details.sample-meta")
+    kind, task = sample.metadata["audio_type"], sample.metadata["task_type"]
+    pairs = metadata_of(sample)
+    said = fold.find_element("tag name", "summary").text
+    named = " · ".join(f"{n} {v}" for n, v in pairs if n in ("task_type", "audio_type"))
+    assert said == f"sample metadata ({len(pairs)} fields): {named}"
+    assert f"task_type {task}" in named and f"audio_type {kind}" in named
+    fold.find_element("tag name", "summary").click()
+    table = browser.execute_script(
+        "return [...document.querySelectorAll('#detail details.sample-meta tr')].map((tr) =>"
+        " [...tr.cells].map((c) => c.textContent))"
+    )
+    assert table == pairs and ["audio_type", kind] in table
+    browser.find_element(
+        "css selector", f"#detail summary a.where-link[data-term='audio_type={kind}']"
+    ).click()
+    samples = items_of(result_table(store, "omnibench", "samples.parquet"))
+    audio = {s.id: s.metadata["audio_type"] for s in run.data["omnibench"].samples}
+    wanted = int(samples.sample_id.map(audio).eq(kind).sum())
+    assert 0 < wanted < len(samples)
+    count = until(
+        browser,
+        "const t = document.getElementById('count').textContent;"
+        "return t.startsWith(arguments[0]) && t",
+        "the field's link did not filter",
+        f"{wanted} of ",
+    )
+    assert count == f"{wanted} of {len(samples)} items"
+    assert browser.find_element("id", "f-where").get_attribute("value") == f"audio_type={kind}"
+    assert f"where=audio_type%3D{kind}" in browser.current_url
+    assert metadata_of(
+        type(sample)(id="x", parts=[], target="", metadata={"b": b"12345", "l": [1, "a"]})
+    ) == [
+        ["b", "<5 bytes>"],
+        ["l", '[1, "a"]'],
+    ]
+    browser.save_screenshot(str(SHOTS / "omnibench-metadata.png"))

@@ -10,7 +10,7 @@ run of more than 20,000 items is written by `reports.report_paged` instead, a fi
 - `details`: the long texts of each item (response, reasoning, each scoring's full answer and
   score error, each judge's words, tokens, latency and cost, error) in chunks of `CHUNK`
   items, gzipped;
-- `prompts`: each sample's prompt text and choices, in chunks, gzipped;
+- `prompts`: each sample's prompt text, choices and metadata, in chunks, gzipped;
 - `media`: each sample's images and audio (`evalfleet.reports.report_media`).
 
 Verdict letters: `R` right, `W` wrong, `S` a score error (an unparsable verdict), `E` the call
@@ -36,7 +36,7 @@ from evalfleet.engine.store.results import read_optional_table, read_version_tab
 from evalfleet.engine.store.stored import StoredRun, load_run
 from evalfleet.reports import MEDIA_BUDGET_MB
 from evalfleet.reports.item_sets import item_set_of
-from evalfleet.reports.report_fields import declared_fields, sample_row
+from evalfleet.reports.report_fields import declared_fields, metadata_of, sample_row
 from evalfleet.reports.report_media import Layout, embedded_media
 from evalfleet.reports.report_metrics import every_metric
 from evalfleet.reports.report_raw import RequestBuilder, raw_of
@@ -280,7 +280,11 @@ def detail_of(
 
 def prompt_of(data: BenchmarkData, sample_id: str) -> dict[str, Any]:
     sample = data.by_id[sample_id]
-    return {"prompt": data.prompts.get(sample_id, ""), "choices": sample.choices}
+    return {
+        "prompt": data.prompts.get(sample_id, ""),
+        "choices": sample.choices,
+        "metadata": metadata_of(sample),
+    }
 
 
 def _coverage(run: StoredRun) -> list[dict[str, Any]]:

@@ -1,16 +1,19 @@
 """What the item list knows of each sample besides its id and target: the start of its question
 (the list's prompt column) and the values of the sample fields its benchmark declares
 (`Benchmark.sample_fields`: ZeroBench's, ROME's task, DatBench's capability, OmniBench's audio
-type), which the list shows as columns and filters on (`task_type=speech`)."""
+type), which the list shows as columns and filters on (`task_type=speech`); and the whole
+metadata of a sample, which its item shows folded (`metadata_of`)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from evalfleet.core.types import Sample
 from evalfleet.engine.run.items import BenchmarkData
 
 PROMPT_CHARS = 120
+METADATA_CHARS = 1000  # a metadata value longer than this is cut: the page stays small
 
 
 def declared_fields(data: BenchmarkData) -> list[str]:
@@ -40,6 +43,24 @@ def question_of(sample: Sample, data: BenchmarkData) -> str:
         if isinstance(found, str) and found.strip():
             return found
     return data.prompts.get(sample.id, "")
+
+
+def metadata_of(sample: Sample) -> list[list[str]]:
+    """The sample's metadata as the item shows it (inspect view's metadata tab): [name, text]
+    pairs in the dataset's order; a list or mapping as JSON, bytes as their size, each cut to
+    `METADATA_CHARS`."""
+    pairs = []
+    for name, value in sample.metadata.items():
+        if isinstance(value, bytes | bytearray):
+            text = f"<{len(value):,} bytes>"
+        elif isinstance(value, dict | list | tuple):
+            text = json.dumps(value, ensure_ascii=False, default=str)
+        else:
+            text = _text(value)
+        if len(text) > METADATA_CHARS:
+            text = text[: METADATA_CHARS - 1] + "…"
+        pairs.append([str(name), text])
+    return pairs
 
 
 def _text(value: Any) -> str:

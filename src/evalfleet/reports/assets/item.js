@@ -24,6 +24,36 @@ function promptHtml(prompt, s, media) {
   );
 }
 
+// The sample's metadata (the dataset's own fields), folded; the fields its benchmark declares
+// named on the fold's line, each a link that adds `name=value` to the list's where.
+function metadataHtml(pairs, bench) {
+  if (!pairs || !pairs.length) return "";
+  const declared = new Set(meta.benchmarks[bench].fields || []);
+  const term = (name, value) => (/\s/.test(value) || !value ? "" : `${name}=${value}`);
+  const link = (name, value) => {
+    const t = term(name, value);
+    return t ? `<a href="#" class="where-link" data-term="${esc(t)}" title="list the items where ${esc(t)}">${esc(value)}</a>` : esc(value);
+  };
+  const named = pairs.filter((p) => declared.has(p[0])).map((p) => `${esc(p[0])} ${link(p[0], p[1])}`);
+  const rows = pairs.map((p) => `<tr><td>${esc(p[0])}</td><td class="meta-value">${declared.has(p[0]) ? link(p[0], p[1]) : esc(p[1])}</td></tr>`);
+  const line = named.length ? `: ${named.join(" · ")}` : "";
+  return `<details class="sample-meta"><summary>sample metadata (${pairs.length} fields)${line}</summary><table class="kv">${rows.join("")}</table></details>`;
+}
+
+// A click on a declared field's value: the list narrowed to the items where it holds.
+function bindWhereLinks(box) {
+  for (const a of box.querySelectorAll("a.where-link")) {
+    a.onclick = (event) => {
+      event.preventDefault();
+      const terms = state.where.split(/\s+/).filter(Boolean);
+      if (!terms.includes(a.dataset.term)) terms.push(a.dataset.term);
+      state.where = terms.join(" ");
+      $("f-where").value = state.where;
+      refilter();
+    };
+  }
+}
+
 // The verdicts of one item: rules first, each with the answer it read; a judge's verdicts with
 // the judge that gave them (a verdict is never shown as an "extracted answer").
 function verdictsHtml(it, detail) {
@@ -146,6 +176,7 @@ async function itemHtml(i) {
     `<div class="item-head"><h3><span class="clip" title="${esc(idx.models[it[F.model]])}">${esc(idx.models[it[F.model]])}</span> · ${esc(benchName(it))} · sample ${esc(s[1])} · epoch ${it[F.epoch]}</h3>${across}</div>` +
     verdictsHtml(it, detail) +
     promptHtml(prompt, s, media) +
+    metadataHtml(prompt.metadata, benchName(it)) +
     `<h4>response</h4>${responseHtml(detail, it)}` +
     (detail.judges.length ? `<h4>judges</h4>${judgesHtml(detail)}` : "") +
     `<h4>call</h4>` +
@@ -191,6 +222,7 @@ async function renderDetail() {
   const across = $("open-one");
   if (across) across.onclick = () => openOne(C.sample[shown], []);
   bindImages(box);
+  bindWhereLinks(box);
   if (detail) bindRaw(box, row(shown), detail);
 }
 
