@@ -711,3 +711,34 @@ def test_an_item_shows_its_sample_metadata_and_filters_on_a_field(store, browser
         ["l", '[1, "a"]'],
     ]
     browser.save_screenshot(str(SHOTS / "omnibench-metadata.png"))
+
+
+def test_the_where_names_verdicts_by_scoring_mode_and_takes_or(store, browser):
+    """inspect view's filter reads `upstream == 0 and robust == 1`; the report's where takes
+    the same on any scoring mode (`upstream=wrong judge=right`) and `or` between groups."""
+    samples = result_table(store, "rome", "samples.parquet")
+    total = len(items_of(samples))
+    verdict = samples.pivot_table(
+        index=["model", "sample_id", "epoch"], columns="scoring", values="correct", aggfunc="first"
+    ).astype(bool)
+    page = results_dir(store, "rome") / "report.html"
+
+    def count(where: str) -> str:
+        open_page(browser, page, "#where=" + where.replace("=", "%3D").replace(" ", "%20"))
+        return browser.find_element("id", "count").text
+
+    rescued = int((~verdict.upstream & verdict.judge).sum())
+    either = int((~verdict.upstream & verdict.judge | (verdict.fixed & ~verdict.judge)).sum())
+    assert 0 < rescued < either < total  # each term can fail
+    assert count("upstream=wrong judge=right") == f"{rescued} of {total} items"
+    assert count("upstream=0 judge=1") == f"{rescued} of {total} items"
+    assert count("upstream=wrong judge=right or fixed=right judge!=right") == (
+        f"{either} of {total} items"
+    )
+    assert browser.find_element("id", "where-error").text == ""
+    assert count("judge=maybe") == f"{total} of {total} items"
+    assert browser.find_element("id", "where-error").text == (
+        '"judge=maybe": judge is a scoring mode: use = or != and right, wrong, error or unscorable'
+    )
+    count("or tokens>3")
+    assert browser.find_element("id", "where-error").text == '"or" needs terms on both sides'

@@ -1,10 +1,13 @@
 // The list's "where" filter and its column chooser, both kept in the address (`where=`,
-// `cols=`). A where is terms joined by spaces, all of which must hold:
+// `cols=`). A where is terms joined by spaces, all of which must hold; `or` between terms
+// starts another such group, any of which may hold:
 //   tokens>2000  latency_ms>10000  cost>0.01  tokens_in<=500  epoch=1   (numbers of the item)
 //   task_type=speech  capability!=ocr  audio_type~music                 (sample fields)
+//   upstream=wrong  robust=right  judge!=error                          (verdicts by scoring)
 // A number compares with > >= < <= = !=; a sample field (one its benchmark declares) with
-// = (the whole value), != or ~ (a part of it), any case. An item whose benchmark lacks the
-// field does not match.
+// = (the whole value), != or ~ (a part of it), any case; a scoring mode's verdict with = or !=
+// and right (or 1), wrong (or 0), error (the call failed) or unscorable (a score error). An
+// item whose benchmark lacks the field or scoring mode does not match.
 "use strict";
 
 // The item's numbers a where can name, each from the index's columns (NaN where unknown).
@@ -20,6 +23,38 @@ const NUMBERS = {
   epoch: (i) => C.epoch[i],
 };
 const TERM = /^([A-Za-z_][\w.]*)\s*(>=|<=|!=|>|<|=|~)\s*(.+)$/;
+// A verdict word of a scoring term, and the letters (either case: judged or not) it names.
+const VERDICTS = { right: "Rr", 1: "Rr", wrong: "Ww", 0: "Ww", error: "E", unscorable: "Ss" };
+
+// Per scoring mode of the run: for each benchmark, where it sits among its letters (-1: none).
+function scoringPlaces() {
+  const out = new Map();
+  for (const b of idx.benchmarks) {
+    for (const name of idx.scorings[b] || []) {
+      if (!out.has(name)) out.set(name, idx.benchmarks.map((c) => (idx.scorings[c] || []).indexOf(name)));
+    }
+  }
+  return out;
+}
+
+// The where as a test of item i, or {error} naming the term that cannot be read: groups of
+// terms split at `or`, any group whose terms all hold.
+function parseWhere(text) {
+  const groups = [[]];
+  for (const term of text.trim().split(/\s+/).filter(Boolean)) {
+    if (term.toLowerCase() === "or") groups.push([]);
+    else groups[groups.length - 1].push(term);
+  }
+  if (groups.length > 1 && groups.some((g) => !g.length)) return { error: '"or" needs terms on both sides' };
+  const tests = [];
+  for (const group of groups) {
+    const parsed = parseTerms(group);
+    if (parsed.error) return parsed;
+    if (parsed.test) tests.push(parsed.test);
+  }
+  if (tests.length < 2) return { test: tests[0] || null };
+  return { test: (i) => tests.some((t) => t(i)) };
+}
 
 // The declared sample fields of the run, each with the benchmarks that declare it.
 function sampleFields() {
@@ -33,11 +68,12 @@ function sampleFields() {
   return out;
 }
 
-// The where as a test of item i, or {error} naming the term that cannot be read.
-function parseWhere(text) {
+// One group's terms as a test of item i (all must hold), or {error}.
+function parseTerms(terms) {
   const fields = sampleFields();
+  const scorings = scoringPlaces();
   const tests = [];
-  for (const term of text.trim().split(/\s+/).filter(Boolean)) {
+  for (const term of terms) {
     const m = TERM.exec(term);
     if (!m) return { error: `"${term}" is not name, operator, value (e.g. tokens>2000)` };
     const [, name, op, raw] = m;
@@ -58,8 +94,18 @@ function parseWhere(text) {
         ok[k] = op === "=" ? value === want : op === "!=" ? value !== want : value.includes(want);
       });
       tests.push((i) => ok[C.sample[i]] === 1);
+    } else if (scorings.has(name)) {
+      const letters = VERDICTS[raw.toLowerCase()];
+      if ((op !== "=" && op !== "!=") || !letters) return { error: `"${term}": ${name} is a scoring mode: use = or != and right, wrong, error or unscorable` };
+      const places = scorings.get(name);
+      const codes = new Set([...letters].map((l) => l.charCodeAt(0)));
+      const holds = op === "=";
+      tests.push((i) => {
+        const k = places[C.bench[i]];
+        return k >= 0 && codes.has(C.letters[i * W + k]) === holds;
+      });
     } else {
-      const known = [...Object.keys(NUMBERS), ...fields.keys()].join(", ");
+      const known = [...Object.keys(NUMBERS), ...fields.keys(), ...scorings.keys()].join(", ");
       return { error: `"${term}": no such number or field (known: ${known})` };
     }
   }
