@@ -1,12 +1,20 @@
 """`evalfleet export`: the inspect logs read back with inspect_ai's own reader, and the
 Hugging Face folder with `datasets.load_from_disk`, hold exactly the run's tables (the hostile
-matrix's stored base run, copied); without inspect_ai the command says what to install."""
+matrix's stored base run, copied); `inspect view` opens them and shows the tables' count and
+scores; without inspect_ai the command says what to install."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import socket
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -75,6 +83,101 @@ def test_inspect_logs_hold_the_tables_samples_scores_and_headline(exported):
             assert sample.output.usage.input_tokens == int(row.input_tokens)
             assert sample.output.usage.output_tokens == int(row.output_tokens)
             assert sample.input and sample.output.completion
+
+
+@contextlib.contextmanager
+def inspect_view(log_dir: Path) -> Iterator[str]:
+    """`inspect view` on a free port, its address once it answers HTTP; stopped after."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = [sys.executable, "-m", "inspect_ai", "view", "--log-dir", str(log_dir)]
+    argv += ["--host", "127.0.0.1", "--port", str(port)]
+    server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert server.poll() is None, f"inspect view ended: {server.stderr.read()[-2000:]}"
+            assert time.monotonic() < deadline, "inspect view did not answer in 30 s"
+            try:
+                with urllib.request.urlopen(url + "/", timeout=1) as answer:
+                    if answer.status == 200:
+                        break
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.05)  # the port is not open yet: ask again
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        server.stderr.close()
+
+
+def shown(driver, script: str, what: str):
+    deadline = time.monotonic() + 20
+    while not (found := driver.execute_script(script)):
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+    return found
+
+
+@pytest.mark.slow
+def test_inspect_view_shows_the_tables_sample_count_and_scores(exported):
+    """An exported log opened in inspect view (its own server and page, in Chromium): the
+    footer counts the tables' items, the scorer table holds the headline, and a sample row
+    its stored score."""
+    from tests.support.browser import close, headless_chromium
+
+    samples, metrics, inspect_dir, _ = exported
+    model = MODELS[0]
+    rows = samples[(samples.model == model) & (samples.benchmark == "zerobench")]
+    items = rows[["sample_id", "epoch"]].drop_duplicates()
+    headline = metrics[
+        (metrics.model == model)
+        & (metrics.benchmark == "zerobench")
+        & (metrics.scoring == "upstream")
+        & (metrics.metric == "accuracy")
+        & (metrics.group == "")
+    ].value.iloc[0]
+    with inspect_view(inspect_dir) as url:
+        driver = headless_chromium(1400, 1000)
+        try:
+            driver.get(f"{url}/#/logs/{model.replace('/', '_')}_zerobench.eval/samples/")
+            footer = shown(
+                driver,
+                "return [...document.querySelectorAll('div')].map((d) => d.textContent)"
+                ".find((t) => /^\\d+ Samples$/.test(t))",
+                "no sample count",
+            )
+            assert footer == f"{len(items)} Samples"
+            scorers = shown(
+                driver,
+                "const t = [...document.querySelectorAll('table')].find((t) =>"
+                " t.querySelector('th[title=accuracy]')); if (!t) return null;"
+                "const at = [...t.querySelectorAll('th')].findIndex((th) => th.title ==="
+                " 'accuracy'); return [...t.querySelectorAll('tbody tr')].map((tr) =>"
+                " [tr.cells[0].title, tr.cells[at].textContent])",
+                "no scorer table",
+            )
+            assert [name for name, _ in scorers] == list(dict.fromkeys(rows.scoring))
+            assert float(dict(scorers)["upstream"]) == pytest.approx(headline, abs=5e-4)
+            first = shown(
+                driver,
+                "const row = document.querySelector('a[role=row]'); return row &&"
+                " Object.fromEntries([...row.querySelectorAll('[data-col-id]')].map((c) =>"
+                " [c.dataset.colId, c.textContent]))",
+                "no sample row",
+            )
+        finally:
+            close(driver)
+    mine = rows[(rows.sample_id == first["sampleId"]) & (rows.epoch == int(first["epoch"]) - 1)]
+    value = mine.set_index("scoring").value
+    assert float(first["score__upstream__upstream"]) == value["upstream"]
+    assert float(first["score__robust__robust"]) == value["robust"]
 
 
 @pytest.mark.slow
