@@ -134,7 +134,7 @@ def run_options(run_parser: argparse.ArgumentParser) -> list[str]:
     return [
         "Options without a request field are set together with others (`--dataset-path`, "
         "`--base-url`, `--batch`) or belong to the command line alone (`--subset`, "
-        "`--estimate`, `--no-retry-errors`).",
+        "`--estimate`, `--no-retry-errors`, `--allow-errors`).",
         "",
         *table(HEADER, rows),
     ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -86,7 +87,12 @@ def test_retried_and_empty_answers_are_recorded_as_billed(
         done = run_cli(*args)
         sim.flush_log()
         bill = billed(log, sim.url)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 5, done.stderr  # every item ended in an error
+    assert done.stdout.splitlines()[-1] == (
+        "run bill: 8 of 8 items ended in errors (empty_answer 4, output_limit 4): exit 5; ask "
+        f"them again with: evalfleet {shlex.join(args)} (or pass --allow-errors to accept them "
+        "and exit 0)"
+    )
     stored = records(runs, "bill")
     assert len(stored) == 2 * ITEMS and all(r.failed for r in stored)
     by_kind = {}
@@ -129,8 +135,13 @@ def test_usage_that_is_missing_or_impossible_is_estimated_and_counted(
         again = run_cli(*args, "--no-retry-errors")
         sim.flush_log()
         bill = billed(log, sim.url)
-    assert first.returncode == 0, first.stderr
-    assert again.returncode == 0, again.stderr
+    # the negative usages are errors (bad_usage), kept by the resume: both exit 5
+    assert first.returncode == 5, first.stderr
+    assert first.stdout.splitlines()[-1].startswith(
+        "run est: 4 of 8 items ended in errors (bad_usage 4): exit 5; "
+    )
+    assert again.returncode == 5, again.stderr
+    assert again.stdout.splitlines()[-1].startswith("run est: 4 of 8 items ended in errors: exit 5")
     stored = records(runs, "est")
     assert len(stored) == 2 * ITEMS  # nothing quarantined, nothing asked twice
     assert not (runs / "est" / "quarantine").exists()
@@ -186,8 +197,14 @@ def test_the_tables_count_failures_answered_again_on_resume(
         second = run_cli(*args)
         sim.flush_log()
         bill = billed(log, sim.url)
-    assert first.returncode == 0 and second.returncode == 0, second.stderr
     assert failed  # 24 items, each failing all three of its attempts with odds 1/8
+    assert first.returncode == 5, first.stderr  # the run that left them says so
+    assert first.stdout.splitlines()[-1].startswith(
+        f"run again: {len(failed)} of 24 items ended in errors (empty_answer {len(failed)}): "
+        "exit 5; "
+    )
+    assert second.returncode == 0, second.stderr  # the resume answered them
+    assert second.stdout.splitlines()[-1] == "run again: 24 items, none ended in an error"
     stored = records(runs, "again")
     assert len(stored) == 24 + len(failed)  # the failures are kept beside the answers
     assert recorded_attempts(runs, "again") == pytest.approx(bill, abs=1e-12)

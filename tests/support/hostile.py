@@ -349,13 +349,15 @@ def money_cases() -> list[Case]:
         models = [
             x for p in ("openai", "anthropic", "google") for x in ("-m", f"{p}/sim-0.5-{tag}")
         ]
+        # an empty answer, a spent limit, an impossible usage end as errors: exit 5
+        ended = (0,) if tag == "nousage" else (5,)
         cases += [
             Case(
                 f"run | {tag}",
                 (*RUN, *models, "--run-id", f"m-{tag}", "--limit", "2"),
                 may_change=(f"m-{tag}/", "leaderboard/"),
                 must_show=("tokens and cost",),
-                exit_codes=(0,),
+                exit_codes=ended,
             ),
             Case(
                 f"run capped | {tag}",
@@ -363,7 +365,7 @@ def money_cases() -> list[Case]:
                 + ("--max-cost-usd", "0.002", "--max-in-flight", "2"),
                 may_change=(f"c-{tag}/", "leaderboard/"),
                 must_show=("tokens and cost",),
-                exit_codes=(0, 3),
+                exit_codes=(*ended, 3),
             ),
             Case(
                 f"resume extended | {tag}",
@@ -371,7 +373,7 @@ def money_cases() -> list[Case]:
                 + ("--run-id", BASE_RUN, "--extend"),
                 may_change=(f"{BASE_RUN}/", "leaderboard/"),
                 must_show=("tokens and cost",),
-                exit_codes=(0,),
+                exit_codes=ended,
             ),
         ]
     return cases

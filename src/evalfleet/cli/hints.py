@@ -6,10 +6,13 @@ import shlex
 import sys
 
 
-def resume_hint(run_id: str, max_cost_usd: float | None = None) -> str:
+def resume_hint(
+    run_id: str, max_cost_usd: float | None = None, without: tuple[str, ...] = ()
+) -> str:
     """The command that resumes this run: the same command line, with its run id (as --run-id
-    unless the command line names it), and `max_cost_usd` as its cap when given."""
-    args = sys.argv[1:]
+    unless the command line names it), `max_cost_usd` as its cap when given, and none of the
+    flags (options without a value) in `without`."""
+    args = [a for a in sys.argv[1:] if a not in without]
     if max_cost_usd is not None:
         args = _without_option(args, "--max-cost-usd") + ["--max-cost-usd", f"{max_cost_usd:g}"]
     named = run_id in args or any(a.startswith("--run-id=") for a in args)

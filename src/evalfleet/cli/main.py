@@ -1,6 +1,7 @@
 """`evalfleet`: the parser of every command group, and how a command ends (exit 0; 2 for bad
 input, in one line; 3 when a run reached its cost cap; 4 when a run did not do its job (a
-record it could not store, a model every call to which failed); 130 / 143 when interrupted;
+record it could not store, a model every call to which failed); 5 when items of a run ended in
+errors (its last line counts them; `--allow-errors` makes it 0); 130 / 143 when interrupted;
 1 for a bug)."""
 
 from __future__ import annotations

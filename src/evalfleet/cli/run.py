@@ -45,6 +45,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="on resume, keep terminal errors instead of requesting them again",
     )
     run.add_argument(
+        "--allow-errors",
+        action="store_true",
+        help="exit 0 when items ended in errors (their records keep the error; by default such "
+        "a run exits 5, its last line counting them)",
+    )
+    run.add_argument(
         "--full-stack",
         action="store_true",
         help="start a Ray head and a Prefect server even for a small run (by default a run "
@@ -142,7 +148,29 @@ def cmd_run(args: argparse.Namespace) -> int:
         flow_runs_kept=kept,
         full_stack=args.full_stack,
     )
-    return print_run(result, args.run_id)
+    code = print_run(result, args.run_id)
+    if result.results is None:  # batch jobs left open: the poller writes the tables
+        return code
+    return print_end(result, result.results.tables, allow_errors=args.allow_errors, code=code)
+
+
+def print_end(result: RunResult, tables: dict[str, Any], *, allow_errors: bool, code: int) -> int:
+    """A run's last line: how many items ended in errors; the exit code (5 when some did)."""
+    from evalfleet.cli.hints import resume_hint
+    from evalfleet.cli.run_end import end_line
+
+    run_id = result.run_id
+    rerun = resume_hint(run_id, without=("--no-retry-errors", "--allow-errors"))
+    line, code = end_line(
+        run_id,
+        tables,
+        result.outcome.errors,
+        allow_errors=allow_errors,
+        rerun=rerun,
+        code=code,
+    )
+    print(line)
+    return code
 
 
 def cmd_judge(args: argparse.Namespace) -> int:

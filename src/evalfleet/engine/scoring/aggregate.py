@@ -65,6 +65,8 @@ def aggregate_run(store: Store, run_id: str) -> dict[str, Any]:
         "markdown": "\n\n".join(f"### {n}\n\n{markdown(t)}" for n, t in tables.items()),
         "written": written,
         "missing": states["missing"],
+        "done": states["done"],
+        "failed": states["failed"],  # answers whose record keeps a terminal error
         "stale": states["stale"],
         "unreadable": unreadable,
         "judgements": dict(scored.judge_states),
