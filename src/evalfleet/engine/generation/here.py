@@ -17,6 +17,7 @@ from evalfleet.engine.generation.online import (
     Jobs,
     finished_outcome,
     item_cost_model,
+    nothing_online,
     run_apis,
 )
 from evalfleet.engine.prepare.plan import RunPlan
@@ -44,11 +45,11 @@ def generate_here(run_plan: RunPlan) -> RunOutcome:
     from evalfleet.tasks.here import CLAIM, dispatch_here
     from evalfleet.tasks.run_control import Retunes
 
-    run_plan = run_plan.online_part()
+    whole, run_plan = run_plan, run_plan.online_part()
     run, request = run_plan.run, run_plan.run.request
     total = len(run_plan.todo) + len(run_plan.judge_todo)
     if not total:
-        log.info("nothing to request: every item already has a stored record")
+        log.info(nothing_online(whole))
         return RunOutcome(run.run_id)
     retry = RetryPolicy(
         max_attempts=request.max_attempts,

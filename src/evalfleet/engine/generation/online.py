@@ -49,11 +49,11 @@ def generate(run_plan: RunPlan) -> RunOutcome:
     from evalfleet.tasks.run_control import Retunes
     from evalfleet.tasks.worker import WorkerSetup
 
-    run_plan = run_plan.online_part()
+    whole, run_plan = run_plan, run_plan.online_part()
     run, request = run_plan.run, run_plan.run.request
     total = len(run_plan.todo) + len(run_plan.judge_todo)
     if not total:
-        log.info("nothing to request: every item already has a stored record")
+        log.info(nothing_online(whole))
         return RunOutcome(run.run_id)
     ensure_ray()
     retry = RetryPolicy(
@@ -310,4 +310,21 @@ def summarize_outcomes(run_id: str, dispatched: Dispatched, elapsed: float) -> R
         abandoned=dispatched.abandoned,
         not_started=dispatched.not_started,
         redispatched=dispatched.redispatched,
+    )
+
+
+def nothing_online(whole: RunPlan) -> str:
+    """What the log says when nothing is left to ask online: either nothing is left at all,
+    or what is left goes to the batch API (its models named), which the batch step asks."""
+    left = len(whole.todo) + len(whole.judge_todo)
+    if not left:
+        return "nothing to request: every item already has a stored record"
+    models = sorted(
+        {i.key.caller for i in whole.todo} | {j.key.caller for j, _ in whole.judge_todo}
+    )
+    return (
+        f"nothing to request online: the {left} items without a record ({len(whole.todo)} "
+        f"answers, {len(whole.judge_todo)} judgements) go to the batch API of "
+        f"{', '.join(models)}: the batch step asks them next (or collects them from the batch jobs "
+        "already open)"
     )
