@@ -742,3 +742,28 @@ def test_the_where_names_verdicts_by_scoring_mode_and_takes_or(store, browser):
     )
     count("or tokens>3")
     assert browser.find_element("id", "where-error").text == '"or" needs terms on both sides'
+
+
+def test_the_list_shows_model_ids_verdicts_and_figures_whole(store, browser):
+    """inspect view's grid shows each column's values whole; the report's list, beside an
+    open item at 1400 pixels, shows the model, the sample id, the epoch, the verdicts, the
+    tokens, the latency and the cost whole too (their headers as well): only the texts
+    (prompt, answer, target) end in an ellipsis."""
+    whole = ["model", "sample", "epoch", "verdict", "tokens", "latency", "cost"]
+    for run_id in ("zerobench", "rome", "omnibench"):
+        open_page(browser, results_dir(store, run_id) / "report.html")
+        open_first_item(browser)
+        clipped = browser.execute_script(
+            "const keys = [...document.querySelectorAll('#items th')].map((th) =>"
+            " th.dataset.sort);"
+            "const cut = (e) => e.scrollWidth > e.clientWidth;"
+            "return arguments[0].map((key) => { const k = keys.indexOf(key);"
+            " const cells = [...document.querySelectorAll('#items tr')].map((tr) => tr.cells[k]);"
+            " return [key, cells.filter(cut).map((c) => c.textContent)]; })",
+            whole,
+        )
+        assert clipped == [[key, []] for key in whole], run_id
+        costs = [r["cost"] for r in rows(browser)]
+        assert all(c.startswith("$") and "…" not in c for c in costs)
+        assert no_sideways_scroll(browser)
+    browser.save_screenshot(str(SHOTS / "list-whole-columns.png"))

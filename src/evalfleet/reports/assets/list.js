@@ -302,39 +302,69 @@ function renderList() {
   writeHash();
 }
 
-// Each column as wide as the longest of its texts on this page needs, within bounds, as a share
-// of the list's width: ids and answers get the room that short benchmark names leave.
+// The columns read whole, never clipped: their texts measured in the page's own fonts (the
+// header's label with its sort mark too). A sample id longer than `WHOLE_SAMPLE` characters
+// shares the rest instead.
+const WHOLE = ["model", "sample", "epoch", "verdict", "tokens", "latency", "cost"];
+const WHOLE_SAMPLE = 14;
+const PAD = 12; // a cell's padding and border, in pixels
+let measurer = null;
+function textPx(texts, font) {
+  measurer ||= document.createElement("canvas").getContext("2d");
+  measurer.font = font;
+  return Math.max(0, ...texts.map((t) => measurer.measureText(String(t ?? "")).width));
+}
+
+// The whole columns as wide as their texts; the others share the rest of the list's width by
+// the length of their longest text on this page, within bounds: ids and answers get the room
+// that short benchmark names leave.
 function fitColumns(shown) {
   const longest = (texts, least, most) => Math.min(most, Math.max(least, ...texts.map((t) => String(t ?? "").length)));
   const its = shown.map(row);
-  const badgesWide = Math.max(1, ...its.map((it) => it[F.letters].length));
   const chars = {
-    model: longest(its.map((it) => modelShort[it[F.model]]), 8, 24),
     prompt: longest(its.map((it) => idx.samples[it[F.sample]][3]), 8, 20),
     benchmark: longest(its.map(benchName), 9, 22),
     sample: longest(its.map((it) => idx.samples[it[F.sample]][1]), 6, 20),
-    epoch: 3,
     answer: longest(its.map(answerOf), 7, 24),
-    verdict: 0, // below: the badges' own width in pixels, never clipped
     target: longest(its.map((it) => idx.samples[it[F.sample]][2]), 6, 22),
-    tokens: 6.5,
-    latency: 7,
-    cost: 8.5,
   };
-  // A badge is 1.45em of 11.5px plus its margin (about 19 px); the cell's padding 10 px. The
-  // verdicts' share of the list's width is what gives them that many pixels.
   const keys = shownColumns().map(([key]) => key);
   for (const key of keys) {
     if (key.startsWith("f:")) chars[key] = longest(shown.map((i) => fieldValue(i, key.slice(2))), Math.max(5, key.length - 2), 16);
   }
-  for (const key of Object.keys(chars)) if (!keys.includes(key) && key !== "verdict") delete chars[key];
-  const need = keys.includes("verdict") ? badgesWide * 20 + 12 : 0;
-  const rest = Object.values(chars).reduce((a, b) => a + b, 0);
+  const head = $("items").tHead.rows[0].cells;
+  const body = $("items").tBodies[0].rows[0];
+  const cellFont = body ? getComputedStyle(body.cells[0]).font : "13px sans-serif";
+  const headFont = head.length ? getComputedStyle(head[0]).font : "600 12px sans-serif";
+  const texts = {
+    model: its.map((it) => modelShort[it[F.model]]),
+    sample: its.map((it) => idx.samples[it[F.sample]][1]),
+    epoch: its.map((it) => it[F.epoch]),
+    tokens: its.map((it) => fmt.tokens(it[F.tout])),
+    latency: its.map((it) => fmt.seconds(it[F.latency])),
+    cost: its.map((it) => fmt.money(it[F.cost])),
+  };
+  const badgesWide = Math.max(1, ...its.map((it) => it[F.letters].length));
+  const px = {};
+  for (const th of head) {
+    const key = th.dataset.sort;
+    if (!WHOLE.includes(key) || (key === "sample" && chars.sample > WHOLE_SAMPLE)) continue;
+    // a badge is 1.45em of 11.5px plus its margin: about 19 px
+    const need = key === "verdict" ? badgesWide * 20 : textPx(texts[key], cellFont);
+    px[key] = Math.ceil(Math.max(need, textPx([th.textContent + " ▼"], headFont))) + PAD;
+    delete chars[key];
+  }
+  for (const key of Object.keys(chars)) if (!keys.includes(key)) delete chars[key];
   const wide = $("items").clientWidth || 800;
-  chars.verdict = need ? Math.max(8, (need * rest) / Math.max(need + 1, wide - need)) : 0;
-  const total = rest + chars.verdict;
-  for (const th of $("items").tHead.rows[0].cells) {
-    th.style.width = ((100 * chars[th.dataset.sort]) / total).toFixed(2) + "%";
+  const fixed = Object.values(px).reduce((a, b) => a + b, 0);
+  const rest = Object.values(chars).reduce((a, b) => a + b, 0);
+  // the shared columns keep at least 40 px each: past that, the whole ones give way alike
+  const room = Math.max(wide - fixed, 40 * Object.keys(chars).length);
+  const scale = Math.min(1, (wide - (rest ? room : 0)) / Math.max(1, fixed)) || 1;
+  for (const th of head) {
+    const key = th.dataset.sort;
+    const width = key in px ? px[key] * scale : ((room * chars[key]) / rest);
+    th.style.width = ((100 * width) / wide).toFixed(2) + "%";
   }
 }
 
