@@ -227,6 +227,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         s3_endpoint_url=args.s3_endpoint_url,
         flow_runs_kept=kept_flow_runs(args),
     )
-    if result.results is not None:
-        print_result(result.results.tables)
-    return 0
+    if result.results is None:
+        return 0
+    print_result(result.results.tables)
+    from evalfleet.cli.run import print_end
+
+    return print_end(result, result.results.tables, allow_errors=False, code=0)
