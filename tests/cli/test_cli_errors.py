@@ -35,9 +35,9 @@ def test_unknown_model(capsys, store):
     code, err = run_cli(capsys, "-m", "openai/gpt-nonexistent", "--store", str(store))
     assert code == 2
     assert err == (
-        "error: unknown model 'openai/gpt-nonexistent': add it to the model registry "
-        "(providers/models.yaml) "
-        "(or use openai/sim-<accuracy> against the simulator)"
+        "error: unknown model 'openai/gpt-nonexistent': add it to a copy of the shipped model "
+        "registry (providers/models.yaml, see docs/models.md) and set "
+        "EVALFLEET_MODELS=PATH-OF-THE-COPY (or use openai/sim-<accuracy> against the simulator)"
     )
 
 

@@ -117,6 +117,7 @@ def test_existing_error_messages_are_kept() -> None:
     with pytest.raises(ConfigError) as info:
         resolve_model("google/gemini-0", registry={"models": {}})
     assert str(info.value) == (
-        "unknown model 'google/gemini-0': add it to the model registry (providers/models.yaml) "
+        "unknown model 'google/gemini-0': add it to a copy of the shipped model registry "
+        "(providers/models.yaml, see docs/models.md) and set EVALFLEET_MODELS=PATH-OF-THE-COPY "
         "(or use google/sim-<accuracy> against the simulator)"
     )

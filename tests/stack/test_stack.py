@@ -153,8 +153,9 @@ def test_runs_through_the_api_fail_fast_or_complete_with_tables(stack, demo_data
     failed = stack.wait(stack.start_run("evaluate-and-aggregate/evaluate", unknown))
     assert failed["state"]["name"] == "Failed"
     assert (
-        "unknown model 'openai/gpt-nonexistent': add it to the model registry "
-        "(providers/models.yaml)" in failed["state"]["message"]
+        "unknown model 'openai/gpt-nonexistent': add it to a copy of the shipped model "
+        "registry (providers/models.yaml, see docs/models.md) and set EVALFLEET_MODELS="
+        in failed["state"]["message"]
     )
     assert failed["run_count"] == 1
     took = datetime.fromisoformat(failed["end_time"]) - datetime.fromisoformat(failed["start_time"])

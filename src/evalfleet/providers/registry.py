@@ -151,6 +151,18 @@ def registry_file() -> str:
     return str(MODELS.raw() or "providers/models.yaml")
 
 
+def where_to_add() -> str:
+    """How a model gets into the registry: the file EVALFLEET_MODELS names, or a copy of the
+    shipped one that EVALFLEET_MODELS then names (the shipped one may sit in site-packages)."""
+    own = MODELS.raw()
+    if own:
+        return f"add it to the model registry EVALFLEET_MODELS names ({own})"
+    return (
+        "add it to a copy of the shipped model registry (providers/models.yaml, see "
+        "docs/models.md) and set EVALFLEET_MODELS=PATH-OF-THE-COPY"
+    )
+
+
 def load_registry(path: str | Path | None = None) -> dict[str, Any]:
     """The registry at `path`, else $EVALFLEET_MODELS, else the one shipped as this package's
     data (read through importlib.resources, so it is found in an installed wheel too)."""
@@ -249,7 +261,7 @@ def resolve_model(
     if listed is None:
         served = " or pass --base-url URL" if provider == "openai-compatible" else ""
         raise ConfigError(
-            f"unknown model '{model_id}': add it to the model registry ({registry_file()}){served} "
+            f"unknown model '{model_id}': {where_to_add()}{served} "
             f"(or use {provider}/sim-<accuracy> against the simulator)"
         )
     return _from_entry(model_id, provider, name, {**defaults, **listed})

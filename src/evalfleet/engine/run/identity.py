@@ -236,6 +236,11 @@ def check_identity(run_id: str, old: Identity, new: Identity, extend: bool) -> b
     detail = "; ".join(identity_changes(old, new)) or "the identity format changed"
     if is_extension(old, new):
         fix = "pass --extend to grow the run, or choose a new --run-id"
+    elif set(new.models) - set(old.models):
+        fix = (
+            "--extend adds models to a run only when nothing else changes: pass --extend with "
+            "the run's other settings as they were, or choose a new --run-id"
+        )
     else:
         fix = "resume it with the same settings, or choose a new --run-id"
     raise RunError(f"run id {run_id} already exists with a different request ({detail}): {fix}")
