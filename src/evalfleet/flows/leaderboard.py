@@ -77,12 +77,12 @@ def refresh(store: Store, run_id: str | None = None) -> None:
     """
     try:
         if not (_started_elsewhere(store) or _started_where_served(store)):
-            from evalfleet.reports.leaderboard import update
+            from evalfleet.reports.leaderboard import new_lines_of_run, update
 
             # Within the caller's flow run: a subflow run of its own costs about a second.
             board, where = update(store, run_id)
             publish_artifacts(board, where)
-            for line in board.new:
+            for line in board.new if run_id is None else new_lines_of_run(board, run_id):
                 log.info("%s", line)
     except Exception as exc:
         log.warning("the leaderboard was not updated: %s", exc)

@@ -143,6 +143,15 @@ def _new_line(row, primary: pd.DataFrame) -> str:
     return f"{row.model} is new: rank {row.rank} of {int(peers.sum())} on {where}"
 
 
+def new_lines_of_run(board: Board, run_id: str) -> list[str]:
+    """The board's "is new" lines about the models run `run_id` holds: what that run's log
+    says (a model stays new on later boards until another model comes; the later runs' logs
+    do not say it again)."""
+    table = board.table
+    mine = set(table.loc[table["run_id"] == run_id, "model"]) if not table.empty else set()
+    return [line for line in board.new if line.split(" is new: ", 1)[0] in mine]
+
+
 def close_calls(primary: pd.DataFrame, units: dict[tuple, UnitValues]) -> list[str]:
     """For each pair of neighbouring complete rows that share a band: what it would take to
     tell them apart (`evalfleet.reports.power`)."""
