@@ -767,3 +767,43 @@ def test_the_list_shows_model_ids_verdicts_and_figures_whole(store, browser):
         assert all(c.startswith("$") and "…" not in c for c in costs)
         assert no_sideways_scroll(browser)
     browser.save_screenshot(str(SHOTS / "list-whole-columns.png"))
+
+
+def test_dark_or_light_is_kept_and_an_item_prints_alone(store, browser):
+    """inspect view's theme switch and its Print: the report turns dark (its images as they
+    are) and stays so when opened again; printed, an item is the whole page, nothing else."""
+    page = results_dir(store, "zerobench") / "report.html"
+    html = (
+        "const root = document.documentElement;"
+        "return [root.className, getComputedStyle(root).filter]"
+    )
+    try:
+        open_page(browser, page)
+        assert browser.find_element("id", "theme").text == "dark"
+        assert browser.execute_script(html) == ["", "none"]
+        browser.find_element("id", "theme").click()
+        assert browser.execute_script(html) == ["dark", "invert(1) hue-rotate(180deg)"]
+        assert browser.find_element("id", "theme").text == "light"
+        open_page(browser, page)  # opened again: still dark
+        assert browser.execute_script(html)[0] == "dark"
+        detail = open_first_item(browser)
+        thumb = detail.find_element("css selector", "img.thumb")
+        assert browser.execute_script("return getComputedStyle(arguments[0]).filter", thumb) == (
+            "invert(1) hue-rotate(180deg)"  # inverted twice: as it is
+        )
+        browser.save_screenshot(str(SHOTS / "dark.png"))
+        browser.find_element("id", "theme").click()
+        assert browser.execute_script(html) == ["", "none"]
+        assert detail.find_element("id", "print-item").text == "print"
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+        shown = browser.execute_script(
+            "const on = (id) => getComputedStyle(document.getElementById(id)).display !== 'none';"
+            "const d = getComputedStyle(document.getElementById('detail'));"
+            "return [['top', 'filters', 'list', 'about', 'detail'].filter(on), d.position,"
+            " d.maxHeight, getComputedStyle(document.getElementById('print-item')).display]"
+        )
+        assert shown == [["detail"], "static", "none", "none"]
+        browser.save_screenshot(str(SHOTS / "printed-item.png"))
+    finally:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
+        browser.execute_script("localStorage.clear(); document.documentElement.className = ''")

@@ -124,7 +124,9 @@ def _top(meta: dict[str, Any]) -> str:
         "<header id='top'><div class='bar'><h1>evalfleet report</h1>"
         + "".join(f"<span class='fact'>{f}</span>" for f in facts)
         + "<a class='fact' href='#about' onclick=\"document.getElementById('about')"
-        '.scrollIntoView();return false">about this run ↓</a></div>'
+        '.scrollIntoView();return false">about this run ↓</a>'
+        "<button id='theme' type='button' title='dark or light: kept in this browser'>dark"
+        "</button></div>"
         f"<div id='headline'></div>{note}</header>"
     )
 

@@ -171,7 +171,9 @@ async function itemHtml(i) {
   const s = Object.assign([...idx.samples[it[F.sample]]], { index: it[F.sample] });
   const [detail, prompt, media] = await Promise.all([detailOf(i), promptOf(it[F.sample]), mediaOf(it[F.sample])]);
   const others = answeredByOthers(i);
-  const across = others ? '<button id="open-one" title="o">all models on this sample</button>' : "";
+  const across = '<span class="item-actions">' +
+    (others ? '<button id="open-one" title="o">all models on this sample</button> ' : "") +
+    '<button id="print-item" type="button" title="print this item alone">print</button></span>';
   return (
     `<div class="item-head"><h3><span class="clip" title="${esc(idx.models[it[F.model]])}">${esc(idx.models[it[F.model]])}</span> · ${esc(benchName(it))} · sample ${esc(s[1])} · epoch ${it[F.epoch]}</h3>${across}</div>` +
     verdictsHtml(it, detail) +
@@ -221,6 +223,8 @@ async function renderDetail() {
   box.scrollTop = 0;
   const across = $("open-one");
   if (across) across.onclick = () => openOne(C.sample[shown], []);
+  const print = $("print-item");
+  if (print) print.onclick = () => window.print();
   bindImages(box);
   bindWhereLinks(box);
   if (detail) bindRaw(box, row(shown), detail);

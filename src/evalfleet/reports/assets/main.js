@@ -99,6 +99,25 @@ function bindPage() {
   window.onhashchange = () => { readHash(); fillFilters(); applyFilters(); renderView(); };
 }
 
+// Dark or light: the browser's own choice at first, then the reader's, kept in this browser
+// (a page opened from disk may not keep it: then each opening follows the browser again).
+const THEME_KEY = "evalfleet-report-theme";
+function applyTheme(dark) {
+  document.documentElement.classList.toggle("dark", dark);
+  $("theme").textContent = dark ? "light" : "dark";
+}
+
+function startTheme() {
+  let saved = null;
+  try { saved = localStorage.getItem(THEME_KEY); } catch (error) { /* storage refused */ }
+  applyTheme(saved ? saved === "dark" : matchMedia("(prefers-color-scheme: dark)").matches);
+  $("theme").onclick = () => {
+    const dark = !document.documentElement.classList.contains("dark");
+    applyTheme(dark);
+    try { localStorage.setItem(THEME_KEY, dark ? "dark" : "light"); } catch (error) { /* storage refused */ }
+  };
+}
+
 // The item panel stays in view under the filters, however many lines they wrap to.
 function fitDetail() {
   const high = $("filters").offsetHeight;
@@ -113,6 +132,7 @@ async function boot() {
     $("count").textContent = error.message;
     return;
   }
+  startTheme();
   buildSearch();
   readHash();
   fillFilters();
