@@ -95,7 +95,10 @@ def test_two_models_of_one_run(run, capsys):
     # the minimum detectable difference at 80 % power: (1.959964 + 0.841621) sd(d) / sqrt(n)
     assert row["mde"] == pytest.approx(2.801585 * np.std(d, ddof=1) / math.sqrt(200), rel=1e-9)
     assert "is already significant" in row["what_it_would_take"]
-    assert [d["field"] for d in result["identity"]] == ["model", f"{STRONG} version reported"]
+    assert [d["field"] for d in result["identity"]] == [
+        "model",
+        f"model version each provider reported (A: {STRONG}; B: {WEAK})",
+    ]
 
 
 def test_the_printed_comparison_fits_120_columns(run, capsys):

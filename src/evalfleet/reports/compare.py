@@ -337,7 +337,7 @@ def identity_differences(
             fields.append(("model", model_a, model_b))
         fields.append(
             (
-                f"{model_a} version reported",
+                _reported_label(model_a, model_b),
                 _reported(store, a, model_a),
                 _reported(store, b, model_b),
             )
@@ -458,12 +458,30 @@ def to_markdown(result: dict[str, Any], width: int = WIDTH) -> str:
         if r["only_in_a"] or r["only_in_b"]:
             lines += _wrapped(f"  Units only in A / B: {r['only_in_a']} / {r['only_in_b']}.", width)
         if r["flips_a"] or r["flips_b"]:
-            only_a, only_b = ", ".join(r["flips_a"]) or "-", ", ".join(r["flips_b"]) or "-"
-            lines += _wrapped(
-                f"  Epoch {r['epoch']}: right only in A: {only_a}; right only in B: {only_b}",
-                width,
-            )
+            lines += _wrapped(f"  {flips_line(r)}", width)
     return "\n".join(lines) + "\n"
+
+
+def flips_line(row: dict[str, Any]) -> str:
+    """The samples that flipped between A and B, counted and named as sample ids."""
+
+    def told(ids: list[str], where: str) -> str:
+        items = "item" if len(ids) == 1 else "items"
+        named = f" (sample ids {', '.join(ids)})" if ids else ""
+        return f"{len(ids)} {items} right {where}{named}"
+
+    return (
+        f"Epoch {row['epoch']}: {told(row['flips_a'], 'in A, wrong in B')}; "
+        f"{told(row['flips_b'], 'in B, wrong in A')}"
+    )
+
+
+def _reported_label(model_a: str, model_b: str) -> str:
+    """The row of the model version the provider reported in its responses (it may differ
+    from the name asked: a dated snapshot behind an alias)."""
+    if model_a == model_b:
+        return f"{model_a}: model version its provider reported"
+    return f"model version each provider reported (A: {model_a}; B: {model_b})"
 
 
 def _wrapped(text: str, width: int) -> list[str]:

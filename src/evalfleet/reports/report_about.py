@@ -172,8 +172,8 @@ def comparison_html(comparison: dict[str, Any], models: list[str]) -> str:
         "A − B",
         "95% interval",
         "p (test)",
-        "right only in A",
-        "right only in B",
+        "items right in A, wrong in B (count: sample ids)",
+        "items right in B, wrong in A (count: sample ids)",
         "units",
     ]
     parts = [
