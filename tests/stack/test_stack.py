@@ -125,7 +125,7 @@ def test_up_is_idempotent_and_the_ui_knows_its_port(stack):
     form = stack.deployment("evaluate-and-aggregate/evaluate")["parameter_openapi_schema"]
     request = form["definitions"]["EvalRequest"]["properties"]
     assert request["store"]["default"] == str(stack.store)  # absolute, as `up --store` said
-    registered = request["models"]["items"]["anyOf"][0]["enum"]
+    registered = request["models"]["anyOf"][0]["items"]["enum"]
     assert "openai/sim-0.7" in registered and "anthropic/claude-sonnet-4-6" in registered
     assert request["benchmarks"]["items"]["enum"] == [
         "zerobench",

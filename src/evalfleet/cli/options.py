@@ -57,10 +57,10 @@ def schema_facts(prop: dict[str, Any]) -> dict[str, Any]:
     """From a field's JSON schema: its choices, bounds and default (Optional unwrapped)."""
     variants = [v for v in prop.get("anyOf", [prop]) if v.get("type") != "null"]
     facts: dict[str, Any] = {}
+    enums = [v.get("enum") or (v.get("items") or {}).get("enum") for v in variants]
+    if enums and all(enums):  # none where a variant takes any text (models)
+        facts["choices"] = list(enums[0])
     for variant in variants:
-        enum = variant.get("enum") or (variant.get("items") or {}).get("enum")
-        if enum and "choices" not in facts:
-            facts["choices"] = list(enum)
         for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
             if key in variant:
                 facts[key] = variant[key]

@@ -28,7 +28,7 @@ def judge(
     Args:
         run_id: the run whose answers to judge (`evalfleet runs` lists them)
         judge: the judge model, provider/model (in the model registry), or
-            provider/sim-<accuracy> against the simulator
+            a simulated one such as anthropic/sim-0.9 against the simulator
         store: where the run is (empty: the store the deployments were served with,
             $EVALFLEET_STORE, else ./runs)
         s3_endpoint_url: for MinIO, R2, Ceph, ... (empty: AWS)

@@ -191,8 +191,11 @@ SIMULATED_CHOICES = ["openai/sim-0.3", "openai/sim-0.7", "anthropic/sim-0.6", "g
 
 
 class _ModelChoices:
-    """JSON schema of one model: a registered model from a drop-down (the registry's models
-    and a few simulated ones), or any provider/model typed in."""
+    """JSON schema of the model list: two tabs in the form, the first a drop-down of the
+    registered models (the registry's and a few simulated ones), the second a list of any
+    provider/model typed in. The choice is on the list, not on each item: both Prefect UIs
+    draw a list of strings with an enum as one multi-select, but an item that is itself a
+    choice of two as a raw JSON editor (the UI at the address `evalfleet up` prints)."""
 
     @classmethod
     def __get_pydantic_json_schema__(
@@ -208,16 +211,21 @@ class _ModelChoices:
             "anyOf": [
                 {
                     "title": "registered",
-                    "type": "string",
-                    "enum": [*registered, *SIMULATED_CHOICES],
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {"type": "string", "enum": [*registered, *SIMULATED_CHOICES]},
                 },
                 {
                     "title": "provider/model",
-                    "type": "string",
+                    "type": "array",
+                    "minItems": 1,
                     # the rule `check_model_id` applies, for every installed provider
-                    "pattern": model_id_pattern(plugins.names()),
-                    "description": "e.g. openai-compatible/my-model with --base-url, or "
-                    "openai/sim-0.5 against the simulator",
+                    "items": {
+                        "type": "string",
+                        "pattern": model_id_pattern(plugins.names()),
+                        "description": "e.g. openai-compatible/my-model with --base-url, or "
+                        "openai/sim-0.5 against the simulator",
+                    },
                 },
             ]
         }
@@ -233,7 +241,8 @@ def _name_check(what: str) -> AfterValidator:
     return AfterValidator(valid)
 
 
-ModelName = Annotated[str, _name_check("model"), _ModelChoices]
+ModelName = Annotated[str, _name_check("model")]
+ModelList = Annotated[list[ModelName], _ModelChoices]
 JudgeName = Annotated[str, _name_check("judge")]
 
 
@@ -287,11 +296,12 @@ class EvalRequest(BaseModel):
         extra="forbid", allow_inf_nan=False, json_schema_extra=plain_optionals
     )
 
-    models: Annotated[list[ModelName], Flag(("--model", "-m"), "PROVIDER/MODEL")] = Field(
+    models: Annotated[ModelList, Flag(("--model", "-m"), "PROVIDER/MODEL")] = Field(
         min_length=1,
         description="models to evaluate as provider/model (in the model registry: "
         "providers/models.yaml, or the file $EVALFLEET_MODELS names), e.g. "
-        "openai/gpt-4o-2024-11-20, or provider/sim-<accuracy> against the simulator",
+        "openai/gpt-4o-2024-11-20, or a simulated one such as openai/sim-0.7 (its accuracy "
+        "after sim-) against the simulator",
     )
     benchmarks: Annotated[list[BenchmarkName], Flag(("--benchmark", "-b"), "NAME")] = Field(
         default_factory=registry.default_names,
@@ -394,7 +404,7 @@ class EvalRequest(BaseModel):
     )
     simulator_url: Annotated[str | None, Flag(metavar="URL")] = Field(
         default_factory=_simulator_url,
-        description="where `evalfleet simulate` listens, for */sim-* models "
+        description="where `evalfleet simulate` listens, for the simulated models (sim-0.7) "
         "(empty: $EVALFLEET_SIMULATOR_URL)",
     )
     max_in_flight: Annotated[int, Flag(metavar="N")] = Field(
