@@ -807,3 +807,28 @@ def test_dark_or_light_is_kept_and_an_item_prints_alone(store, browser):
     finally:
         browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
         browser.execute_script("localStorage.clear(); document.documentElement.className = ''")
+
+
+def test_a_column_dragged_wider_keeps_its_width_in_the_address(store, browser):
+    """inspect view's grid columns resize by dragging: so do the list's, the width kept in the
+    address (`widths=prompt:N`); the drag sorts nothing; a double click fits it again."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    page = results_dir(store, "rome") / "report.html"
+    open_page(browser, page)
+    width = "return document.querySelector('#items th[data-sort=prompt]').offsetWidth"
+    before = browser.execute_script(width)
+    grip = browser.find_element("css selector", "#items th[data-sort=prompt] .col-grip")
+    ActionChains(browser).click_and_hold(grip).move_by_offset(90, 0).release().perform()
+    after = browser.execute_script(width)
+    assert abs(after - (before + 90)) <= 2
+    assert f"widths=prompt%3A{before + 90}" in browser.current_url
+    assert "sort=" not in browser.current_url and not browser.find_elements(
+        "css selector", "#items th.sorted"
+    )
+    assert no_sideways_scroll(browser)
+    open_page(browser, page, "#" + browser.current_url.split("#", 1)[1])  # the link, reopened
+    assert abs(browser.execute_script(width) - (before + 90)) <= 2
+    grip = browser.find_element("css selector", "#items th[data-sort=prompt] .col-grip")
+    ActionChains(browser).double_click(grip).perform()
+    assert browser.execute_script(width) == before and "widths=" not in browser.current_url

@@ -290,7 +290,8 @@ function renderList() {
   const first = state.page * PAGE;
   const head = shownColumns().map(([key, label]) => {
     const mark = state.sort === key ? (state.desc ? " ▼" : " ▲") : "";
-    return `<th class="c-${key.replace(":", "-")}${state.sort === key ? " sorted" : ""}" data-sort="${key}" title="sort by ${label}">${label}${mark}</th>`;
+    const grip = '<span class="col-grip" title="drag: this column\'s width · double click: as fitted"></span>';
+    return `<th class="c-${key.replace(":", "-")}${state.sort === key ? " sorted" : ""}" data-sort="${key}" title="sort by ${label}">${label}${mark}${grip}</th>`;
   });
   const shown = Array.from(matches.subarray(first, first + PAGE));
   $("items").tBodies[0].innerHTML = shown.map(rowHtml).join("");
@@ -346,8 +347,14 @@ function fitColumns(shown) {
   };
   const badgesWide = Math.max(1, ...its.map((it) => it[F.letters].length));
   const px = {};
+  const dragged = draggedWidths();
   for (const th of head) {
     const key = th.dataset.sort;
+    if (dragged[key]) {
+      px[key] = dragged[key];
+      delete chars[key];
+      continue;
+    }
     if (!WHOLE.includes(key) || (key === "sample" && chars.sample > WHOLE_SAMPLE)) continue;
     // a badge is 1.45em of 11.5px plus its margin: about 19 px
     const need = key === "verdict" ? badgesWide * 20 : textPx(texts[key], cellFont);
@@ -356,16 +363,74 @@ function fitColumns(shown) {
   }
   for (const key of Object.keys(chars)) if (!keys.includes(key)) delete chars[key];
   const wide = $("items").clientWidth || 800;
-  const fixed = Object.values(px).reduce((a, b) => a + b, 0);
-  const rest = Object.values(chars).reduce((a, b) => a + b, 0);
-  // the shared columns keep at least 40 px each: past that, the whole ones give way alike
-  const room = Math.max(wide - fixed, 40 * Object.keys(chars).length);
-  const scale = Math.min(1, (wide - (rest ? room : 0)) / Math.max(1, fixed)) || 1;
+  const sum = (values) => values.reduce((a, b) => a + b, 0);
+  const held = sum(Object.keys(px).filter((k) => dragged[k]).map((k) => px[k]));
+  const fixed = sum(Object.keys(px).filter((k) => !dragged[k]).map((k) => px[k]));
+  const rest = sum(Object.values(chars));
+  // the shared columns keep at least 40 px each: past that, the whole ones give way alike (a
+  // dragged width is the reader's: it stays)
+  const room = rest ? Math.max(wide - held - fixed, 40 * Object.keys(chars).length) : 0;
+  const scale = fixed ? Math.min(1, Math.max(0, wide - held - room) / fixed) : 1;
   for (const th of head) {
     const key = th.dataset.sort;
-    const width = key in px ? px[key] * scale : ((room * chars[key]) / rest);
+    const width = dragged[key] ? px[key] : key in px ? px[key] * scale : (room * chars[key]) / rest;
     th.style.width = ((100 * width) / wide).toFixed(2) + "%";
   }
+}
+
+// The widths a reader dragged, by column: {key: pixels}, from the address's `widths`.
+function draggedWidths() {
+  const out = {};
+  for (const part of state.widths.split(",")) {
+    const cut = part.lastIndexOf(":");
+    const width = Number(part.slice(cut + 1));
+    if (cut > 0 && Number.isInteger(width) && width >= MIN_WIDTH) out[part.slice(0, cut)] = width;
+  }
+  return out;
+}
+
+// A column's grip dragged sideways sets its width (kept in the address); a double click gives
+// the column back to the fitting. A header's click right after a drag does not sort.
+const MIN_WIDTH = 30;
+let resizedAt = -Infinity;
+function bindGrips() {
+  $("items").addEventListener("mousedown", (event) => {
+    const grip = event.target.closest(".col-grip");
+    if (!grip) return;
+    event.preventDefault();
+    const th = grip.closest("th");
+    const [startX, startWidth] = [event.clientX, th.offsetWidth];
+    let width = startWidth;
+    const move = (e) => {
+      width = Math.max(MIN_WIDTH, Math.round(startWidth + e.clientX - startX));
+      th.style.width = width + "px";
+    };
+    const up = () => {
+      document.removeEventListener("mousemove", move);
+      document.removeEventListener("mouseup", up);
+      if (width === startWidth) return; // a click, or the first of a double click
+      resizedAt = performance.now();
+      setWidth(th.dataset.sort, width);
+    };
+    document.addEventListener("mousemove", move);
+    document.addEventListener("mouseup", up);
+  });
+  $("items").addEventListener("dblclick", (event) => {
+    const grip = event.target.closest(".col-grip");
+    if (grip) setWidth(grip.closest("th").dataset.sort, null);
+  });
+}
+
+function setWidth(key, width) {
+  const widths = draggedWidths();
+  if (width === null) delete widths[key];
+  else widths[key] = width;
+  state.widths = Object.entries(widths).map(([k, w]) => `${k}:${w}`).join(",");
+  renderList();
+}
+
+function justResized() {
+  return performance.now() - resizedAt < 400;
 }
 
 // Move the selection by `step` items in the list's order, turning pages as needed.

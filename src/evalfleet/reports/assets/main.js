@@ -70,10 +70,12 @@ function bindPage() {
   $("f-q").oninput = () => { clearTimeout(pause); pause = setTimeout(() => { state.q = $("f-q").value; refilter(); }, 150); };
   $("f-where").oninput = () => { clearTimeout(pause); pause = setTimeout(() => { state.where = $("f-where").value.trim(); refilter(); }, 250); };
   bindColumns();
+  bindGrips();
   $("prev").onclick = () => { state.page = Math.max(0, state.page - 1); renderList(); };
   $("next").onclick = () => { state.page += 1; renderList(); };
   $("items").onclick = (event) => {
     const head = event.target.closest("th[data-sort]");
+    if (head && (event.target.closest(".col-grip") || justResized())) return; // a drag, not a sort
     if (head) {
       const key = head.dataset.sort;
       state.desc = state.sort === key ? !state.desc : false;

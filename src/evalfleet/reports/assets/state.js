@@ -1,10 +1,11 @@
 // What the page shows, kept in the address so that any view can be linked: the filters, the
-// sort, the item open, and the one-sample view (`one=benchmark/sample`, `models=a,b`).
+// sort, the item open, the columns' widths a reader dragged (`widths=prompt:320,answer:200`),
+// and the one-sample view (`one=benchmark/sample`, `models=a,b`).
 "use strict";
 
-const FILTER_KEYS = ["model", "benchmark", "scoring", "epoch", "status", "q", "where", "cols"];
+const FILTER_KEYS = ["model", "benchmark", "scoring", "epoch", "status", "q", "where", "cols", "widths"];
 const state = {
-  model: "", benchmark: "", scoring: "", epoch: "", status: "", q: "", where: "", cols: "", disagree: false,
+  model: "", benchmark: "", scoring: "", epoch: "", status: "", q: "", where: "", cols: "", widths: "", disagree: false,
   sort: "", desc: false, page: 0, item: null, one: null, models: [],
 };
 
