@@ -31,6 +31,7 @@ import time
 from datetime import datetime
 from html import escape
 from pathlib import Path
+from unittest.mock import ANY
 from urllib.parse import quote
 
 import pandas as pd
@@ -443,57 +444,154 @@ def test_plots_decode_and_are_not_blank(board):
     assert (0xB0, 0xB0, 0xB0) in {c for _, c in partial.convert("RGB").getcolors(10**7)}
 
 
+# each table's shown rows, by the names of its columns
+SHOWN_ROWS = """return [...document.querySelectorAll("table.board")].map(t => {
+  const h = [...t.tHead.rows[0].cells].map(c => c.textContent);
+  return [...t.tBodies[0].rows].filter(r => !r.hidden).map(r => [
+    r.cells[h.indexOf("model")].textContent, r.cells[h.indexOf("run")].textContent,
+    r.cells[h.indexOf("run")].querySelector("a").getAttribute("href")]);
+});"""
+FOLDED_PAGE_PX = 1800  # the page, plots folded: 1,660 px here (4,645 before they folded)
+
+
+def page_state(driver) -> dict:
+    from selenium.webdriver.common.by import By
+
+    first = driver.find_elements(By.CSS_SELECTOR, "table.board")[0]
+    return {
+        "rows": driver.execute_script(SHOWN_ROWS),
+        "count": driver.find_element(By.ID, "count").text,
+        "search": driver.find_element(By.ID, "q").get_attribute("value"),
+        "sorted": [
+            (th.text, th.get_attribute("aria-sort"))
+            for th in first.find_elements(By.CSS_SELECTOR, "th[aria-sort]")
+        ],
+    }
+
+
 @pytest.mark.slow
 def test_html_page_renders_in_headless_chromium(board, expected):
     from PIL import Image
-
-    store, _ = board
     from selenium.webdriver.common.by import By
 
+    store, _ = board
     page = store / "leaderboard" / "index.html"
     driver = headless_chromium(1400, 1000)
     try:
         driver.get(page.as_uri())
         assert driver.title == "evalfleet leaderboard"
-        headings = [h.text for h in driver.find_elements(By.TAG_NAME, "h2")]
-        sections = [f"{b} — {s}" for b in BENCHMARKS for s in SCORINGS]
-        assert headings == ["New models", *sections, "What it would take", "History"]
-        news = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "h2 + ul li")][:2]
+        # contents: one link per section, in the page's order
+        links = [
+            (a.text, a.get_attribute("href").split("#", 1)[1])
+            for a in driver.find_elements(By.CSS_SELECTOR, "#contents a")
+        ]
+        sections = [("New models", "new"), *((b, f"b-{b}") for b in BENCHMARKS)]
+        sections += [("What it would take", "close"), ("History", "history")]
+        assert links == sections
+        headings = [
+            driver.find_element(By.CSS_SELECTOR, f"section#{key} > h2").text for _, key in sections
+        ]
+        assert headings == [title for title, _ in sections]
+        assert [s.get_attribute("id") for s in driver.find_elements(By.TAG_NAME, "section")] == [
+            key for _, key in sections
+        ]
+        news = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#new li")]
         assert news == _latest_json(store)["new"]
-        tables = driver.find_elements(By.TAG_NAME, "table")
-        wanted = []  # per section: its complete rows, then (zerobench) the partial one apart
-        for benchmark, scoring in [s.split(" — ") for s in sections]:
-            rows = [r for r in expected if (r["benchmark"], r["scoring"]) == (benchmark, scoring)]
-            wanted.append([r["model"] for r in rows if r["complete"]])
-            if not all(r["complete"] for r in rows):
-                wanted.append([r["model"] for r in rows if not r["complete"]])
-        assert len(tables) == len(wanted) == 6
-        for table, models in zip(tables, wanted, strict=True):
-            shown = [td.text for td in table.find_elements(By.CSS_SELECTOR, "td.l")]
-            assert shown == models
+        # per benchmark: its scoring modes, each with its complete rows, then the partial
+        # ones apart; the run id in a column, linked to that run's report
+        wanted = []
+        for benchmark in BENCHMARKS:
+            scorings = driver.find_elements(By.CSS_SELECTOR, f"section#b-{benchmark} h3")
+            assert [h.text for h in scorings] == SCORINGS
+            for scoring in SCORINGS:
+                rows = [
+                    r for r in expected if (r["benchmark"], r["scoring"]) == (benchmark, scoring)
+                ]
+                wanted.append([r for r in rows if r["complete"]])
+                if not all(r["complete"] for r in rows):
+                    wanted.append([r for r in rows if not r["complete"]])
+        assert len(wanted) == 6
+        shown = [
+            [
+                [r["model"], r["run_id"], f"../{r['run_id']}/results/{r['version']}/report.html"]
+                for r in rows
+            ]
+            for rows in wanted
+        ]
+        first = page_state(driver)
+        assert first == {"rows": shown, "count": "16 of 16 rows", "search": "", "sorted": []}
+        tables = driver.find_elements(By.CSS_SELECTOR, "table.board")
+        for table, rows in zip(tables, wanted, strict=True):
             flagged = [
                 tr.find_element(By.CSS_SELECTOR, "td.l").text
                 for tr in table.find_elements(By.CSS_SELECTOR, "tr.new")
             ]
-            assert flagged == ([ADDED] if ADDED in models else [])
-        images = driver.execute_script(
-            "return Array.from(document.images).map("
-            "i => [i.alt, i.complete, i.naturalWidth, i.naturalHeight])"
+            assert flagged == [r["model"] for r in rows if r["model"] == ADDED]
+        # the plots: folded under their benchmark's tables, history in its own section
+        folds = driver.execute_script(
+            "return [...document.querySelectorAll('details.plots')].map(d => [d.parentNode.id,"
+            " d.open, d.querySelector('summary').textContent,"
+            " [...d.querySelectorAll('img')].map(i => i.alt)])"
         )
-        assert [alt for alt, *_ in images] == plot_files(store)
-        for alt, complete, width, height in images:
-            with Image.open(store / "leaderboard" / alt) as png:
-                assert complete and (width, height) == png.size, alt
-        # the legend cites the docs' table of methods (docs/results.md)
-        assert "Intervals and ranks" in driver.find_element(By.TAG_NAME, "p").text
+        names = plot_files(store)
+        assert folds == [
+            [f"b-{b}", False, "3 plots", [n for n in names if n.split("--")[1] == b]]
+            for b in BENCHMARKS
+        ] + [["history", False, "2 plots", [n for n in names if n.startswith("history--")]]]
+        folded = int(driver.execute_script("return document.documentElement.scrollHeight"))
+        assert folded < FOLDED_PAGE_PX, folded
         assert driver.execute_script(
             "return document.documentElement.scrollWidth <= window.innerWidth"
         )
+        for summary in driver.find_elements(By.CSS_SELECTOR, "details.plots summary"):
+            summary.click()
+        images = driver.execute_script(
+            "return Array.from(document.images).map("
+            "i => [i.alt, i.complete, i.naturalWidth, i.naturalHeight, i.offsetHeight])"
+        )
+        assert sorted(alt for alt, *_ in images) == names
+        for alt, complete, width, height, drawn in images:
+            with Image.open(store / "leaderboard" / alt) as png:
+                assert complete and (width, height) == png.size and drawn > 200, alt
+        unfolded = int(driver.execute_script("return document.documentElement.scrollHeight"))
+        assert unfolded > folded + sum(drawn for *_, drawn in images)
+        # the legend cites the docs' table of methods (docs/results.md)
+        assert "Intervals and ranks" in driver.find_element(By.CSS_SELECTOR, "p.legend").text
+        driver.get(page.as_uri())  # folded again
+        # a click on "value" sorts the first table (zerobench, upstream) up, then down
+        heads = driver.find_elements(By.CSS_SELECTOR, "table.board")[0].find_elements(
+            By.TAG_NAME, "th"
+        )
+        value = next(th for th in heads if th.text == "value")
+        value.click()
+        up = sorted(wanted[0], key=lambda r: r["value"])
+        assert page_state(driver)["rows"][0] == [[r["model"], r["run_id"], ANY] for r in up]
+        value.click()
+        down = sorted(wanted[0], key=lambda r: -r["value"])
+        # a search keeps the rows whose model or run id hold every word, in every table
+        box = driver.find_element(By.ID, "q")
+        box.send_keys("c-partial")
+        state = page_state(driver)
+        part = [r for rows in wanted for r in rows if r["run_id"] == "c-partial"]
+        assert state["count"] == f"{len(part)} of 16 rows" == "6 of 16 rows"
+        assert [row[1] for rows in state["rows"] for row in rows] == ["c-partial"] * 6
+        assert state["rows"][0] == [
+            [r["model"], r["run_id"], ANY] for r in down if r["run_id"] == "c-partial"
+        ]
+        assert state["sorted"] == [("value", "descending")]
+        assert driver.current_url.split("#", 1)[1] == "q=c-partial&t0=3%3Adesc"
+        # a contents link scrolls to its section and keeps the state in the URL
+        driver.find_element(By.CSS_SELECTOR, "#contents a[href='#history']").click()
+        assert driver.execute_script("return window.scrollY") > 0
+        assert driver.current_url.split("#", 1)[1] == "q=c-partial&t0=3%3Adesc"
+        driver.refresh()  # the same view again
+        assert page_state(driver) == state
+        driver.get(page.as_uri())
+        assert page_state(driver) == first
         # the whole page in one screenshot: a viewport as tall as the page
-        page_height = int(driver.execute_script("return document.documentElement.scrollHeight"))
         driver.execute_cdp_cmd(
             "Emulation.setDeviceMetricsOverride",
-            {"width": 1400, "height": page_height, "deviceScaleFactor": 1, "mobile": False},
+            {"width": 1400, "height": folded, "deviceScaleFactor": 1, "mobile": False},
         )
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         assert driver.save_screenshot(str(SCREENSHOT))
@@ -501,7 +599,7 @@ def test_html_page_renders_in_headless_chromium(board, expected):
         close(driver)
     with Image.open(SCREENSHOT) as shot:
         shot.load()
-        assert shot.size == (1400, page_height)
+        assert shot.size == (1400, folded)
         counts = shot.convert("RGB").getcolors(maxcolors=shot.size[0] * shot.size[1])
         assert len(counts) > 50
 
@@ -567,6 +665,8 @@ def test_cli_prints_the_board_and_opens_the_page(board, expected, tmp_path):
         link = f"../{row.run_id}/results/{row.version}/report.html#{fragment}"
         href = escape(f"{link}&scoring={row.scoring}")  # "&" written as "&amp;" in HTML
         assert f"<td class='l'><a href='{href}'>{row.model}</a></td>" in html
+        run = f"<td class='l run'><a href='{escape(link.split('#')[0])}'>{row.run_id}</a></td>"
+        assert run in html
 
 
 def test_cli_on_a_store_without_results(tmp_path, capsys):
