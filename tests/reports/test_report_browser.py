@@ -832,3 +832,29 @@ def test_a_column_dragged_wider_keeps_its_width_in_the_address(store, browser):
     grip = browser.find_element("css selector", "#items th[data-sort=prompt] .col-grip")
     ActionChains(browser).double_click(grip).perform()
     assert browser.execute_script(width) == before and "widths=" not in browser.current_url
+
+
+def test_texts_on_three_lines_as_inspect_views_grid_shows_them(store, browser):
+    """inspect view's grid shows up to three lines of each input; the chooser's "texts on three
+    lines" does so for the prompt, answer and target, kept in the address (`lines=3`)."""
+    page = results_dir(store, "rome") / "report.html"
+    open_page(browser, page)
+    high = "return document.querySelector('tr.item-row').getBoundingClientRect().height"
+    one = browser.execute_script(high)
+    browser.find_element("css selector", "#columns summary").click()
+    browser.find_element("id", "f-lines").click()
+    three = browser.execute_script(high)
+    line = browser.execute_script(
+        "const td = document.querySelector('#items td.prompt-cell');"
+        "return parseFloat(getComputedStyle(td).lineHeight)"
+    )
+    prompt = browser.execute_script(
+        "return document.querySelector('#items td.prompt-cell .t').getBoundingClientRect().height"
+    )
+    assert prompt == pytest.approx(3 * line, abs=1) and three > 2.5 * line > one
+    assert "lines=3" in browser.current_url and rows(browser)[0]["prompt"]
+    open_page(browser, page, "#" + browser.current_url.split("#", 1)[1])  # the link, reopened
+    assert browser.execute_script(high) == three
+    assert browser.find_element("id", "f-lines").is_selected()
+    assert no_sideways_scroll(browser)
+    browser.save_screenshot(str(SHOTS / "three-lines.png"))

@@ -247,7 +247,7 @@ function badges(it, why = null) {
 
 function cell(text, css = "", title = text) {
   const shown = oneLine(text);
-  return `<td class="${css}" title="${esc(oneLine(title))}">${esc(shown)}</td>`;
+  return `<td class="${css}" title="${esc(oneLine(title))}"><span class="t">${esc(shown)}</span></td>`;
 }
 
 function rowHtml(i) {
@@ -294,6 +294,7 @@ function renderList() {
     return `<th class="c-${key.replace(":", "-")}${state.sort === key ? " sorted" : ""}" data-sort="${key}" title="sort by ${label}">${label}${mark}${grip}</th>`;
   });
   const shown = Array.from(matches.subarray(first, first + PAGE));
+  $("items").classList.toggle("lines", state.lines === "3");
   $("items").tBodies[0].innerHTML = shown.map(rowHtml).join("");
   $("items").tHead.innerHTML = `<tr>${head.join("")}</tr>`;
   fitColumns(shown);

@@ -3,9 +3,9 @@
 // and the one-sample view (`one=benchmark/sample`, `models=a,b`).
 "use strict";
 
-const FILTER_KEYS = ["model", "benchmark", "scoring", "epoch", "status", "q", "where", "cols", "widths"];
+const FILTER_KEYS = ["model", "benchmark", "scoring", "epoch", "status", "q", "where", "cols", "widths", "lines"];
 const state = {
-  model: "", benchmark: "", scoring: "", epoch: "", status: "", q: "", where: "", cols: "", widths: "", disagree: false,
+  model: "", benchmark: "", scoring: "", epoch: "", status: "", q: "", where: "", cols: "", widths: "", lines: "", disagree: false,
   sort: "", desc: false, page: 0, item: null, one: null, models: [],
 };
 

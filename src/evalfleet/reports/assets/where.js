@@ -1,5 +1,5 @@
 // The list's "where" filter and its column chooser, both kept in the address (`where=`,
-// `cols=`). A where is terms joined by spaces, all of which must hold; `or` between terms
+// `cols=`, and `lines=3` for texts on three lines). A where is terms joined by spaces, all of which must hold; `or` between terms
 // starts another such group, any of which may hold:
 //   tokens>2000  latency_ms>10000  cost>0.01  tokens_in<=500  epoch=1   (numbers of the item)
 //   task_type=speech  capability!=ocr  audio_type~music                 (sample fields)
@@ -137,7 +137,8 @@ function fieldValue(i, name) {
 function fillColumns() {
   const shown = new Set(shownColumns().map(([key]) => key));
   $("col-list").innerHTML = allColumns().map(([key, label]) =>
-    `<label><input type="checkbox" data-col="${esc(key)}"${shown.has(key) ? " checked" : ""}> ${esc(label)}</label>`).join("");
+    `<label><input type="checkbox" data-col="${esc(key)}"${shown.has(key) ? " checked" : ""}> ${esc(label)}</label>`).join("") +
+    `<label class="lines" title="the prompt, answer, target and fields on up to three lines"><input type="checkbox" id="f-lines"${state.lines ? " checked" : ""}> texts on three lines</label>`;
   const fields = [...sampleFields().keys()];
   $("f-where").placeholder = "tokens>2000 latency_ms>10000 cost>0.01" + (fields.length ? ` ${fields[0]}=…` : "");
   $("f-where").title = "numbers: " + Object.keys(NUMBERS).join(", ") + (fields.length ? "; sample fields: " + fields.join(", ") : "");
@@ -145,8 +146,9 @@ function fillColumns() {
 
 function bindColumns() {
   $("col-list").onchange = () => {
-    const keys = [...$("col-list").querySelectorAll("input:checked")].map((c) => c.dataset.col);
+    const keys = [...$("col-list").querySelectorAll("input[data-col]:checked")].map((c) => c.dataset.col);
     state.cols = keys.join(",");
+    state.lines = $("f-lines").checked ? "3" : "";
     renderList();
   };
 }
