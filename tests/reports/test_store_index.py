@@ -61,3 +61,72 @@ def test_the_stored_runs_are_listed_complete_with_their_headline(hostile_store, 
     assert base["headline"] == "; ".join(expected)
     page = (store_path / INDEX_KEY).read_text()
     assert page.count('<tr class="state-complete">') == 2
+
+
+RUN_CELLS = (
+    "return [...document.querySelectorAll('#runs tbody tr')].filter(r => !r.hidden)"
+    ".map(r => r.cells[0].textContent)"
+)
+
+
+def index_view(driver) -> dict:
+    from selenium.webdriver.common.by import By
+
+    return {
+        "runs": driver.execute_script(RUN_CELLS),
+        "shown": driver.find_element(By.ID, "shown").text,
+        "search": driver.find_element(By.ID, "q").get_attribute("value"),
+        "sorted": [
+            (th.text, th.get_attribute("aria-sort"))
+            for th in driver.find_elements(By.CSS_SELECTOR, "#runs th[aria-sort]")
+        ],
+        "hash": driver.current_url.partition("#")[2],
+    }
+
+
+@pytest.mark.slow
+def test_the_index_searches_sorts_keeps_its_state_and_opens_a_report(hostile_store):
+    """At 1400 x 1000 in Chromium: newest run first; a click on "run" sorts up, another down;
+    a search keeps the matching rows; a reload brings the same view back; "report" opens it."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.support.browser import close, headless_chromium
+
+    store = hostile_store[0]
+    newest_first = [row["run"] for row in index_rows(open_store(str(store)))]
+    assert sorted(newest_first) == [BASE_RUN, OTHER_RUN]
+    driver = headless_chromium(1400, 1000)
+    try:
+        driver.get((store / INDEX_KEY).as_uri())
+        assert index_view(driver) == {
+            "runs": newest_first, "shown": "2", "search": "", "sorted": [], "hash": "",
+        }  # fmt: skip
+        run = driver.find_element(By.CSS_SELECTOR, "#runs th[data-col='0']")
+        run.click()
+        assert index_view(driver)["runs"] == [BASE_RUN, OTHER_RUN]
+        run.click()
+        driver.find_element(By.ID, "q").send_keys(OTHER_RUN)
+        view = index_view(driver)
+        assert view == {
+            "runs": [OTHER_RUN],
+            "shown": "1",
+            "search": OTHER_RUN,
+            "sorted": [("run", "descending")],
+            "hash": f"q={OTHER_RUN}&sort=0&dir=desc",
+        }
+        driver.refresh()
+        assert index_view(driver) == view
+        driver.get((store / INDEX_KEY).as_uri())
+        link = driver.find_element(By.CSS_SELECTOR, "#runs tbody td.report a")
+        row_run = driver.execute_script(
+            "return arguments[0].closest('tr').cells[0].textContent", link
+        )
+        link.click()
+        version = json.loads((store / row_run / "results" / "latest.json").read_text())["version"]
+        report = store / row_run / "results" / version / "report.html"
+        assert driver.current_url.partition("#")[0] == report.as_uri()
+        assert driver.title == f"evalfleet report {row_run}"
+        WebDriverWait(driver, 20).until(lambda d: d.execute_script("return window.__reportReady"))
+    finally:
+        close(driver)

@@ -155,13 +155,14 @@ function apply(s) {{
     const ok = words.every(w => text.includes(w));
     r.hidden = !ok; shown += ok;
   }}
-  heads.forEach(h => h.classList.remove("asc", "desc"));
+  heads.forEach(h => {{ h.classList.remove("asc", "desc"); h.removeAttribute("aria-sort"); }});
   if (s.sort !== null) {{
     const i = +s.sort, sign = s.dir === "desc" ? -1 : 1;
     rows.sort((a, b) => sign * a.cells[i].textContent.localeCompare(
       b.cells[i].textContent, undefined, {{numeric: true}}));
     rows.forEach(r => tbody.appendChild(r));
     heads[i].classList.add(s.dir);
+    heads[i].setAttribute("aria-sort", s.dir === "desc" ? "descending" : "ascending");
   }}
   document.getElementById("shown").textContent = shown;
   q.value = s.q;
