@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -316,13 +317,24 @@ def test_every_run_form_is_a_form(stack):
 
 
 def test_the_run_form_in_a_browser(stack, demo_dataset):
+    """From the exact address `up` printed (Prefect's default UI, under /v2/), as the docs
+    say: Deployments, evaluate, Run, Custom run. The models are a drop-down of the
+    registry's, every description shows all its words, each benchmark has its dataset-path
+    field; the form starts a run. The same form in the first UI ('Switch to V1 UI')."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
     deployment = stack.deployment("evaluate-and-aggregate/evaluate")
+    form = deployment["parameter_openapi_schema"]["definitions"]["EvalRequest"]["properties"]
+    registered = form["models"]["anyOf"][0]["items"]["enum"]
     SHOTS.mkdir(parents=True, exist_ok=True)
-    driver = _browser()
+    driver = headless_chromium(1400, 1000)
     try:
+
+        def _shown(description: str) -> str:
+            """As the first UI shows it (Markdown): code spans without their backticks;
+            '<accuracy>' or '*/sim-*' would have lost words."""
+            return " ".join(description.replace("`", "").split())
 
         def buttons(text: str):
             return [b for b in driver.find_elements(By.TAG_NAME, "button") if b.text == text]
@@ -344,17 +356,41 @@ def test_the_run_form_in_a_browser(stack, demo_dataset):
             driver.execute_script("arguments[0].scrollIntoView({block:'center'});", field)
             field.send_keys(value)
 
-        driver.get(f"{stack.ui}/v2/deployments/deployment/{deployment['id']}/run")
-        _until(lambda: buttons("Add item"), 60, "run form")
-        # the model list: add one, picked from the registry's drop-down
-        click(buttons("Add item")[0])
+        def link(text: str):
+            found = f"//a[normalize-space()='{text}']"
+            return _until(lambda: driver.find_elements(By.XPATH, found), 60, f"link {text}")[0]
+
+        def body() -> str:
+            return driver.find_element(By.TAG_NAME, "body").text
+
+        driver.get(stack.ui)  # exactly what `up` printed
+        click(link("Deployments"))
+        assert driver.current_url.startswith(f"{stack.ui}/v2/deployments"), driver.current_url
+        click(link("evaluate"))
+        _until(lambda: buttons("Run"), 60, "the deployment's Run button")[0].click()
+        _until(lambda: driver.find_elements(By.XPATH, "//*[@role='menuitem'][.='Custom run']"))[
+            0
+        ].click()
+        _until(lambda: buttons("Submit"), 60, "run form")
+        _until(lambda: "Dataset Paths" in body(), 30, "the whole form")
+        # every description, all its words (this UI shows them as plain text)
+        text = body()
+        assert [n for n, f in form.items() if f["description"] not in text] == []
+        # the models: the registry's drop-down (the first tab), every registered model in it
+        assert driver.find_element(By.XPATH, "//button[@role='tab'][.='registered']")
         click(driver.find_element(By.CSS_SELECTOR, "button[aria-label='Select registered']"))
-        driver.switch_to.active_element.send_keys("openai/sim-0.3")
+
+        def model_options() -> list[str]:
+            shown = [o.text for o in driver.find_elements(By.CSS_SELECTOR, "[role=option]")]
+            return shown if set(registered) <= set(shown) else []
+
+        assert sorted(_until(model_options, 10, "the registry's models")) == sorted(registered)
+        assert "anthropic/claude-sonnet-4-6" in registered
         click(option("openai/sim-0.3"))
         driver.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
         # the benchmarks' drop-down: drop the subquestions, keep zerobench
         click(driver.find_element(By.CSS_SELECTOR, "button[aria-label='Select Benchmarks']"))
-        wanted = {"zerobench", "zerobench_subquestions", "omnibench", "rome", "datbench"}
+        wanted = set(form["benchmarks"]["items"]["enum"])
 
         def benchmark_options() -> list[str]:  # drawn a moment after the click, under load
             shown = [o.text for o in driver.find_elements(By.CSS_SELECTOR, "[role=option]")]
@@ -364,6 +400,12 @@ def test_the_run_form_in_a_browser(stack, demo_dataset):
         assert wanted <= set(shown)
         click(option("zerobench_subquestions"))
         driver.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+        # a dataset-path field per benchmark, each a plain text input
+        for name in form["dataset_paths"]["properties"]:
+            found = driver.find_element(By.XPATH, f"//label[normalize-space()='{name} (Optional)']")
+            field = driver.find_element(By.ID, found.get_attribute("for"))
+            assert field.tag_name in ("input", "textarea"), name
+        assert set(form["dataset_paths"]["properties"]) == wanted
         driver.execute_script("window.scrollTo(0, 0);")
         driver.save_screenshot(str(SHOTS / "form_models_and_benchmarks.png"))
         for label, value in {
@@ -416,6 +458,15 @@ def test_the_run_form_in_a_browser(stack, demo_dataset):
         # the state badge (drawn twice on some layouts of the page), and never Failed
         assert set(_until(badge, 240, "a final state in the UI")) == {"Completed"}
         driver.save_screenshot(str(SHOTS / "finished_run.png"))
+        # the first UI, at the same address: the same drop-down, the same words
+        click(_until(lambda: buttons("Switch to V1 UI"), 30, "the switch to V1")[0])
+        driver.get(f"{stack.ui}/deployments/deployment/{deployment['id']}/run")
+        _until(lambda: "Dataset Paths" in body(), 60, "the first UI's form")
+        text = body()
+        assert [n for n, f in form.items() if _shown(f["description"]) not in text] == []
+        assert all(model in text for model in registered)
+        assert "Property is type" not in text and "/v2/" not in driver.current_url
+        driver.save_screenshot(str(SHOTS / "form_v1.png"))
     except BaseException:
         driver.save_screenshot(str(SHOTS / "failure.png"))  # what the page showed
         raise
@@ -552,6 +603,36 @@ def test_a_scheduled_reevaluation_evaluates_only_the_new_model(stack, demo_datas
         {"flow_runs": {"state": {"type": {"any_": ["COMPLETED"]}}}, "sort": "START_TIME_ASC"},
     )
     assert any(r["auto_scheduled"] for r in scheduled)
+
+
+def test_a_run_links_to_its_flow_run_in_the_stack_ui(stack, demo_dataset):
+    """With `evalfleet up` standing, the "View at" link a run prints is the stack's UI (not a
+    temporary server's), and it opens on that flow run, Completed."""
+    from selenium.webdriver.common.by import By
+
+    result = stack.cli(
+        "run", "-m", "openai/sim-0.3", "-b", "zerobench", "--dataset-path", demo_dataset,
+        "--protocol", "greedy", "--limit", "1", "--run-id", "linked",
+        "--store", str(stack.store), "--simulator-url", stack.sim_url,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    print("OUT", result.stdout, "ERR", result.stderr)
+    (run,) = [
+        r
+        for r in stack.call("/flow_runs/filter", {})
+        if (r["parameters"].get("request") or {}).get("run_id") == "linked"
+    ]
+    links = re.findall(r"View at (\S+)", result.stdout + result.stderr)
+    assert links == [f"{stack.ui}/runs/flow-run/{run['id']}"]
+    driver = headless_chromium(1400, 1000)
+    try:
+        driver.get(links[0])
+        body = lambda: driver.find_element(By.TAG_NAME, "body").text  # noqa: E731
+        _until(lambda: run["name"] in body() and "Completed" in body(), 60, "the flow run's page")
+        assert driver.current_url.startswith(stack.ui)
+    finally:
+        close(driver)
+    _until(lambda: leaderboard_with(stack, "linked"), 60, "run linked's rows")  # done before down
 
 
 def test_down_stops_everything_it_started(stack):
