@@ -858,3 +858,52 @@ def test_texts_on_three_lines_as_inspect_views_grid_shows_them(store, browser):
     assert browser.find_element("id", "f-lines").is_selected()
     assert no_sideways_scroll(browser)
     browser.save_screenshot(str(SHOTS / "three-lines.png"))
+
+
+def test_texts_render_as_markdown_on_the_readers_choice(store, browser):
+    """inspect view renders messages as Markdown; the report shows the exact texts and, on
+    "markdown" (kept in the address, `md=1`), renders them: a safe subset, nothing in a text
+    becoming markup but it."""
+    page = results_dir(store, "zerobench") / "report.html"
+    open_page(browser, page)
+    text = (
+        "# Plan\nFirst **count** the `red` ones\nthen *multiply*.\n\n- one\n- two\n"
+        "1. a\n2) b\n> said\n```\nx < y && z\n```\n[docs](https://example.org/a?b=1&c=2) "
+        "<img src=x onerror=alert(1)> [bad](javascript:alert(1))"
+    )
+    assert browser.execute_script("return renderMarkdown(arguments[0])", text) == (
+        '<p class="md-h md-h1">Plan</p>'
+        "<p>First <strong>count</strong> the <code>red</code> ones then <em>multiply</em>.</p>"
+        "<ul><li>one</li><li>two</li></ul><ol><li>a</li><li>b</li></ol>"
+        '<blockquote>said</blockquote><pre class="md-code">x &lt; y &amp;&amp; z</pre>'
+        '<p><a href="https://example.org/a?b=1&amp;c=2" rel="noopener noreferrer" '
+        'target="_blank">docs</a> &lt;img src=x onerror=alert(1)&gt; [bad](javascript:alert(1))'
+        "</p>"
+    )
+    detail = open_first_item(browser)
+    response = detail.find_element("css selector", "pre.response").text
+    detail.find_element("css selector", ".md-toggle").click()
+    rendered = browser.execute_script(
+        "return [...document.querySelectorAll('#detail div.md')].map((d) =>"
+        " [d.previousElementSibling.className, d.innerHTML])"
+    )
+    prompt = browser.execute_script(
+        "return document.querySelector('#detail pre.prompt').textContent"
+    )
+    html = (  # as the page holds it: innerHTML writes ' where renderMarkdown wrote &#39;
+        "const d = document.createElement('div'); d.innerHTML = renderMarkdown(arguments[0]);"
+        "return d.innerHTML"
+    )
+    assert rendered == [
+        ["prompt", browser.execute_script(html, prompt)],
+        ["response", browser.execute_script(html, response)],
+    ]
+    assert rendered[1][1] == "<p>" + " ".join(response.split("\n")) + "</p>"
+    assert "md=1" in browser.current_url
+    assert not detail.find_element("css selector", "pre.response").is_displayed()
+    open_page(browser, page, "#" + browser.current_url.split("#", 1)[1])  # the link, reopened
+    until(browser, "return document.querySelector('#detail div.md')", "not rendered again")
+    browser.find_element("css selector", "#detail .md-toggle").click()
+    assert browser.find_element("css selector", "#detail pre.response").is_displayed()
+    assert not browser.find_elements("css selector", "#detail div.md")
+    assert "md=1" not in browser.current_url

@@ -173,6 +173,7 @@ async function itemHtml(i) {
   const others = answeredByOthers(i);
   const across = '<span class="item-actions">' +
     (others ? '<button id="open-one" title="o">all models on this sample</button> ' : "") +
+    '<button class="md-toggle" type="button">markdown</button> ' +
     '<button id="print-item" type="button" title="print this item alone">print</button></span>';
   return (
     `<div class="item-head"><h3><span class="clip" title="${esc(idx.models[it[F.model]])}">${esc(idx.models[it[F.model]])}</span> · ${esc(benchName(it))} · sample ${esc(s[1])} · epoch ${it[F.epoch]}</h3>${across}</div>` +
@@ -227,6 +228,7 @@ async function renderDetail() {
   if (print) print.onclick = () => window.print();
   bindImages(box);
   bindWhereLinks(box);
+  applyMarkdown(box);
   if (detail) bindRaw(box, row(shown), detail);
 }
 

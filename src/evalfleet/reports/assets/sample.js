@@ -90,7 +90,8 @@ async function renderOne() {
   const epochs = state.epoch === "" ? "every epoch" : `epoch ${esc(state.epoch)} (the epoch filter)`;
   box.innerHTML =
     `<div class="one-head"><button id="one-back" title="Esc">← the list</button>` +
-    `<h2>${esc(bench)} · sample ${esc(s[1])}</h2><span class="note">${epochs}; k / j: the previous or next sample of the list</span></div>` +
+    `<h2>${esc(bench)} · sample ${esc(s[1])}</h2><span class="note">${epochs}; k / j: the previous or next sample of the list</span>` +
+    '<button class="md-toggle" type="button">markdown</button></div>' +
     `<div class="pickers">${choose.join("")}</div>` +
     `<div class="one-sample">${promptHtml(prompt, s, media)}</div>` +
     `<div class="legend-line note">${esc(bench)} verdicts: ${meta.benchmarks[bench].scorings.map((n) => { const j = judgeOf(bench, n); return esc(n) + (j ? ` (judge ${esc(j)})` : ""); }).join(" · ")}</div>` +
@@ -105,4 +106,5 @@ async function renderOne() {
     };
   }
   bindImages(box);
+  applyMarkdown(box);
 }

@@ -3,9 +3,9 @@
 // and the one-sample view (`one=benchmark/sample`, `models=a,b`).
 "use strict";
 
-const FILTER_KEYS = ["model", "benchmark", "scoring", "epoch", "status", "q", "where", "cols", "widths", "lines"];
+const FILTER_KEYS = ["model", "benchmark", "scoring", "epoch", "status", "q", "where", "cols", "widths", "lines", "md"];
 const state = {
-  model: "", benchmark: "", scoring: "", epoch: "", status: "", q: "", where: "", cols: "", widths: "", lines: "", disagree: false,
+  model: "", benchmark: "", scoring: "", epoch: "", status: "", q: "", where: "", cols: "", widths: "", lines: "", md: "", disagree: false,
   sort: "", desc: false, page: 0, item: null, one: null, models: [],
 };
 
