@@ -612,11 +612,10 @@ def test_a_run_links_to_its_flow_run_in_the_stack_ui(stack, demo_dataset):
 
     result = stack.cli(
         "run", "-m", "openai/sim-0.3", "-b", "zerobench", "--dataset-path", demo_dataset,
-        "--protocol", "greedy", "--limit", "1", "--run-id", "linked",
+        "--epochs", "1", "--limit", "1", "--run-id", "linked",
         "--store", str(stack.store), "--simulator-url", stack.sim_url,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
-    print("OUT", result.stdout, "ERR", result.stderr)
     (run,) = [
         r
         for r in stack.call("/flow_runs/filter", {})
@@ -627,8 +626,12 @@ def test_a_run_links_to_its_flow_run_in_the_stack_ui(stack, demo_dataset):
     driver = headless_chromium(1400, 1000)
     try:
         driver.get(links[0])
-        body = lambda: driver.find_element(By.TAG_NAME, "body").text  # noqa: E731
-        _until(lambda: run["name"] in body() and "Completed" in body(), 60, "the flow run's page")
+
+        def shown() -> bool:
+            text = driver.find_element(By.TAG_NAME, "body").text
+            return run["name"] in text and "Completed" in text
+
+        _until(shown, 60, "the flow run's page, Completed")
         assert driver.current_url.startswith(stack.ui)
     finally:
         close(driver)
