@@ -11,6 +11,7 @@ from pathlib import Path
 
 from evalfleet.cli.options import add_store_options, store_from
 from evalfleet.reports import MEDIA_BUDGET_MB
+from evalfleet.reports.not_installed import check_installed
 from evalfleet.storage import Store
 
 
@@ -117,6 +118,7 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
     from evalfleet.reports.tables import print_result
 
     store = store_from(args)
+    check_installed(store, args.run_id)  # a benchmark not installed: one line, exit 2
     started = time.monotonic()
     result = aggregate_run(store, args.run_id)
     tables_s = time.monotonic() - started
@@ -146,6 +148,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from evalfleet.reports.report import write_report
 
     store = store_from(args)
+    check_installed(store, args.run_id)
     where = write_report(store, args.run_id, args.version, media_mb=args.media_mb)
     print(f"report: {where}")
     if args.open:
@@ -210,6 +213,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from evalfleet.reports.status import batch_status, run_status
 
     store = store_from(args)
+    check_installed(store, args.run_id)
     table, bad = run_status(store, args.run_id, move_aside=args.quarantine)
     print(table.to_markdown(index=False))
     jobs = batch_status(store, args.run_id)

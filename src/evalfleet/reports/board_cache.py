@@ -48,6 +48,7 @@ class RunEntry:
     rows: list[dict[str, Any]] = field(default_factory=list)
     units: dict[tuple[str, str, str, str], UnitValues] = field(default_factory=dict)
     damaged: str | None = None
+    needs: list[str] = field(default_factory=list)  # a benchmark not installed: one line
 
 
 @dataclass
@@ -60,7 +61,7 @@ def read_run(store: Store, run_id: str) -> RunEntry:
     """One run as the leaderboard reads it (as `board_rows.read_runs` does)."""
     entry = RunEntry()
     try:
-        entry.rows = run_rows(store, run_id, entry.units)
+        entry.rows = run_rows(store, run_id, entry.units, entry.needs)
     except RunError as exc:
         entry = RunEntry(damaged=" ".join(str(exc).split()))
     return entry
@@ -91,10 +92,27 @@ def store_rows(cache: Cache) -> StoreRows:
         if entry.damaged is not None:
             out.damaged.append(entry.damaged)
             continue
-        out.runs += bool(entry.rows)
-        out.rows += entry.rows
+        rows, needs = installed_rows(run_id, entry)
+        out.damaged += needs
+        out.runs += bool(rows)
+        out.rows += rows
         out.units.update(entry.units)
     return out
+
+
+def installed_rows(run_id: str, entry: RunEntry) -> tuple[list[dict[str, Any]], list[str]]:
+    """The run's kept rows of the benchmarks installed here, and the lines of those that are
+    not (kept when it was read, or a package uninstalled since its rows were kept)."""
+    from evalfleet.benchmarks import registry
+    from evalfleet.reports.not_installed import FIX
+
+    here = set(registry.names())
+    gone = sorted({row["benchmark"] for row in entry.rows} - here)
+    needs = list(entry.needs)
+    for name in gone:
+        if not any(f"'{name}'" in line for line in needs):
+            needs.append(f"run {run_id} needs benchmark '{name}', not installed: {FIX}")
+    return [row for row in entry.rows if row["benchmark"] in here], needs
 
 
 def load(store: Store, prefix: str) -> Cache | None:
@@ -126,6 +144,7 @@ def _raw(entry: RunEntry) -> dict[str, Any]:
     return {
         "rows": entry.rows,
         "damaged": entry.damaged,
+        "needs": entry.needs,
         "units": [
             {
                 "key": list(key),
@@ -147,7 +166,7 @@ def _entry(raw: dict[str, Any]) -> RunEntry:
         )
         for unit in raw["units"]
     }
-    return RunEntry(list(raw["rows"]), units, raw.get("damaged"))
+    return RunEntry(list(raw["rows"]), units, raw.get("damaged"), list(raw.get("needs") or []))
 
 
 def plot_digests(primary: pd.DataFrame) -> dict[str, str]:

@@ -17,6 +17,7 @@ from evalfleet.engine.store.manifest import check_plans, read_manifest, require_
 from evalfleet.engine.store.results import NoResults, read_version_table, results_about
 from evalfleet.metrics.intervals import UnitValues
 from evalfleet.reports.item_sets import item_set_of
+from evalfleet.reports.not_installed import needs_line
 from evalfleet.storage.base import Store
 
 SKIPPED = "leaderboard"  # the store's own folder, not a run
@@ -26,7 +27,8 @@ SKIPPED = "leaderboard"  # the store's own folder, not a run
 class StoreRows:
     rows: list[dict[str, Any]] = field(default_factory=list)
     units: dict[tuple[str, str, str, str], UnitValues] = field(default_factory=dict)
-    damaged: list[str] = field(default_factory=list)  # one line per run that cannot be read
+    # one line per run that cannot be read, or that needs a benchmark not installed here
+    damaged: list[str] = field(default_factory=list)
     runs: int = 0  # runs with results
 
 
@@ -36,7 +38,7 @@ def read_runs(store: Store) -> StoreRows:
         if run_id == SKIPPED or run_id.startswith("_"):
             continue
         try:
-            found = run_rows(store, run_id, out.units)
+            found = run_rows(store, run_id, out.units, out.damaged)
         except RunError as exc:
             out.damaged.append(" ".join(str(exc).split()))
             continue
@@ -50,11 +52,15 @@ def units_key(run_id: str, model: str, benchmark: str, scoring: str) -> tuple[st
 
 
 def run_rows(
-    store: Store, run_id: str, units: dict[tuple[str, str, str, str], UnitValues]
+    store: Store,
+    run_id: str,
+    units: dict[tuple[str, str, str, str], UnitValues],
+    needs: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per (model, benchmark, scoring) of a run's latest results ([] when the run has
-    none yet); each row's per-unit values go into `units`. RunError (a DamagedFile) when a
-    file the results need cannot be read."""
+    none yet); each row's per-unit values go into `units`, and into `needs` the line of a run
+    with results that needs a benchmark not installed here (its rows of that benchmark are
+    left out). RunError (a DamagedFile) when a file the results need cannot be read."""
     manifest = read_manifest(store, run_id)
     if manifest is None:
         if store.list_dirs(f"{run_id}/results"):  # results without the run that made them
@@ -127,6 +133,9 @@ def run_rows(
                     "written_at": about.written_at or "",
                 }
             )
+    line = needs_line(manifest)
+    if line is not None and needs is not None:
+        needs.append(f"run {run_id} {line}")
     return rows
 
 

@@ -84,11 +84,13 @@ def list_runs(store: Store) -> str:
     as done here; `status` tells them apart)."""
     from tabulate import tabulate
 
-    rows = []
+    rows, needs = [], []
     for run_dir in store.list_dirs(""):
         progress = run_progress(store, run_dir.strip("/"))
         if progress is not None:
             rows.append(progress)
+            if progress["expected"] is not None:  # its manifest reads
+                needs += run_needs(store, str(progress["run_id"]))
     if not rows:
         return f"no runs in {store.describe()}"
     # what pandas' to_markdown gave (it calls tabulate so), without importing pandas
@@ -101,7 +103,19 @@ def list_runs(store: Store) -> str:
     )
     if any(row["counted"] not in (LISTED_NOW, "?") for row in rows):
         table += "\n\n" + FROM_AGGREGATION
+    if needs:
+        table += "\n\n" + "\n".join(needs)
     return table
+
+
+def run_needs(store: Store, run_id: str) -> list[str]:
+    """The line of a run that needs a benchmark not installed here (`reports.not_installed`),
+    if it does."""
+    from evalfleet.reports.not_installed import needs_line
+
+    manifest = read_manifest(store, run_id)
+    line = needs_line(manifest) if manifest is not None else None
+    return [f"run {run_id} {line}"] if line else []
 
 
 def run_status(
