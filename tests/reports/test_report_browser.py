@@ -835,8 +835,8 @@ def test_a_column_dragged_wider_keeps_its_width_in_the_address(store, browser):
 
 
 def test_texts_on_three_lines_as_inspect_views_grid_shows_them(store, browser):
-    """inspect view's grid shows up to three lines of each input; the chooser's "texts on three
-    lines" does so for the prompt, answer and target, kept in the address (`lines=3`)."""
+    """inspect view's grid shows up to three lines of each input; the chooser's "3 lines" does
+    so for the prompt, answer and target, kept in the address (`lines=3`)."""
     page = results_dir(store, "rome") / "report.html"
     open_page(browser, page)
     high = "return document.querySelector('tr.item-row').getBoundingClientRect().height"

@@ -1,6 +1,6 @@
 // The list's "where" filter and its column chooser, both kept in the address (`where=`,
-// `cols=`, and `lines=3` for texts on three lines). A where is terms joined by spaces, all of which must hold; `or` between terms
-// starts another such group, any of which may hold:
+// `cols=`, and `lines=3` for texts on three lines). A where is terms joined by spaces, all of
+// which must hold; `or` between terms starts another such group, any of which may hold:
 //   tokens>2000  latency_ms>10000  cost>0.01  tokens_in<=500  epoch=1   (numbers of the item)
 //   task_type=speech  capability!=ocr  audio_type~music                 (sample fields)
 //   upstream=wrong  robust=right  judge!=error                          (verdicts by scoring)
@@ -138,7 +138,7 @@ function fillColumns() {
   const shown = new Set(shownColumns().map(([key]) => key));
   $("col-list").innerHTML = allColumns().map(([key, label]) =>
     `<label><input type="checkbox" data-col="${esc(key)}"${shown.has(key) ? " checked" : ""}> ${esc(label)}</label>`).join("") +
-    `<label class="lines" title="the prompt, answer, target and fields on up to three lines"><input type="checkbox" id="f-lines"${state.lines ? " checked" : ""}> texts on three lines</label>`;
+    `<label class="lines" title="the prompt, answer, target and fields on up to three lines"><input type="checkbox" id="f-lines"${state.lines ? " checked" : ""}> 3 lines</label>`;
   const fields = [...sampleFields().keys()];
   $("f-where").placeholder = "tokens>2000 latency_ms>10000 cost>0.01" + (fields.length ? ` ${fields[0]}=…` : "");
   $("f-where").title = "numbers: " + Object.keys(NUMBERS).join(", ") + (fields.length ? "; sample fields: " + fields.join(", ") : "");
