@@ -27,7 +27,7 @@ export UV_PYTHON := $(INTERPRETER)
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 endif
 
-.PHONY: install demo test test-fast browser lint perf up down clean python docs
+.PHONY: install demo test test-fast browser lint perf up down clean python docs plugin
 
 # Bytecode is compiled at install: where PYTHONDONTWRITEBYTECODE=1 (CI machines, containers)
 # Python never caches it, and every process (a run, a Ray worker, the Prefect server) spent
@@ -81,6 +81,18 @@ up: install
 
 down: install
 	$(VENV)/bin/evalfleet down
+
+# A benchmark package of your own beside evalfleet, editable (docs/extending.md):
+# `make plugin PLUGIN=path/to/mybench`, the path absolute or relative to this folder. Every
+# target keeps it (`install` syncs with --inexact). With UNINSTALL=1 it removes the package
+# named like the folder (what `evalfleet new benchmark NAME` makes).
+plugin: install
+	@test -n "$(PLUGIN)" || { echo "error: name the package: make plugin PLUGIN=path/to/mybench" >&2; exit 2; }
+ifdef UNINSTALL
+	$(UV) pip uninstall --python $(VENV)/bin/python $(notdir $(abspath $(PLUGIN)))
+else
+	$(UV) pip install --python $(VENV)/bin/python -e $(PLUGIN)
+endif
 
 lint: install
 	$(VENV)/bin/ruff check .

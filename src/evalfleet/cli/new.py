@@ -21,6 +21,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 def cmd_new_benchmark(args: argparse.Namespace) -> int:
     from evalfleet.benchmarks.scaffold import write_scaffold
 
-    folder = write_scaffold(args.name, Path(args.dir))
-    print(f"created {folder}: install it with .bootstrap/bin/uv pip install -e {folder}")
+    folder = write_scaffold(args.name, Path(args.dir)).resolve()
+    print(f"created {folder}")
+    print(
+        f"install it beside evalfleet (docs/extending.md): in the evalfleet checkout, "
+        f"make plugin PLUGIN={folder}; for the uv tool, uv tool install --reinstall "
+        f"EVALFLEET --with-editable {folder} (EVALFLEET: what you installed it from)"
+    )
     return 0
