@@ -336,15 +336,23 @@ function fitColumns(shown) {
   }
   const head = $("items").tHead.rows[0].cells;
   const body = $("items").tBodies[0].rows[0];
-  const cellFont = body ? getComputedStyle(body.cells[0]).font : "13px sans-serif";
-  const headFont = head.length ? getComputedStyle(head[0]).font : "600 12px sans-serif";
+  // the font's parts: the shorthand reads "" where a part (tabular digits) has no place in it
+  const fontOf = (e, or) => {
+    if (!e) return or;
+    const c = getComputedStyle(e);
+    return `${c.fontStyle} ${c.fontWeight} ${c.fontSize} ${c.fontFamily}`;
+  };
+  const cellFont = fontOf(body && body.cells[0], "13px sans-serif");
+  const headFont = fontOf(head[0], "600 12px sans-serif");
+  // figures are set in tabular digits, each as wide as a 0 (the canvas knows no such setting)
+  const tabular = (values) => values.map((v) => String(v).replace(/\d/g, "0"));
   const texts = {
     model: its.map((it) => modelShort[it[F.model]]),
     sample: its.map((it) => idx.samples[it[F.sample]][1]),
-    epoch: its.map((it) => it[F.epoch]),
-    tokens: its.map((it) => fmt.tokens(it[F.tout])),
-    latency: its.map((it) => fmt.seconds(it[F.latency])),
-    cost: its.map((it) => fmt.money(it[F.cost])),
+    epoch: tabular(its.map((it) => it[F.epoch])),
+    tokens: tabular(its.map((it) => fmt.tokens(it[F.tout]))),
+    latency: tabular(its.map((it) => fmt.seconds(it[F.latency]))),
+    cost: tabular(its.map((it) => fmt.money(it[F.cost]))),
   };
   const badgesWide = Math.max(1, ...its.map((it) => it[F.letters].length));
   const px = {};
@@ -368,9 +376,9 @@ function fitColumns(shown) {
   const held = sum(Object.keys(px).filter((k) => dragged[k]).map((k) => px[k]));
   const fixed = sum(Object.keys(px).filter((k) => !dragged[k]).map((k) => px[k]));
   const rest = sum(Object.values(chars));
-  // the shared columns keep at least 40 px each: past that, the whole ones give way alike (a
+  // the shared columns keep at least 24 px each: past that, the whole ones give way alike (a
   // dragged width is the reader's: it stays)
-  const room = rest ? Math.max(wide - held - fixed, 40 * Object.keys(chars).length) : 0;
+  const room = rest ? Math.max(wide - held - fixed, 24 * Object.keys(chars).length) : 0;
   const scale = fixed ? Math.min(1, Math.max(0, wide - held - room) / fixed) : 1;
   for (const th of head) {
     const key = th.dataset.sort;
