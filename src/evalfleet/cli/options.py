@@ -58,8 +58,9 @@ def schema_facts(prop: dict[str, Any]) -> dict[str, Any]:
     variants = [v for v in prop.get("anyOf", [prop]) if v.get("type") != "null"]
     facts: dict[str, Any] = {}
     enums = [v.get("enum") or (v.get("items") or {}).get("enum") for v in variants]
-    if enums and all(enums):  # none where a variant takes any text (models)
-        facts["choices"] = list(enums[0])
+    first = enums[0] if enums else None
+    if first and all(enums):  # none where a variant takes any text (models)
+        facts["choices"] = list(first)
     for variant in variants:
         for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
             if key in variant:
