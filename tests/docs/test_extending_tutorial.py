@@ -95,6 +95,15 @@ def test_the_tutorial_from_scaffold_to_leaderboard_and_form(newcomer, session_se
     benchmarks = " ".join(shown.stdout.split()).split("--benchmark NAME, -b NAME", 1)[1]
     assert name in benchmarks.split(" --", 1)[0], shown.stderr  # one of the choices it lists
 
+    own = subprocess.run(  # the package's own test, as step 5 runs it
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(folder)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert own.returncode == 0 and "1 passed" in own.stdout, own.stdout[-2000:]
+
     data = folder / "src" / name / "data.jsonl"
     key = here / f"{name}-answers.jsonl"
     wrote = evalfleet(
