@@ -8,7 +8,8 @@ temporary store, then photographs in headless Chromium at 1400 x 1000:
 - `docs/images/report.png`: the ROME run's report, one model's answers its judge graded, the
   first one open (its verdicts, prompt, image, response, the judge's words and cost);
 - `docs/images/one-sample.png`: a ZeroBench sample across both models, every epoch;
-- `docs/images/leaderboard.png`: the store's leaderboard.
+- `docs/images/leaderboard.png`: the store's leaderboard, its plots folded;
+- `docs/images/runs.png`: the store's index of runs (`leaderboard/runs.html`).
 """
 
 from __future__ import annotations
@@ -96,6 +97,10 @@ def photograph(runs: Path) -> list[Path]:
         driver.get((runs / "leaderboard" / "index.html").as_uri())
         until(driver, "return document.readyState === 'complete'", "the leaderboard")
         taken.append(shoot(driver, "leaderboard.png"))
+
+        driver.get((runs / "leaderboard" / "runs.html").as_uri())
+        until(driver, "return document.readyState === 'complete'", "the index of runs")
+        taken.append(shoot(driver, "runs.png"))
     finally:
         close(driver)
     return taken

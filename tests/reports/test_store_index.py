@@ -34,6 +34,8 @@ def test_each_run_is_one_row_escaped_with_its_state_and_report_link():
     assert '<td class="run">r&lt;1&gt;</td>' in rows[0][1]
     assert '<a href="../r&lt;1&gt;/results/v-1/report.html">report</a>' in rows[0][1]
     assert '<td class="report">-</td>' in rows[1][1]
+    names = '<span class="nw">openai/a</span>, <span class="nw">openai/b</span>'
+    assert f'<td class="models">{names}</td>' in rows[0][1]  # never broken at a hyphen
     assert '<span id="shown">2</span> of 2 runs' in page
     assert page.count("<th data-col=") == 8
 

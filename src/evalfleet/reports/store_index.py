@@ -102,6 +102,8 @@ def _row_html(row: dict[str, str]) -> str:
         value = row[column]
         if column == "report":
             text = f'<a href="../{html.escape(value)}">report</a>' if value else "-"
+        elif column in ("models", "benchmarks"):  # a name never broken at its hyphens
+            text = ", ".join(f'<span class="nw">{html.escape(v)}</span>' for v in value.split(", "))
         else:
             text = html.escape(value)
         cells.append(f'<td class="{column.replace(" ", "-")}">{text}</td>')
@@ -126,6 +128,7 @@ th.asc::after {{ content: " \\25B2"; }} th.desc::after {{ content: " \\25BC"; }}
 .state-complete .state {{ color: #176117; }} .state-partial .state {{ color: #8a5a00; }}
 .state-damaged .state {{ color: #a11; font-weight: bold; }}
 #q {{ width: 30em; padding: 4px; margin-bottom: 0.8em; }}
+.nw, td.date, td.state {{ white-space: nowrap; }}
 </style></head><body>
 <h1>Runs in {where}</h1>
 <p><a href="index.html">the leaderboard</a></p>
