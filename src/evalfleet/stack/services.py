@@ -121,6 +121,11 @@ def reserve_port() -> socket.socket:
     return sock
 
 
+# The private heads' token, never written down: one per process, because Ray loads the token
+# once per process (a second head with a token of its own refused this process's driver).
+_RAY_TOKEN = secrets.token_hex(32)
+
+
 class LocalStack:
     """Starts what is missing: a temporary Prefect server unless PREFECT_API_URL is set, a
     private Ray head unless RAY_ADDRESS is set. `stop()` (or `kill()`) ends both. The server
@@ -142,9 +147,10 @@ class LocalStack:
         self._prefect_prepared = False
         self._stopping = threading.Event()
         self._watchdog: threading.Thread | None = None
+        self._env_before: dict[str, str | None] = {}  # what `_point` changed, to put back
         self.ray_env = {
             "RAY_AUTH_MODE": "token",
-            "RAY_AUTH_TOKEN": secrets.token_hex(32),  # this head's own, never written down
+            "RAY_AUTH_TOKEN": _RAY_TOKEN,
             "RAY_USAGE_STATS_ENABLED": "0",
             "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0",
             "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
@@ -153,11 +159,26 @@ class LocalStack:
     def use_private_ray(self) -> None:
         """Point this process at the Ray head `start` will launch. Ray reads its auth settings
         when it is imported, so this runs first (or refreshes Ray's config if it is loaded)."""
-        os.environ.update(self.ray_env)
-        if "ray" in sys.modules:
-            from ray._raylet import Config  # type: ignore[attr-defined]  # not in Ray's stub
+        self._point(self.ray_env)
+        _refresh_ray_config()
 
-            Config.initialize("")
+    def _point(self, values: dict[str, str]) -> None:
+        """Set these variables of this process's environment, remembering what they were: a
+        second run in the same process (the Python API) must not join the head, or talk to the
+        server, that the first one stopped."""
+        for name, value in values.items():
+            self._env_before.setdefault(name, os.environ.get(name))
+            os.environ[name] = value
+
+    def _restore_environment(self) -> None:
+        for name, value in self._env_before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        if self._env_before:
+            _refresh_ray_config()
+        self._env_before = {}
 
     def start(
         self, *, prefect: bool = False, ray: bool = False, ray_cpus: int | None = None
@@ -225,7 +246,7 @@ class LocalStack:
         if not self._await([self.ray], stop_requested):
             return False
         if self.ray_address:
-            os.environ["RAY_ADDRESS"] = self.ray_address
+            self._point({"RAY_ADDRESS": self.ray_address})
         return True
 
     def wait(self, stop_requested: Callable[[], bool] = lambda: False) -> bool:
@@ -236,10 +257,9 @@ class LocalStack:
         if self.prefect_url and self._watchdog is None:
             if not self._prefect_prepared:
                 _mark_prepared(state_dir() / "prefect-runs.db", _prefect_version())
-            os.environ["PREFECT_API_URL"] = self.prefect_url
             # No "View at" link: this server has no UI and ends with the command (Prefect
             # prints no flow-run URL when its UI URL is empty).
-            os.environ["PREFECT_UI_URL"] = ""
+            self._point({"PREFECT_API_URL": self.prefect_url, "PREFECT_UI_URL": ""})
             self._watchdog = threading.Thread(
                 target=self._keep_prefect_up, name="prefect-watchdog", daemon=True
             )
@@ -335,6 +355,7 @@ class LocalStack:
         if self.prefect is not None:
             self.prefect.stop(grace_s=5)
         self._release_port()
+        self._restore_environment()
         kept = self.scratch.keep_logs() if keep_logs and (self.ray or self.prefect) else None
         self.scratch.remove()
         return kept
@@ -345,9 +366,18 @@ class LocalStack:
             if child is not None:
                 child.kill()
         self._release_port()
+        self._restore_environment()
         self.scratch.remove()
 
     def _release_port(self) -> None:
         if self._port_held is not None:
             self._port_held.close()
             self._port_held = None
+
+
+def _refresh_ray_config() -> None:
+    """Ray reads its auth settings when it is imported: read them again if it is loaded."""
+    if "ray" in sys.modules:
+        from ray._raylet import Config  # type: ignore[attr-defined]  # not in Ray's stub
+
+        Config.initialize("")
