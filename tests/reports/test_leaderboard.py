@@ -579,6 +579,11 @@ def test_html_page_renders_in_headless_chromium(board, expected):
             [r["model"], r["run_id"], ANY] for r in down if r["run_id"] == "c-partial"
         ]
         assert state["sorted"] == [("value", "descending")]
+        notes = driver.execute_script(
+            "return [...document.querySelectorAll('table.board tfoot tr')].map(r => !r.hidden)"
+        )  # "no row of this table matches the search" under the tables left empty
+        assert notes == [not any(r["run_id"] == "c-partial" for r in rows) for rows in wanted]
+        assert notes.count(True) == 2
         assert driver.current_url.split("#", 1)[1] == "q=c-partial&t0=3%3Adesc"
         # a contents link scrolls to its section and keeps the state in the URL
         driver.find_element(By.CSS_SELECTOR, "#contents a[href='#history']").click()

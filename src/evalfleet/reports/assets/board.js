@@ -8,6 +8,13 @@
   const order = tables.map(t => [...t.tBodies[0].rows]);  // each table's first order
   const heads = tables.map(t => [...t.tHead.rows[0].cells]);
   const keyCols = heads.map(hs => hs.flatMap((h, i) => KEYS.includes(h.textContent) ? [i] : []));
+  const notes = tables.map(t => {  // said under a table the search leaves empty
+    const row = t.createTFoot().insertRow(), cell = row.insertCell();
+    cell.colSpan = t.tHead.rows[0].cells.length;
+    cell.className = "none";
+    cell.textContent = "no row of this table matches the search";
+    return row;
+  });
   const blank = text => text === "" || text === "—";
   const number = td => {
     const m = (td.dataset.v ?? td.textContent.trim()).replace(/[$,]/g, "")
@@ -56,11 +63,14 @@
         heads[t][col].setAttribute("aria-sort", dir === "desc" ? "descending" : "ascending");
       }
       rows.forEach(r => table.tBodies[0].appendChild(r));
+      let here = 0;
       for (const r of rows) {
         const text = keyCols[t].map(i => r.cells[i].textContent).join(" ").toLowerCase();
         r.hidden = !words.every(w => text.includes(w));
-        shown += !r.hidden; total += 1;
+        here += !r.hidden; total += 1;
       }
+      notes[t].hidden = here > 0;
+      shown += here;
     });
     count.textContent = `${shown} of ${total} rows`;
     if (q.value !== s.q) q.value = s.q;
