@@ -52,7 +52,7 @@ def test_aggregate_rebuilds_a_truncated_samples_table(hostile_store, session_ser
     assert samples.read_bytes() == whole  # the same records scored again: the same table
     assert main(["leaderboard", "--store", str(store)]) == 0
     page = (store / "leaderboard" / "leaderboard.md").read_text()
-    assert "Runs that cannot be read" not in page
+    assert "Runs left out, and why" not in page
 
 
 def test_run_with_the_same_id_rebuilds_a_truncated_plan(

@@ -180,7 +180,7 @@ def damaged_store_cases() -> list[Case]:
                     ("leaderboard", "--store", "{store}"),
                     damage,
                     ("leaderboard/",),
-                    ("Runs that cannot be read", f"{BASE_RUN}/", "## zerobench"),
+                    ("Runs left out, and why", f"{BASE_RUN}/", "## zerobench"),
                     (0,),
                 ),
                 Case(

@@ -331,7 +331,7 @@ def _folders() -> list[Case]:
             ("leaderboard", "--store", "{store}"),
             results,
             ("leaderboard/",),
-            ("Runs that cannot be read", f"{BASE_RUN}/results"),
+            ("Runs left out, and why", f"{BASE_RUN}/results"),
             (0,),
         ),
         Case(

@@ -41,8 +41,8 @@ def html_page(board, files: dict[str, bytes]) -> str:
         sections.append(
             (
                 "damaged",
-                "Runs that cannot be read",
-                _list("Runs that cannot be read", board.damaged),
+                "Runs left out, and why",
+                _list("Runs left out, and why", board.damaged),
             )
         )
     history = [name for name in sorted(files) if name.startswith("history--")]

@@ -56,7 +56,7 @@ def markdown_page(board, unadjusted: bool = False) -> str:
         lines += ["## What it would take", ""]
         lines += [f"- {fmt.md_text(line)}" for line in board.close_calls] + [""]
     if board.damaged:
-        lines += ["## Runs that cannot be read", ""]
+        lines += ["## Runs left out, and why", ""]
         lines += [f"- {fmt.md_text(line)}" for line in board.damaged] + [""]
     return "\n".join(lines)
 
