@@ -60,6 +60,16 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         f"they fit (default: {MEDIA_BUDGET_MB:g})",
     )
     report.add_argument("--open", action="store_true", help="open the page in a browser")
+    report.add_argument(
+        "--watch",
+        nargs="?",
+        const=10.0,
+        type=watch_seconds,
+        metavar="SECONDS",
+        help="follow a run while it runs: every SECONDS (default 10) that it stored answers, "
+        "aggregate what is stored and rewrite the report, at one address "
+        "({run}/results/live.html) that follows it; ends when the run ends",
+    )
     add_store_options(report)
     report.set_defaults(func=cmd_report)
 
@@ -144,13 +154,44 @@ def rebuild_leaderboard(store: Store) -> None:
     print(f"leaderboard: {where}")
 
 
+def watch_seconds(text: str) -> float:
+    """Seconds between two looks of `report --watch`: a number from 2 to 3600."""
+    from evalfleet.reports.live import LONGEST_S, SHORTEST_S
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not SHORTEST_S <= value <= LONGEST_S:  # nan fails both
+        raise argparse.ArgumentTypeError(
+            f"takes seconds from {SHORTEST_S:g} to {LONGEST_S:g}, not {text!r}"
+        )
+    return value
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from evalfleet.reports.report import write_report
 
     store = store_from(args)
     check_installed(store, args.run_id)
+    if args.watch is not None:
+        return _watch(store, args)
     where = write_report(store, args.run_id, args.version, media_mb=args.media_mb)
     print(f"report: {where}")
+    if args.open:
+        open_page(where, store)
+    return 0
+
+
+def _watch(store: Store, args: argparse.Namespace) -> int:
+    from evalfleet.core.types import ConfigError
+    from evalfleet.reports.live import watch
+
+    if args.version:
+        raise ConfigError(
+            "--watch follows the run's newest look and --version names one: drop one of them"
+        )
+    where = watch(store, args.run_id, args.watch, media_mb=args.media_mb)
     if args.open:
         open_page(where, store)
     return 0
