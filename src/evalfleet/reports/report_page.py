@@ -27,6 +27,7 @@ SCRIPTS = (
     "list.js",
     "where.js",
     "search.js",
+    "math.js",
     "markdown.js",
     "item.js",
     "sample.js",

@@ -1,9 +1,56 @@
 // Texts rendered as Markdown, as inspect view renders a message, on the reader's choice (the
 // `md=1` of the address; the exact text, as sent and as stored, is the default). A small subset,
 // written here: headings, paragraphs, lists, quotes, fenced code, inline code, bold, italics
-// and http(s) links. Each line is escaped first, so nothing in a response becomes markup but
-// these; LaTeX stays as written.
+// and http(s) links, and math (`$...$`, `\(...\)`, `$$...$$`, `\[...\]` and a bare `\boxed{}`)
+// as MathML by math.js. Each line is escaped first, so nothing in a response becomes markup but
+// these; math in code stays as written.
 "use strict";
+
+// Math outside code (fenced blocks and `spans` are matched first, and kept), `$` not after a
+// letter or digit nor before one, with no space inside either `$` (so "$5 and $10" stays).
+const MATH_SPAN = new RegExp(
+  [
+    "^[ \\t]*```[\\s\\S]*?(?:\\n[ \\t]*```|(?![\\s\\S]))", // a fenced block
+    "`[^`\\n]+`", // inline code
+    "(?<!\\\\)\\$\\$([\\s\\S]+?)\\$\\$",
+    "\\\\\\[([\\s\\S]+?)\\\\\\]",
+    "\\\\\\(([\\s\\S]+?)\\\\\\)",
+    "(?<![\\\\$\\w])\\$(?=[^\\s$])([^$\\n]*?[^\\s$\\\\])\\$(?![\\w$])",
+    "\\\\boxed(?=\\{)",
+  ].join("|"),
+  "gm",
+);
+
+// `text` with each formula replaced by \u0002n\u0003 and the MathML (or, when the subset cannot
+// read it, the escaped text as written) of formula n.
+function extractMath(text) {
+  const found = [];
+  let out = "";
+  let last = 0;
+  MATH_SPAN.lastIndex = 0;
+  for (let m; (m = MATH_SPAN.exec(text)); ) {
+    let [whole, display, bracket, paren, inline] = m;
+    let end = m.index + whole.length;
+    if (whole === "\\boxed") { // a bare \boxed{...}: up to its closing brace
+      let depth = 0;
+      for (end = m.index + 6; end < text.length; end++) {
+        if (text[end] === "\\") end++;
+        else if (text[end] === "{") depth++;
+        else if (text[end] === "}" && --depth === 0) break;
+      }
+      if (end >= text.length) continue;
+      whole = text.slice(m.index, ++end);
+      inline = whole;
+      MATH_SPAN.lastIndex = end;
+    }
+    const tex = display ?? bracket ?? paren ?? inline;
+    if (tex === undefined) continue; // code, kept as written
+    const mathml = texToMathML(tex, display !== undefined || bracket !== undefined);
+    out += text.slice(last, m.index) + `\u0002${found.push(mathml ?? esc(whole)) - 1}\u0003`;
+    last = end;
+  }
+  return [out + text.slice(last), found];
+}
 
 function mdInline(safe) {
   const codes = [];
@@ -16,7 +63,9 @@ function mdInline(safe) {
 }
 
 function renderMarkdown(text) {
-  const lines = String(text ?? "").replace(/\r\n?/g, "\n").split("\n");
+  const clean = String(text ?? "").replace(/\r\n?/g, "\n").replace(/[\u0002\u0003]/g, "\ufffd");
+  const [source, formulas] = extractMath(clean);
+  const lines = source.split("\n");
   const out = [];
   let para = [];
   let list = null; // {tag, items}
@@ -58,7 +107,7 @@ function renderMarkdown(text) {
     }
   }
   flush();
-  return out.join("");
+  return out.join("").replace(/\u0002(\d+)\u0003/g, (_, k) => formulas[Number(k)]);
 }
 
 // In `box`: each prompt, response and judge's words shown rendered beside its exact text
@@ -75,7 +124,7 @@ function applyMarkdown(box) {
   }
   for (const button of box.querySelectorAll(".md-toggle")) {
     button.textContent = state.md === "1" ? "as sent" : "markdown";
-    button.title = state.md === "1" ? "the exact texts, as sent and stored" : "render the texts as Markdown";
+    button.title = state.md === "1" ? "the exact texts, as sent and stored" : "render the texts as Markdown, with math ($…$, \\(…\\), $$…$$, \\[…\\], \\boxed{}) as formulas";
     button.onclick = () => {
       state.md = state.md === "1" ? "" : "1";
       writeHash();
