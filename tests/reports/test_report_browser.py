@@ -927,6 +927,13 @@ FRAC = (  # the item's Markdown box with fractions beside text: their boxes and 
     " display: block.querySelector('mfrac').getBoundingClientRect().height,"
     " above: top.getBoundingClientRect().bottom <= bottom.getBoundingClientRect().top,"
     " block: getComputedStyle(block).display,"
+    " sum: block.querySelector('munderover > mo').getBoundingClientRect().height,"
+    " wide: (() => { const w = document.createElement('div'); w.className = 'md';"
+    " w.innerHTML = renderMarkdown('$$' + 'x + '.repeat(400) + 'x$$');"
+    " document.querySelector('#detail').append(w);"
+    " const page = document.documentElement;"
+    " const fits = page.scrollWidth <= page.clientWidth;"
+    " w.remove(); return fits; })(),"
     " under: block.querySelector('munderover').children[1].getBoundingClientRect().top >="
     " block.querySelector('mo').getBoundingClientRect().bottom};"
     "box.id = 'math-box'; return out"
@@ -954,6 +961,12 @@ def test_math_renders_as_mathml_with_markdown(store, browser):
         "<msup><mrow><mo>(</mo><mroot><mi>x</mi><mn>3</mn></mroot><mo>)</mo></mrow><mn>2</mn>"
         "</msup><mo>⋅</mo><msup><mn>90</mn><mo>∘</mo></msup></math></p>",
         "\\(\\text{<b>}\\pi\\)": "<p><math><mtext>&lt;b&gt;</mtext><mi>π</mi></math></p>",
+        "$\\mathbb{R}^2 \\ni \\begin{pmatrix}1\\\\0\\end{pmatrix}$": "<p><math><msup><mi>ℝ</mi>"
+        "<mn>2</mn></msup><mo>∋</mo><mrow><mo>(</mo><mtable><mtr><mtd><mn>1</mn></mtd></mtr><mtr>"
+        "<mtd><mn>0</mn></mtd></mtr></mtable><mo>)</mo></mrow></math></p>",
+        "$$\\sum_{i=1}^{n} x_i$$": '<p><math display="block"><munderover><mo>∑</mo><mrow>'
+        "<mi>i</mi><mo>=</mo><mn>1</mn></mrow><mi>n</mi></munderover><msub><mi>x</mi><mi>i</mi>"
+        "</msub></math></p>",
         "$5 and $10, `$x$`": "<p>$5 and $10, <code>$x$</code></p>",
         "$x^{$ <i>": "<p>$x^{$ &lt;i&gt;</p>",  # not read: as written, escaped
     }
@@ -975,6 +988,9 @@ def test_math_renders_as_mathml_with_markdown(store, browser):
     assert drawn["display"] > drawn["line"] and drawn["inline"] > drawn["size"]
     assert drawn["above"] and drawn["under"]  # 1 over 2; the limit under the sum
     assert drawn["block"] == "block math"
+    # the sum drawn large (a math font: report.css names them), 22 px here, 12 px without one
+    assert drawn["sum"] > drawn["line"]
+    assert drawn["wide"]  # a formula 400 terms long does not make the page scroll sideways
     assert no_sideways_scroll(browser)
     box = browser.find_element("id", "math-box")
     box.screenshot(str(SHOTS / "math.png"))
