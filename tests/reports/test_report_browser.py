@@ -971,6 +971,8 @@ def test_math_renders_as_mathml_with_markdown(store, browser):
         "$x^{$ <i>": "<p>$x^{$ &lt;i&gt;</p>",  # not read: as written, escaped
     }
     assert {tex: browser.execute_script(render, tex) for tex in expected} == expected
+    deep = "$" + "{" * 100_000 + "x" + "}" * 100_000 + "$ \\boxed{x"  # too deep; no }
+    assert browser.execute_script(render, deep) == f"<p>{deep}</p>"
     holder = (
         "const d = document.createElement('div'); d.innerHTML = renderMarkdown(arguments[0]);"
         "return [d.querySelectorAll('script, b, i').length, d.textContent]"

@@ -7,14 +7,15 @@
 "use strict";
 
 // Math outside code (fenced blocks and `spans` are matched first, and kept), `$` not after a
-// letter or digit nor before one, with no space inside either `$` (so "$5 and $10" stays).
+// letter or digit nor before one, with no space inside either `$` (so "$5 and $10" stays);
+// a display formula at most 4,000 characters long, so an unclosed `\(` costs a bounded scan.
 const MATH_SPAN = new RegExp(
   [
     "^[ \\t]*```[\\s\\S]*?(?:\\n[ \\t]*```|(?![\\s\\S]))", // a fenced block
     "`[^`\\n]+`", // inline code
-    "(?<!\\\\)\\$\\$([\\s\\S]+?)\\$\\$",
-    "\\\\\\[([\\s\\S]+?)\\\\\\]",
-    "\\\\\\(([\\s\\S]+?)\\\\\\)",
+    "(?<!\\\\)\\$\\$([\\s\\S]{1,4000}?)\\$\\$",
+    "\\\\\\[([\\s\\S]{1,4000}?)\\\\\\]",
+    "\\\\\\(([\\s\\S]{1,4000}?)\\\\\\)",
     "(?<![\\\\$\\w])\\$(?=[^\\s$])([^$\\n]*?[^\\s$\\\\])\\$(?![\\w$])",
     "\\\\boxed(?=\\{)",
   ].join("|"),
@@ -31,14 +32,15 @@ function extractMath(text) {
   for (let m; (m = MATH_SPAN.exec(text)); ) {
     let [whole, display, bracket, paren, inline] = m;
     let end = m.index + whole.length;
-    if (whole === "\\boxed") { // a bare \boxed{...}: up to its closing brace
+    if (whole === "\\boxed") { // a bare \boxed{...}: up to its closing brace, 4,000 at most
       let depth = 0;
-      for (end = m.index + 6; end < text.length; end++) {
+      const stop = Math.min(text.length, m.index + 4000);
+      for (end = m.index + 6; end < stop; end++) {
         if (text[end] === "\\") end++;
         else if (text[end] === "{") depth++;
         else if (text[end] === "}" && --depth === 0) break;
       }
-      if (end >= text.length) continue;
+      if (end >= stop) continue;
       whole = text.slice(m.index, ++end);
       inline = whole;
       MATH_SPAN.lastIndex = end;

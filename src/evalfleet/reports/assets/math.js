@@ -55,6 +55,7 @@ function texStyled(style, ch) {
 }
 
 class TexError extends Error {}
+const TEX_COMMAND = /\\([A-Za-z]+|.)/ys;
 
 // One formula's parser: `src` is the TeX between the delimiters.
 class TexParser {
@@ -71,10 +72,16 @@ class TexParser {
   }
 
   command() {
-    const m = /^\\([A-Za-z]+|.)/s.exec(this.src.slice(this.at));
+    TEX_COMMAND.lastIndex = this.at;
+    const m = TEX_COMMAND.exec(this.src);
     if (!m) throw new TexError("a lone backslash");
     this.at += m[0].length;
     return m[1];
+  }
+
+  // Whether the next command is \`name` (not a longer one it begins).
+  next(name) {
+    return this.src.startsWith(`\\${name}`, this.at) && !/[A-Za-z]/.test(this.src[this.at + name.length + 1] ?? "");
   }
 
   // Atoms until `}`, the end, \right, or (in a table) & and \\.
@@ -84,9 +91,8 @@ class TexParser {
       const c = this.peek();
       if (c === undefined || c === "}") break;
       if (inTable && c === "&") break;
-      const rest = this.src.slice(this.at);
-      if (/^\\right(?![A-Za-z])/.test(rest) || /^\\end(?![A-Za-z])/.test(rest)) break;
-      if (inTable && rest.startsWith("\\\\")) break;
+      if (this.next("right") || this.next("end")) break;
+      if (inTable && this.src.startsWith("\\\\", this.at)) break;
       out.push(this.scripted());
     }
     return out;
@@ -227,10 +233,8 @@ class TexParser {
       case "left": {
         const open = this.delimiter();
         const inner = this.list();
-        if (!/^\s*\\right(?![A-Za-z])/.test(this.src.slice(this.at))) {
-          throw new TexError("\\left without its \\right");
-        }
         this.peek();
+        if (!this.next("right")) throw new TexError("\\left without its \\right");
         this.command();
         return `<mrow>${open}${inner.join("")}${this.delimiter()}</mrow>`;
       }
@@ -266,14 +270,13 @@ class TexParser {
     let row = [];
     for (;;) {
       row.push(`<mtd>${this.list(true).join("")}</mtd>`);
-      const rest = this.src.slice(this.at);
-      if (rest.startsWith("&")) {
+      if (this.src[this.at] === "&") {
         this.at++;
-      } else if (rest.startsWith("\\\\")) {
+      } else if (this.src.startsWith("\\\\", this.at)) {
         this.at += 2;
         rows.push(row);
         row = [];
-      } else if (/^\\end(?![A-Za-z])/.test(rest)) {
+      } else if (this.next("end")) {
         this.command();
         if (this.raw() !== env) throw new TexError(`\\begin{${env}} without its \\end`);
         break;
@@ -309,8 +312,8 @@ function texToMathML(src, display = false, bare = false) {
   try {
     items = parser.list();
     if (parser.peek() !== undefined) throw new TexError(`a stray ${parser.peek()}`);
-  } catch (error) {
-    if (bare || !(error instanceof TexError)) throw error;
+  } catch (error) { // TeX this subset cannot read, or nested too deep for the stack
+    if (bare) throw error;
     return null;
   }
   const body = items.join("").replaceAll(' data-limits=""', "");
