@@ -967,6 +967,7 @@ def test_math_renders_as_mathml_with_markdown(store, browser):
         "$$\\sum_{i=1}^{n} x_i$$": '<p><math display="block"><munderover><mo>∑</mo><mrow>'
         "<mi>i</mi><mo>=</mo><mn>1</mn></mrow><mi>n</mi></munderover><msub><mi>x</mi><mi>i</mi>"
         "</msub></math></p>",
+        "Answer in \\boxed{}.": "<p>Answer in \\boxed{}.</p>",  # an instruction, as written
         "$5 and $10, `$x$`": "<p>$5 and $10, <code>$x$</code></p>",
         "$x^{$ <i>": "<p>$x^{$ &lt;i&gt;</p>",  # not read: as written, escaped
     }
@@ -984,6 +985,18 @@ def test_math_renders_as_mathml_with_markdown(store, browser):
     detail = open_first_item(browser)
     toggle = detail.find_element("css selector", ".md-toggle")
     assert "with math ($…$, \\(…\\), $$…$$, \\[…\\], \\boxed{})" in toggle.get_attribute("title")
+    put = "document.querySelector('#detail pre.response').textContent = arguments[0]"
+    browser.execute_script(put, "so $\\frac{1}{2}$ is \\boxed{0.5}")  # as a model writes it
+    toggle.click()
+    shown = "return [...document.querySelectorAll('#detail div.md math')].map((m) => m.outerHTML)"
+    assert browser.execute_script(shown) == [
+        "<math><mfrac><mn>1</mn><mn>2</mn></mfrac></math>",
+        '<math><mrow style="border: 1px solid; padding: 2px 4px"><mn>0.5</mn></mrow></math>',
+    ]
+    assert "md=1" in browser.current_url
+    browser.save_screenshot(str(SHOTS / "math-item.png"))
+    toggle.click()
+    assert not browser.find_elements("css selector", "#detail div.md")
     drawn = browser.execute_script(FRAC)
     assert drawn["ns"] == MATH
     # a set-apart fraction stands taller than a line of text; one in the text, than its letters

@@ -42,6 +42,7 @@ function extractMath(text) {
       }
       if (end >= stop) continue;
       whole = text.slice(m.index, ++end);
+      if (/^\\boxed\{\s*\}$/.test(whole)) continue; // "answer in \boxed{}": an instruction
       inline = whole;
       MATH_SPAN.lastIndex = end;
     }
