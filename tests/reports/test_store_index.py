@@ -16,6 +16,8 @@ from tests.support.hostile import BASE_RUN, MODELS, OTHER_RUN
 
 ROW = {
     "run": "r<1>",
+    "tags": "",
+    "note": "",
     "date": "2026-11-29 01:00:00",
     "models": "openai/a, openai/b",
     "benchmarks": "zerobench",
@@ -37,7 +39,7 @@ def test_each_run_is_one_row_escaped_with_its_state_and_report_link():
     names = '<span class="nw">openai/a</span>, <span class="nw">openai/b</span>'
     assert f'<td class="models">{names}</td>' in rows[0][1]  # never broken at a hyphen
     assert '<span id="shown">2</span> of 2 runs' in page
-    assert page.count("<th data-col=") == 8
+    assert page.count("<th data-col=") == 9
 
 
 @pytest.mark.slow

@@ -15,7 +15,18 @@ from collections.abc import Sequence
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from evalfleet.cli import batches, export, extensions, limits, new, over_time, results, run, up
+    from evalfleet.cli import (
+        batches,
+        export,
+        extensions,
+        limits,
+        new,
+        over_time,
+        results,
+        run,
+        tag,
+        up,
+    )
     from evalfleet.cli.errors import OneLineParser
 
     parser = OneLineParser(
@@ -28,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the package version and the code version (the commit) and exit",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for group in (run, results, over_time, batches, limits, up, extensions, export, new):
+    for group in (run, results, over_time, batches, limits, up, extensions, export, new, tag):
         group.add_commands(sub)
     return parser
 

@@ -45,6 +45,8 @@ def _folded(title: str, body: str) -> str:
 def _identity(meta: dict[str, Any]) -> str:
     rows = [
         ("run", meta["run_id"]),
+        *([("tags", ", ".join(meta["tags"]))] if meta.get("tags") else []),
+        *([("note", meta["note"])] if meta.get("note") else []),
         ("results version", meta["version"]),
         ("scored", f"{meta.get('written_at') or '?'} by code {meta.get('code_version') or '?'}"),
         ("scorer", meta.get("scorer_sha256") or "?"),

@@ -43,6 +43,7 @@ from evalfleet.reports.report_raw import RequestBuilder, raw_of
 from evalfleet.reports.report_why import explanations, judges_by_scoring
 from evalfleet.storage.base import Store
 from evalfleet.storage.layout import ItemKey
+from evalfleet.storage.tags import read_tags
 
 if TYPE_CHECKING:  # loaded where a table is read: the command line starts without it
     import pandas as pd
@@ -363,8 +364,11 @@ def report_meta(
                 "n": int(row.n),
             }  # fmt: skip
         )
+    labels = read_tags(run.store, run.run_id)  # `evalfleet tag`
     return {
         "run_id": run.run_id,
+        "tags": list(labels.tags),
+        "note": labels.note,
         "version": about.version,
         "written_at": about.written_at,
         "code_version": about.code_version,

@@ -1,8 +1,8 @@
 """A store's index page, `leaderboard/runs.html` (beside the leaderboard, which the commands
-that write it may change; the store's root holds only runs): every run with its date, models,
-benchmarks, item set, headline, state and a link to its report; searchable and sortable, the
-search and the sort kept in the URL's hash so a link opens the same view. Written by
-`aggregate` and `leaderboard` (`leaderboard.update`).
+that write it may change; the store's root holds only runs): every run with its tags and note
+(`evalfleet tag`), date, models, benchmarks, item set, headline, state and a link to its
+report; searchable and sortable, the search and the sort kept in the URL's hash so a link opens
+the same view. Written by `aggregate` and `leaderboard` (`leaderboard.update`) and by `tag`.
 
 A run's state: `complete` (every planned answer done, none failed, results written),
 `partial` (answers missing or failed, or not aggregated yet) or `damaged` (its manifest or its
@@ -19,9 +19,10 @@ from evalfleet.engine.store.results import NoResults, read_version_table, result
 from evalfleet.reports.item_sets import item_set_of
 from evalfleet.reports.status import run_progress
 from evalfleet.storage.base import Store
+from evalfleet.storage.tags import read_tags
 
 INDEX_KEY = "leaderboard/runs.html"
-COLUMNS = ("run", "date", "models", "benchmarks", "item set", "headline", "state", "report")
+COLUMNS = ("run", "tags", "date", "models", "benchmarks", "item set", "headline", "state", "report")
 
 
 def index_rows(store: Store) -> list[dict[str, str]]:
@@ -36,8 +37,11 @@ def index_rows(store: Store) -> list[dict[str, str]]:
 
 
 def run_row(store: Store, run_id: str, progress: dict[str, Any]) -> dict[str, str]:
+    labels = read_tags(store, run_id)  # `evalfleet tag`: searched like every other cell
     row = {
         "run": run_id,
+        "tags": ", ".join(labels.tags),
+        "note": labels.note,
         "date": str(progress["created_at"])[:19].replace("T", " "),
         "models": str(progress["models"]),
         "benchmarks": str(progress["benchmarks"]),
@@ -102,6 +106,12 @@ def _row_html(row: dict[str, str]) -> str:
         value = row[column]
         if column == "report":
             text = f'<a href="../{html.escape(value)}">report</a>' if value else "-"
+        elif column == "tags":
+            text = ", ".join(
+                f'<span class="tag">{html.escape(t)}</span>' for t in value.split(", ") if t
+            )
+            if row.get("note"):
+                text += f'<div class="note">{html.escape(row["note"])}</div>'
         elif column in ("models", "benchmarks"):  # a name never broken at its hyphens
             text = ", ".join(f'<span class="nw">{html.escape(v)}</span>' for v in value.split(", "))
         else:
@@ -128,12 +138,14 @@ th.asc::after {{ content: " \\25B2"; }} th.desc::after {{ content: " \\25BC"; }}
 .state-complete .state {{ color: #176117; }} .state-partial .state {{ color: #8a5a00; }}
 .state-damaged .state {{ color: #a11; font-weight: bold; }}
 #q {{ width: 30em; padding: 4px; margin-bottom: 0.8em; }}
-.nw, td.date, td.state {{ white-space: nowrap; }}
+.nw, td.date, td.state, .tag {{ white-space: nowrap; }}
+.tag {{ background: #eef; border-radius: 3px; padding: 0 4px; }}
+.note {{ color: #555; font-size: 12px; max-width: 24em; white-space: pre-wrap; }}
 </style></head><body>
 <h1>Runs in {where}</h1>
 <p><a href="index.html">the leaderboard</a></p>
 <p><span id="shown">{count}</span> of {count} runs ·
-<input id="q" type="search" placeholder="search runs, models, benchmarks, states"
+<input id="q" type="search" placeholder="search runs, tags, models, benchmarks, states"
  aria-label="search"></p>
 <table id="runs"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>
 <script>
