@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -67,6 +68,32 @@ def test_the_stored_runs_are_listed_complete_with_their_headline(hostile_store, 
     assert page.count('<tr class="state-complete">') == 2
 
 
+@pytest.mark.slow
+def test_a_tag_shows_in_the_index_the_runs_table_and_the_report(hostile_store, tmp_path, capsys):
+    """`evalfleet tag` on a stored copy of the demo run: the index it rewrites, `runs` and the
+    report's About table (from its next `evalfleet report`) show the tags and the note."""
+    from evalfleet.cli.main import main
+    from evalfleet.reports.status import list_runs
+
+    store_path = tmp_path / "store"
+    shutil.copytree(hostile_store[0], store_path)
+    argv = ["tag", BASE_RUN, "--store", str(store_path), "--add", "baseline", "--note", "a<b"]
+    assert main(argv) == 0
+    store = open_store(str(store_path))
+    rows = {row["run"]: row for row in index_rows(store)}
+    assert (rows[BASE_RUN]["tags"], rows[BASE_RUN]["note"]) == ("baseline", "a<b")
+    assert (rows[OTHER_RUN]["tags"], rows[OTHER_RUN]["note"]) == ("", "")
+    page = (store_path / INDEX_KEY).read_text()
+    tags_cell = '<td class="tags"><span class="tag">baseline</span><div class="note">a&lt;b</div>'
+    assert page.count(tags_cell) == 1
+    assert list_runs(store).endswith(f"\n\nrun {BASE_RUN} tags: baseline")
+    capsys.readouterr()
+    assert main(["report", BASE_RUN, "--store", str(store_path)]) == 0
+    report = capsys.readouterr().out.removeprefix("report: ").strip()
+    about = Path(report.removeprefix("file://")).read_text()
+    assert "<tr><td>tags</td><td>baseline</td></tr><tr><td>note</td><td>a&lt;b</td></tr>" in about
+
+
 RUN_CELLS = (
     "return [...document.querySelectorAll('#runs tbody tr')].filter(r => !r.hidden)"
     ".map(r => r.cells[0].textContent)"
@@ -89,15 +116,19 @@ def index_view(driver) -> dict:
 
 
 @pytest.mark.slow
-def test_the_index_searches_sorts_keeps_its_state_and_opens_a_report(hostile_store):
+def test_the_index_searches_sorts_keeps_its_state_and_opens_a_report(hostile_store, tmp_path):
     """At 1400 x 1000 in Chromium: newest run first; a click on "run" sorts up, another down;
-    a search keeps the matching rows; a reload brings the same view back; "report" opens it."""
+    a search keeps the matching rows; a reload brings the same view back; a search for a tag
+    (`evalfleet tag`) finds its run; "report" opens it."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
+    from evalfleet.cli.main import main
     from tests.support.browser import close, headless_chromium
 
-    store = hostile_store[0]
+    store = tmp_path / "store"
+    shutil.copytree(hostile_store[0], store)
+    assert main(["tag", BASE_RUN, "--store", str(store), "--add", "nightly"]) == 0
     newest_first = [row["run"] for row in index_rows(open_store(str(store)))]
     assert sorted(newest_first) == [BASE_RUN, OTHER_RUN]
     driver = headless_chromium(1400, 1000)
@@ -121,6 +152,9 @@ def test_the_index_searches_sorts_keeps_its_state_and_opens_a_report(hostile_sto
         }
         driver.refresh()
         assert index_view(driver) == view
+        driver.get((store / INDEX_KEY).as_uri() + "#q=NIGHTLY")
+        tagged = index_view(driver)
+        assert (tagged["runs"], tagged["search"], tagged["shown"]) == ([BASE_RUN], "NIGHTLY", "1")
         driver.get((store / INDEX_KEY).as_uri())
         link = driver.find_element(By.CSS_SELECTOR, "#runs tbody td.report a")
         row_run = driver.execute_script(

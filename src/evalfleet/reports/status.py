@@ -13,6 +13,7 @@ from evalfleet.engine.store.counts import recorded_counts
 from evalfleet.engine.store.manifest import ManifestVersionError, read_manifest
 from evalfleet.storage import layout
 from evalfleet.storage.base import Store
+from evalfleet.storage.tags import read_tags
 
 if TYPE_CHECKING:  # pandas is imported by `status` only: `runs` starts faster without it
     import pandas as pd
@@ -84,13 +85,15 @@ def list_runs(store: Store) -> str:
     as done here; `status` tells them apart)."""
     from tabulate import tabulate
 
-    rows, needs = [], []
+    rows, needs, tagged = [], [], []
     for run_dir in store.list_dirs(""):
         progress = run_progress(store, run_dir.strip("/"))
         if progress is not None:
             rows.append(progress)
             if progress["expected"] is not None:  # its manifest reads
                 needs += run_needs(store, str(progress["run_id"]))
+            if labels := read_tags(store, str(progress["run_id"])).tags:  # `evalfleet tag`
+                tagged.append(f"run {progress['run_id']} tags: {', '.join(labels)}")
     if not rows:
         return f"no runs in {store.describe()}"
     # what pandas' to_markdown gave (it calls tabulate so), without importing pandas
@@ -105,6 +108,8 @@ def list_runs(store: Store) -> str:
         table += "\n\n" + FROM_AGGREGATION
     if needs:
         table += "\n\n" + "\n".join(needs)
+    if tagged:
+        table += "\n\n" + "\n".join(tagged)
     return table
 
 
