@@ -967,6 +967,13 @@ def test_math_renders_as_mathml_with_markdown(store, browser):
         "$$\\sum_{i=1}^{n} x_i$$": '<p><math display="block"><munderover><mo>∑</mo><mrow>'
         "<mi>i</mi><mo>=</mo><mn>1</mn></mrow><mi>n</mi></munderover><msub><mi>x</mi><mi>i</mi>"
         "</msub></math></p>",
+        "$\\mathcal{F} \\not\\in \\underbrace{a}_{n} \\xrightarrow{f} \\mathrm{kg}$": "<p><math>"
+        '<mi>ℱ</mi><mo>∉</mo><munder><munder><mi>a</mi><mo stretchy="true">⏟</mo></munder>'
+        '<mi>n</mi></munder><mover><mo stretchy="true">→</mo><mi>f</mi></mover><mi>kg</mi>'
+        "</math></p>",
+        "$\\sin x = f(x)$": '<p><math><mi>sin</mi><mspace width="0.1667em"></mspace><mi>x</mi>'
+        '<mo>=</mo><mi>f</mi><mo stretchy="false">(</mo><mi>x</mi><mo stretchy="false">)</mo>'
+        "</math></p>",
         "Answer in \\boxed{}.": "<p>Answer in \\boxed{}.</p>",  # an instruction, as written
         "$5 and $10, `$x$`": "<p>$5 and $10, <code>$x$</code></p>",
         "$x^{$ <i>": "<p>$x^{$ &lt;i&gt;</p>",  # not read: as written, escaped

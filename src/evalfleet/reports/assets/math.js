@@ -1,9 +1,10 @@
 // TeX math as MathML, which Chromium, Firefox and Safari draw themselves (MathML Core): the
 // subset models write in answers, written here so the report stays one offline file with no
 // dependency. Numbers, letters, operators, ^ and _, \frac, \sqrt (and [n]), \left \right,
-// \sum \prod \int with limits, greek letters, relations, \text \mathrm \mathbf \mathbb
-// \operatorname, \boxed, accents, \binom and matrices. A command it does not know is shown as
-// written, in an <mtext>; every text is escaped, so nothing in a formula becomes markup.
+// \sum \prod \int with limits, greek letters, relations, \not, \text \operatorname and the
+// \math fonts (rm bf bb cal frak sf tt), \boxed, accents, braces, \overset, \xrightarrow,
+// \binom and matrices. A command it does not know is shown as written, in an <mtext>; every
+// text is escaped, so nothing in a formula becomes markup.
 "use strict";
 
 const TEX_GREEK = "alpha α beta β gamma γ delta δ epsilon ϵ varepsilon ε zeta ζ eta η theta θ " +
@@ -23,7 +24,8 @@ const TEX_OPS = "cdot ⋅ times × div ÷ pm ± mp ∓ le ≤ leq ≤ ge ≥ geq
 const TEX_BIG = "sum ∑ prod ∏ coprod ∐ bigcup ⋃ bigcap ⋂ int ∫ iint ∬ iiint ∭ oint ∮";
 const TEX_FUNCS = "sin cos tan cot sec csc arcsin arccos arctan sinh cosh tanh log ln lg exp " +
   "max min sup inf lim liminf limsup det gcd lcm deg dim ker arg Pr mod";
-const TEX_ACCENTS = "hat ^ widehat ^ bar ‾ overline ‾ vec → tilde ~ widetilde ~ dot ˙ ddot ¨";
+// (a font stretches no accent over several letters: \widehat is \hat; a line is a CSS border)
+const TEX_ACCENTS = "hat ^ widehat ^ bar ‾ vec → tilde ~ widetilde ~ dot ˙ ddot ¨";
 const TEX_SPACES = { ",": "0.1667em", ":": "0.2222em", ">": "0.2222em", ";": "0.2778em",
   "!": "-0.1667em", " ": "0.25em", quad: "1em", qquad: "2em", enspace: "0.5em" };
 const TEX_ESCAPED = { "{": "{", "}": "}", "|": "‖", "%": "%", "$": "$", "&": "&", "#": "#", _: "_" };
@@ -43,15 +45,24 @@ const TEX = {
   funcs: new Set(TEX_FUNCS.split(" ")),
 };
 
-// Unicode's mathematical letters for \mathbb and \mathbf (the ones outside the block first).
-const TEX_DOUBLE = { C: "ℂ", H: "ℍ", N: "ℕ", P: "ℙ", Q: "ℚ", R: "ℝ", Z: "ℤ" };
+// Unicode's mathematical letters and digits for \mathbf, \mathbb, \mathcal, \mathfrak,
+// \mathsf and \mathtt: where each alphabet's A and 0 are, and its letters outside the block.
+const TEX_FONTS = {
+  bf: [0x1d400, 0x1d7ce, {}],
+  bb: [0x1d538, 0x1d7d8, { C: "ℂ", H: "ℍ", N: "ℕ", P: "ℙ", Q: "ℚ", R: "ℝ", Z: "ℤ" }],
+  cal: [0x1d49c, null, { B: "ℬ", E: "ℰ", F: "ℱ", H: "ℋ", I: "ℐ", L: "ℒ", M: "ℳ", R: "ℛ", e: "ℯ",
+    g: "ℊ", o: "ℴ" }],
+  frak: [0x1d504, null, { C: "ℭ", H: "ℌ", I: "ℑ", R: "ℜ", Z: "ℨ" }],
+  sf: [0x1d5a0, 0x1d7e2, {}],
+  tt: [0x1d670, 0x1d7f6, {}],
+};
 function texStyled(style, ch) {
-  const upper = ch >= "A" && ch <= "Z";
-  const lower = ch >= "a" && ch <= "z";
-  if (style === "bb" && TEX_DOUBLE[ch]) return TEX_DOUBLE[ch];
-  if (!upper && !lower) return ch;
-  const base = { bf: 0x1d400, bb: 0x1d538 }[style];
-  return String.fromCodePoint(base + (upper ? ch.charCodeAt(0) - 65 : 26 + ch.charCodeAt(0) - 97));
+  const [letters, digits, holes] = TEX_FONTS[style];
+  if (holes[ch]) return holes[ch];
+  if (ch >= "A" && ch <= "Z") return String.fromCodePoint(letters + ch.charCodeAt(0) - 65);
+  if (ch >= "a" && ch <= "z") return String.fromCodePoint(letters + 26 + ch.charCodeAt(0) - 97);
+  if (ch >= "0" && ch <= "9" && digits) return String.fromCodePoint(digits + Number(ch));
+  return ch;
 }
 
 class TexError extends Error {}
@@ -117,12 +128,15 @@ class TexParser {
       else if (c === "^") sup.push(this.group());
       else sub = this.group();
     }
-    if (sub === null && !sup.length) return base;
-    const limits = this.display && /^<m[oi] data-limits=""/.test(base);
+    // a function's name (sin, log) stands a thin space from what it applies to, as in TeX
+    const gap = /^<mi[^>]* data-fn=""/.test(base) && this.peek() !== "(" && !this.next("left");
+    const after = gap ? '<mspace width="0.1667em"></mspace>' : "";
+    if (sub === null && !sup.length) return base + after;
+    const limits = /^<m\w+ data-limits="1"/.test(base) || (this.display && /^<m[oi] data-limits=""/.test(base));
     const tags = limits ? ["munder", "mover", "munderover"] : ["msub", "msup", "msubsup"];
-    if (!sup.length) return `<${tags[0]}>${base}${sub}</${tags[0]}>`;
-    if (sub === null) return `<${tags[1]}>${base}${texRow(sup)}</${tags[1]}>`;
-    return `<${tags[2]}>${base}${sub}${texRow(sup)}</${tags[2]}>`;
+    if (!sup.length) return `<${tags[0]}>${base}${sub}</${tags[0]}>${after}`;
+    if (sub === null) return `<${tags[1]}>${base}${texRow(sup)}</${tags[1]}>${after}`;
+    return `<${tags[2]}>${base}${sub}${texRow(sup)}</${tags[2]}>${after}`;
   }
 
   // One atom; `script` when it is the argument of ^ or _ written without braces (one digit).
@@ -147,7 +161,7 @@ class TexParser {
     if (c === "~") return '<mspace width="0.25em"></mspace>';
     if (c === "-") return "<mo>−</mo>";
     if (c === "*") return "<mo>∗</mo>";
-    return `<mo>${esc(c)}</mo>`;
+    return texOp(c);
   }
 
   letter(c) {
@@ -156,7 +170,7 @@ class TexParser {
       while (/[A-Za-z]/.test(this.src[this.at] ?? "")) word += this.src[this.at++];
       return word.length === 1 ? `<mi mathvariant="normal">${word}</mi>` : `<mi>${word}</mi>`;
     }
-    if (this.font === "bf" || this.font === "bb") return `<mi>${texStyled(this.font, c)}</mi>`;
+    if (this.font) return `<mi>${texStyled(this.font, c)}</mi>`;
     return `<mi>${c}</mi>`;
   }
 
@@ -196,18 +210,18 @@ class TexParser {
     const name = this.command();
     if (name === "\\") return '<mspace linebreak="newline"></mspace>';
     if (name in TEX_SPACES) return `<mspace width="${TEX_SPACES[name]}"></mspace>`;
-    if (name in TEX_ESCAPED) return `<mo>${esc(TEX_ESCAPED[name])}</mo>`;
+    if (name in TEX_ESCAPED) return texOp(TEX_ESCAPED[name]);
     if (name in TEX.greek) return `<mi>${TEX.greek[name]}</mi>`;
     if (name in TEX.upper) return `<mi mathvariant="normal">${TEX.upper[name]}</mi>`;
     if (name in TEX.ident) return `<mi>${TEX.ident[name]}</mi>`;
-    if (name in TEX.ops) return `<mo>${esc(TEX.ops[name])}</mo>`;
+    if (name in TEX.ops) return texOp(TEX.ops[name]);
     if (name in TEX.big) {
       const limits = name.includes("int") ? "" : ' data-limits=""';
       return `<mo${limits}>${TEX.big[name]}</mo>`;
     }
     if (TEX.funcs.has(name)) {
       const limits = ["lim", "max", "min", "sup", "inf", "liminf", "limsup", "det", "gcd", "Pr"];
-      return `<mi${limits.includes(name) ? ' data-limits=""' : ""}>${name}</mi>`;
+      return `<mi${limits.includes(name) ? ' data-limits=""' : ""} data-fn="">${name}</mi>`;
     }
     if (name in TEX.accents) {
       const base = this.argument();
@@ -243,15 +257,39 @@ class TexParser {
         return this.delimiter();
       case "text": case "textrm": case "textit": case "textbf": case "mbox":
         return `<mtext>${esc(this.raw().replace(/\\([{}$%&#_ ])/g, "$1"))}</mtext>`;
-      case "mathrm": case "operatorname": case "mathbf": case "boldsymbol": case "mathbb": {
+      case "mathrm": case "operatorname": case "mathbf": case "boldsymbol": case "mathbb":
+      case "mathcal": case "mathfrak": case "mathsf": case "mathtt": {
         const font = this.font;
-        this.font = { mathrm: "rm", operatorname: "rm", mathbb: "bb" }[name] ?? "bf";
+        this.font = { mathrm: "rm", operatorname: "rm", mathbf: "bf", boldsymbol: "bf" }[name] ??
+          name.slice(4);
         const inner = this.argument();
         this.font = font;
         return inner;
       }
       case "mathit": case "displaystyle": case "textstyle": case "limits": case "nolimits":
         return "<mrow></mrow>";
+      case "overbrace": case "underbrace": { // its label, as a limit, over or under it
+        const [tag, brace] = name === "overbrace" ? ["mover", "⏞"] : ["munder", "⏟"];
+        const body = this.argument();
+        return `<${tag} data-limits="1">${body}<mo stretchy="true">${brace}</mo></${tag}>`;
+      }
+      case "overset": case "stackrel": case "underset": {
+        const [mark, base] = [this.argument(), this.argument()];
+        const tag = name === "underset" ? "munder" : "mover";
+        return `<${tag}>${base}${mark}</${tag}>`;
+      }
+      case "xrightarrow": case "xleftarrow":
+        return `<mover><mo stretchy="true">${name === "xrightarrow" ? "→" : "←"}</mo>` +
+          `${this.argument()}</mover>`;
+      case "not": { // the relation after it, struck through (\not= is ≠)
+        const next = this.atom(true);
+        const m = /^<mo>([^<]+)<\/mo>$/.exec(next);
+        return m ? `<mo>${(m[1] + "\u0338").normalize("NFC")}</mo>` : `<mtext>\\not</mtext>${next}`;
+      }
+      case "overline": case "underline": {
+        const side = name === "overline" ? "top" : "bottom";
+        return `<mrow style="border-${side}: 1px solid; padding-${side}: 1px">${this.argument()}</mrow>`;
+      }
       case "boxed":
         return `<mrow style="border: 1px solid; padding: 2px 4px">${this.argument()}</mrow>`;
       case "begin":
@@ -292,7 +330,12 @@ class TexParser {
 }
 
 function texText(font, text) {
-  return font === "bf" ? [...text].map((d) => String.fromCodePoint(0x1d7ce + Number(d))).join("") : text;
+  return font && font !== "rm" ? [...text].map((d) => texStyled(font, d)).join("") : text;
+}
+
+// An operator; a bracket written without \left or \right keeps its size, as in TeX.
+function texOp(glyph) {
+  return "()[]{}|‖⟨⟩⌊⌋⌈⌉".includes(glyph) ? `<mo stretchy="false">${esc(glyph)}</mo>` : `<mo>${esc(glyph)}</mo>`;
 }
 
 function texRow(items) {
@@ -316,7 +359,8 @@ function texToMathML(src, display = false, bare = false) {
     if (bare) throw error;
     return null;
   }
-  const body = items.join("").replaceAll(' data-limits=""', "");
-  if (bare) return texRow(items).replaceAll(' data-limits=""', "");
+  const unmarked = (mathml) => mathml.replace(/ data-(?:limits|fn)="1?"/g, "");
+  const body = unmarked(items.join(""));
+  if (bare) return unmarked(texRow(items));
   return display ? `<math display="block">${body}</math>` : `<math>${body}</math>`;
 }
