@@ -85,6 +85,58 @@ def test_inspect_logs_hold_the_tables_samples_scores_and_headline(exported):
             assert sample.input and sample.output.completion
 
 
+PROMPT_1 = (
+    "Count the red circles, the blue squares and the green triangles in the image. What is the "
+    "product of the three counts?\n\n\nLet's think step by step and give the final answer in "
+    "curly braces, like this: {final answer}"
+)
+
+
+@pytest.mark.slow
+def test_inspect_samples_carry_messages_explanations_and_metadata(exported):
+    """Sample 1 of the demo: the prompt as sent (text, then its image as a small data URI) and
+    the response as chat messages, each verdict's words, the attempts and usage; the logs
+    stay small (the images are tiles of a few kB)."""
+    from inspect_ai.log import read_eval_log
+
+    samples, _, inspect_dir, _ = exported
+    model = MODELS[0]
+    path = inspect_dir / f"{model.replace('/', '_')}_zerobench.eval"
+    assert path.stat().st_size < 60_000
+    log = read_eval_log(str(path), resolve_attachments=True)
+    sample = next(s for s in log.samples if s.id == "1" and s.epoch == 1)
+    rows = samples[(samples.model == model) & (samples.sample_id == "1") & (samples.epoch == 0)]
+    upstream = rows.set_index("scoring").loc["upstream"]
+    assert [m.role for m in sample.messages] == ["user", "assistant"]
+    user, assistant = sample.messages
+    assert [c.type for c in user.content] == ["text", "image"]
+    assert user.content[0].text == PROMPT_1
+    image = user.content[1].image
+    assert image.startswith("data:image/jpeg;base64,") and 1_000 < len(image) < 8_000
+    assert sample.input == [user]
+    assert assistant.model == model
+    text = assistant.content[0].text
+    assert text.startswith("I will reason about this carefully.\n")
+    assert text.endswith(f"So the final answer is {{{upstream.answer}}}")
+    assert sample.scores["upstream"].answer == upstream.answer
+    verdict = "equals" if upstream.correct else "differs from"
+    assert sample.scores["upstream"].explanation == (
+        f"upstream rule: the last {{...}} group of the lower-cased response, "
+        f"'{upstream.answer}', {verdict} the lower-cased target '24' (exact text)"
+    )
+    assert sample.scores["robust"].explanation.startswith(
+        "E4 (the last group labelled as the answer) read "
+    )
+    assert sample.metadata["attempts"] == 1
+    assert sample.metadata["finish_reason"] == "stop"
+    assert sample.metadata["usage"] == {
+        "input_tokens": int(upstream.input_tokens),
+        "output_tokens": int(upstream.output_tokens),
+        "total_tokens": int(upstream.input_tokens + upstream.output_tokens),
+        "total_cost": pytest.approx(sample.output.usage.total_cost),
+    }
+
+
 @contextlib.contextmanager
 def inspect_view(log_dir: Path) -> Iterator[str]:
     """`inspect view` on a free port, its address once it answers HTTP; stopped after."""

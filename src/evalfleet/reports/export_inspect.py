@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from evalfleet.reports.export_inspect_extras import Extras, ItemExtras
 from evalfleet.reports.export_rows import ExportItem, ExportRun
 
 INSTALL = "pip install 'evalfleet[inspect]'"
@@ -35,20 +36,23 @@ def write_inspect_logs(export: ExportRun, out: Path) -> list[Path]:
     for item in export.items:
         groups.setdefault((item.model, item.benchmark), []).append(item)
     out.mkdir(parents=True, exist_ok=True)
+    extras = Extras(export)
     written = []
     for (model, benchmark), items in groups.items():
-        log = eval_log(export, model, benchmark, items)
+        log = eval_log(export, model, benchmark, items, extras)
         path = out / f"{_safe(model)}_{_safe(benchmark)}.eval"
         write_eval_log(log, str(path))
         written.append(path)
     return written
 
 
-def eval_log(export: ExportRun, model: str, benchmark: str, items: list[ExportItem]) -> Any:
+def eval_log(
+    export: ExportRun, model: str, benchmark: str, items: list[ExportItem], extras: Extras
+) -> Any:
     from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalSpec, EvalStats
 
     data = export.run.data.get(benchmark)
-    samples = [eval_sample(model, item) for item in items]
+    samples = [eval_sample(model, item, extras.of(item)) for item in items]
     created = datetime.now(UTC).isoformat(timespec="seconds")
     spec = EvalSpec(
         created=created,
@@ -74,7 +78,7 @@ def eval_log(export: ExportRun, model: str, benchmark: str, items: list[ExportIt
     )
 
 
-def eval_sample(model: str, item: ExportItem) -> Any:
+def eval_sample(model: str, item: ExportItem, extras: ItemExtras) -> Any:
     from inspect_ai.log import EvalSample
     from inspect_ai.model import ModelOutput, ModelUsage
     from inspect_ai.scorer import Score
@@ -92,23 +96,33 @@ def eval_sample(model: str, item: ExportItem) -> Any:
         s["scoring"]: Score(
             value=s["value"] if s["value"] is not None else 0.0,
             answer=s["answer"],
-            explanation=s["score_error"],
-            metadata={"correct": s["correct"], "judged": s["judged"]},
+            explanation=extras.why.get(s["scoring"]) or s["score_error"],
+            metadata={
+                "correct": s["correct"],
+                "judged": s["judged"],
+                "score_error": s["score_error"],
+            },
         )
         for s in item.scores
     }
     return EvalSample(
         id=item.sample_id,
         epoch=item.epoch + 1,
-        input=item.input,
+        input=extras.messages[:1],
         choices=item.choices or None,
         target=item.target,
         output=output,
+        messages=extras.messages,
         scores=scores,
         model_usage={model: usage},
         total_time=item.latency_s,
         error=None,
-        metadata={"finish_reason": item.finish_reason, "call_error": item.error},
+        metadata={
+            "finish_reason": item.finish_reason,
+            "call_error": item.error,
+            **extras.metadata,
+            "usage": usage.model_dump(exclude_none=True),
+        },
     )
 
 
