@@ -287,3 +287,34 @@ def test_the_command_line_starts_without_inspect_ai_or_datasets():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout == "False False\n", done.stderr
+
+
+@pytest.mark.slow
+def test_inspect_samples_hold_the_fields_the_benchmark_declares(
+    session_services, tmp_path, monkeypatch
+):
+    """A ROME demo run exported: each sample's metadata names its ROME task, as the dataset
+    has it (the field the report's list filters on)."""
+    from inspect_ai.log import read_eval_log
+
+    from evalfleet.cli.main import main
+    from evalfleet.engine.store.stored import load_run
+    from evalfleet.storage import open_store
+
+    monkeypatch.chdir(tmp_path)
+    store = tmp_path / "runs"
+    assert main(["demo", "-b", "rome", "--run-id", "r", "--store", str(store)]) == 0
+    out = tmp_path / "inspect"
+    argv = ["export", "r", "--store", str(store), "--format", "inspect", "--out", str(out)]
+    code, _, err, crashed = call_in_process(argv)
+    assert (code, crashed) == (0, False), err
+    tasks = {
+        s.id: s.metadata["task"]
+        for s in load_run(open_store(str(store)), "r", read=False).data["rome"].samples
+    }
+    assert len(set(tasks.values())) > 1
+    logs = sorted(out.iterdir())
+    assert len(logs) > 0
+    for path in logs:
+        log = read_eval_log(str(path))
+        assert {str(s.id): s.metadata["task"] for s in log.samples} == tasks
