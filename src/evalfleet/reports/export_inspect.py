@@ -4,8 +4,9 @@ with inspect_ai's own writer, so `inspect view` opens a run and scripts read it 
 only here and only when an export runs (the command line starts without it).
 
 A sample's epoch is evalfleet's plus one (inspect counts from 1); each scoring mode is a score
-of its own, named as the mode; the log's results hold every metric of each mode, the headline
-first."""
+of its own, named as the mode, with the words of the rule or judge that decided it; the log's
+results hold every metric of each mode, the headline first. A sample's input and messages are
+the prompt as sent and the response (`export_inspect_extras`)."""
 
 from __future__ import annotations
 
