@@ -5,6 +5,7 @@ had stopped (RAY_ADDRESS stayed set), and then was refused by the second head's 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,37 +13,51 @@ import textwrap
 
 import pytest
 
-from evalfleet.stack.services import LocalStack
-
 POINTED = ("RAY_ADDRESS", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "PREFECT_API_URL", "PREFECT_UI_URL")
 
 
-def test_stop_puts_back_every_variable_the_stack_pointed_this_process_with(monkeypatch):
-    for name in POINTED:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("PREFECT_UI_URL", "http://127.0.0.1:4200")  # the user's own, kept
-    stack = LocalStack(flow_runs_kept=1)
-    stack.use_private_ray()
-    stack.ray_address = "127.0.0.1:6399"  # as `start` names its head; nothing started here
-    assert stack.wait_ray()
-    assert os.environ["RAY_ADDRESS"] == "127.0.0.1:6399"
-    assert os.environ["RAY_AUTH_MODE"] == "token"
-    stack.stop()
-    assert {name: os.environ.get(name) for name in POINTED} == {
-        "RAY_ADDRESS": None,
-        "RAY_AUTH_MODE": None,
-        "RAY_AUTH_TOKEN": None,
-        "PREFECT_API_URL": None,
-        "PREFECT_UI_URL": "http://127.0.0.1:4200",
+POINTING = """
+import json, os
+from evalfleet.stack.services import LocalStack
+
+os.environ["PREFECT_UI_URL"] = "http://127.0.0.1:4200"  # the user's own, kept
+stack = LocalStack(flow_runs_kept=1)
+stack.use_private_ray()
+stack.ray_address = "127.0.0.1:6399"  # as `start` names its head; nothing started here
+assert stack.wait_ray()
+during = {name: os.environ.get(name) for name in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
+stack.stop()
+other = LocalStack(flow_runs_kept=1)
+print(json.dumps({
+    "during": during,
+    "after": {name: os.environ.get(name) for name in NAMES},
+    "tokens": [len(stack.ray_env["RAY_AUTH_TOKEN"]),
+               stack.ray_env["RAY_AUTH_TOKEN"] == other.ray_env["RAY_AUTH_TOKEN"]],
+}))
+other.stop()
+"""
+
+
+def test_stop_puts_back_every_variable_and_the_heads_of_a_process_share_a_token():
+    """In a child: the test session's own process is a Ray driver, whose settings a test
+    must not touch."""
+    env = {k: v for k, v in os.environ.items() if k not in POINTED}
+    code = f"NAMES = {POINTED!r}\n" + textwrap.dedent(POINTING)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == {
+        "during": {"RAY_ADDRESS": "127.0.0.1:6399", "RAY_AUTH_MODE": "token"},
+        "after": {
+            "RAY_ADDRESS": None,
+            "RAY_AUTH_MODE": None,
+            "RAY_AUTH_TOKEN": None,
+            "PREFECT_API_URL": None,
+            "PREFECT_UI_URL": "http://127.0.0.1:4200",
+        },
+        "tokens": [64, True],
     }
-
-
-def test_every_private_head_of_a_process_shares_its_token():
-    first, second = LocalStack(flow_runs_kept=1), LocalStack(flow_runs_kept=1)
-    assert first.ray_env["RAY_AUTH_TOKEN"] == second.ray_env["RAY_AUTH_TOKEN"]
-    assert len(first.ray_env["RAY_AUTH_TOKEN"]) == 64
-    first.stop()
-    second.stop()
 
 
 CHILD = """

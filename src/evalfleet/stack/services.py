@@ -376,8 +376,12 @@ class LocalStack:
 
 
 def _refresh_ray_config() -> None:
-    """Ray reads its auth settings when it is imported: read them again if it is loaded."""
+    """Ray reads its auth settings when it is imported: read them again if it is loaded, but
+    never under a connection this process holds (its cluster's settings are the ones that
+    count until it leaves)."""
     if "ray" in sys.modules:
+        import ray
         from ray._raylet import Config  # type: ignore[attr-defined]  # not in Ray's stub
 
-        Config.initialize("")
+        if not ray.is_initialized():
+            Config.initialize("")
