@@ -321,6 +321,7 @@ def test_the_run_form_in_a_browser(stack, demo_dataset):
     say: Deployments, evaluate, Run, Custom run. The models are a drop-down of the
     registry's, every description shows all its words, each benchmark has its dataset-path
     field; the form starts a run. The same form in the first UI ('Switch to V1 UI')."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
@@ -345,8 +346,11 @@ def test_the_run_form_in_a_browser(stack, demo_dataset):
             time.sleep(0.3)
 
         def option(text: str):
-            options = driver.find_elements(By.CSS_SELECTOR, "[role=option]")
-            return _until(lambda: [o for o in options if o.text == text], 10, f"option {text}")[0]
+            def matching():
+                options = driver.find_elements(By.CSS_SELECTOR, "[role=option]")
+                return [o for o in options if o.text == text]
+
+            return _until(matching, 10, f"option {text}")[0]
 
         def optional_field(label: str, value: str) -> None:
             """A plain input (no tabs to choose its type first), found by its label."""
@@ -356,17 +360,26 @@ def test_the_run_form_in_a_browser(stack, demo_dataset):
             driver.execute_script("arguments[0].scrollIntoView({block:'center'});", field)
             field.send_keys(value)
 
-        def link(text: str):
+        def click_link(text: str) -> None:
+            """Click the link; found again if the page re-rendered it (a stale element)."""
             found = f"//a[normalize-space()='{text}']"
-            return _until(lambda: driver.find_elements(By.XPATH, found), 60, f"link {text}")[0]
+            for attempt in range(5):
+                element = _until(lambda: driver.find_elements(By.XPATH, found), 60, f"link {text}")[
+                    0
+                ]
+                try:
+                    click(element)
+                    return
+                except StaleElementReferenceException:
+                    assert attempt < 4, f"the link {text} was re-rendered five times"
 
         def body() -> str:
             return driver.find_element(By.TAG_NAME, "body").text
 
         driver.get(stack.ui)  # exactly what `up` printed
-        click(link("Deployments"))
+        click_link("Deployments")
         assert driver.current_url.startswith(f"{stack.ui}/v2/deployments"), driver.current_url
-        click(link("evaluate"))
+        click_link("evaluate")
         custom = "//*[@role='menuitem'][.='Custom run']"
         for attempt in range(3):  # a click before the page is live opens no menu: again
             _until(lambda: buttons("Run"), 60, "the deployment's Run button")[0].click()
