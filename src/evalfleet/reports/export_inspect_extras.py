@@ -40,10 +40,6 @@ class Extras:
     def __init__(self, export: ExportRun) -> None:
         self.export = export
         run = export.run
-        self.keys: dict[tuple[str, str, str, int], ItemKey] = {}
-        for key in run.answer_state.record_key:
-            if key.stage == "answer":
-                self.keys[(key.model, key.benchmark, key.sample_id, key.epoch)] = key
         self.where: dict[tuple[str, str], int] = {}  # (benchmark, sample) -> its number
         for name, data in run.data.items():
             for sample in data.samples:
@@ -67,7 +63,7 @@ class Extras:
     def of(self, item: Any) -> ItemExtras:
         """The additions of one `ExportItem`."""
         run = self.export.run
-        key = self.keys.get((item.model, item.benchmark, item.sample_id, item.epoch))
+        key = self.export.answer_keys.get((item.model, item.benchmark, item.sample_id, item.epoch))
         record: Record | None = None
         if key is not None:
             record = run.answer_state.records.get(run.answer_state.record_key[key])

@@ -12,6 +12,7 @@ from typing import Any
 from evalfleet.engine.store.results import read_version_table, results_about
 from evalfleet.engine.store.stored import StoredRun, load_run
 from evalfleet.storage.base import Store
+from evalfleet.storage.layout import ItemKey
 
 
 @dataclass
@@ -46,6 +47,8 @@ class ExportRun:
     items: list[ExportItem]  # one per (model, benchmark, sample, epoch), in table order
     # (model, benchmark) -> scoring -> metric -> value, for the rows of no group
     metrics: dict[tuple[str, str], dict[str, dict[str, float]]] = field(default_factory=dict)
+    # (model, benchmark, sample, epoch) -> the answer's key in the run's records
+    answer_keys: dict[tuple[str, str, str, int], ItemKey] = field(default_factory=dict)
 
 
 def gather_export(store: Store, run_id: str, version: str | None = None) -> ExportRun:
@@ -54,10 +57,14 @@ def gather_export(store: Store, run_id: str, version: str | None = None) -> Expo
     samples = read_version_table(store, run_id, about.version, "samples.parquet")
     metrics = read_version_table(store, run_id, about.version, "metrics.parquet")
     run = load_run(store, run_id)
-    records = {
-        (key.model, key.benchmark, key.sample_id, key.epoch): run.answer_state.records.get(rk)
-        for key, rk in run.answer_state.record_key.items()
+    answer_keys = {
+        (key.model, key.benchmark, key.sample_id, key.epoch): key
+        for key in run.answer_state.record_key
         if key.stage == "answer"
+    }
+    records = {
+        at: run.answer_state.records.get(run.answer_state.record_key[key])
+        for at, key in answer_keys.items()
     }
     items: dict[tuple[str, str, str, int], ExportItem] = {}
     for row in samples.itertuples(index=False):
@@ -81,7 +88,7 @@ def gather_export(store: Store, run_id: str, version: str | None = None) -> Expo
             continue
         by = found.setdefault((m.model, m.benchmark), {})
         by.setdefault(m.scoring, {})[m.metric] = plain(m.value)
-    return ExportRun(run_id, about.version, run, list(items.values()), found)
+    return ExportRun(run_id, about.version, run, list(items.values()), found, answer_keys)
 
 
 def _item(run: StoredRun, key: tuple[str, str, str, int], row: Any, record: Any) -> ExportItem:
