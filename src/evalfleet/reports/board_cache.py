@@ -104,14 +104,14 @@ def installed_rows(run_id: str, entry: RunEntry) -> tuple[list[dict[str, Any]], 
     """The run's kept rows of the benchmarks installed here, and the lines of those that are
     not (kept when it was read, or a package uninstalled since its rows were kept)."""
     from evalfleet.benchmarks import registry
-    from evalfleet.reports.not_installed import FIX
+    from evalfleet.reports.not_installed import not_installed
 
     here = set(registry.names())
     gone = sorted({row["benchmark"] for row in entry.rows} - here)
     needs = list(entry.needs)
     for name in gone:
         if not any(f"'{name}'" in line for line in needs):
-            needs.append(f"run {run_id} needs benchmark '{name}', not installed: {FIX}")
+            needs.append(f"run {run_id} {not_installed(name)}")
     return [row for row in entry.rows if row["benchmark"] in here], needs
 
 

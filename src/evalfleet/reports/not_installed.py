@@ -15,6 +15,11 @@ from evalfleet.storage.base import Store
 FIX = "install its package (see docs/extending.md)"
 
 
+def not_installed(name: str) -> str:
+    """The words for one benchmark no installed package declares."""
+    return f"needs benchmark '{name}', not installed: {FIX}"
+
+
 def missing_benchmarks(manifest: Manifest) -> dict[str, str | None]:
     """The run's benchmarks this installation cannot give: name -> None when no installed
     package declares it, else the line saying why its package does not load."""
@@ -36,7 +41,7 @@ def needs_line(manifest: Manifest) -> str | None:
     lines = []
     for name, problem in missing_benchmarks(manifest).items():
         if problem is None:
-            lines.append(f"needs benchmark '{name}', not installed: {FIX}")
+            lines.append(not_installed(name))
         else:
             lines.append(f"needs benchmark '{name}', which does not load: {problem}")
     return "; ".join(lines) or None
