@@ -106,7 +106,7 @@ def test_the_readme_is_short_and_its_links_resolve():
 
 
 def test_the_leaderboard_legend_names_the_page_that_holds_the_methods():
-    from evalfleet.reports.board_page import METHODS
+    from evalfleet.reports.board_cells import METHODS
 
     page, _, section = METHODS.partition(", ")
     assert (REPO / page).exists()

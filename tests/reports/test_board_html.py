@@ -8,7 +8,7 @@ import re
 
 import pandas as pd
 
-from evalfleet.reports.board_page import html_page
+from evalfleet.reports.board_html import html_page
 from evalfleet.reports.leaderboard import Board
 
 

@@ -7,7 +7,7 @@ import re
 
 import pandas as pd
 
-from evalfleet.reports.board_page import drift_section, html_page
+from evalfleet.reports.board_html import drift_section, html_page
 from evalfleet.reports.drift import drift_table
 from evalfleet.reports.leaderboard import Board
 

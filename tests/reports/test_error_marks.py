@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pandas as pd
 
 from evalfleet.reports import formatting as fmt
-from evalfleet.reports.board_page import cells
+from evalfleet.reports.board_cells import cells
 from evalfleet.reports.tables import headline, shown_summary
 
 

@@ -1,40 +1,14 @@
-"""The leaderboard as people read it: one Markdown document (the `.md` file, the terminal, the
-Prefect artifact) and one static HTML page, laid out alike and written with the same cells
-(`reports.formatting`): per benchmark and scoring mode, one table per item set, its complete
-rows ranked, its partial rows apart and not ranked."""
+"""The leaderboard as Markdown (the `.md` file, the terminal, the Prefect artifact), laid out
+as the HTML page (`board_html`) and written with the same cells (`board_cells`): per benchmark
+and scoring mode, one table per item set, its complete rows ranked, its partial rows apart and
+not ranked."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from evalfleet.reports import formatting as fmt
-from evalfleet.reports.board_cells import (
-    METHODS,
-    PARTIAL,
-    RANKED,
-    SPENT,
-    cells,
-    legend,
-    report_link,
-    run_link,
-    tables,
-)
-from evalfleet.reports.board_html import drift_section, html_page
-
-__all__ = [
-    "METHODS",
-    "PARTIAL",
-    "RANKED",
-    "SPENT",
-    "cells",
-    "drift_section",
-    "html_page",
-    "legend",
-    "markdown_page",
-    "report_link",
-    "run_link",
-    "tables",
-]
+from evalfleet.reports.board_cells import PARTIAL, RANKED, SPENT, cells, legend, tables
 
 
 def markdown_page(board, unadjusted: bool = False) -> str:

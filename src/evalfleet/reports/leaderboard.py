@@ -33,7 +33,7 @@ from evalfleet.core.types import ConfigError
 from evalfleet.metrics.intervals import UnitValues, paired
 from evalfleet.metrics.paired import paired_test
 from evalfleet.reports import board_cache
-from evalfleet.reports.board_page import tables
+from evalfleet.reports.board_cells import tables
 from evalfleet.reports.board_rows import StoreRows
 from evalfleet.reports.drift import DRIFT_KEY
 from evalfleet.reports.history import points
@@ -192,7 +192,8 @@ def render_files(
 ) -> dict[str, bytes]:
     """The leaderboard's files; `kept` are plots already drawn, of groups whose rows did not
     change (the others are drawn); `history` the history plots (`reports.history_plots`)."""
-    from evalfleet.reports.board_page import html_page, markdown_page
+    from evalfleet.reports.board_html import html_page
+    from evalfleet.reports.board_page import markdown_page
 
     table = board.table
     files = {
