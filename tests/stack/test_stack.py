@@ -477,7 +477,7 @@ def test_the_run_form_in_a_browser(stack, demo_dataset):
         assert set(_until(badge, 240, "a final state in the UI")) == {"Completed"}
         driver.save_screenshot(str(SHOTS / "finished_run.png"))
         # the first UI, at the same address: the same drop-down, the same words
-        click(_until(lambda: buttons("Switch to V1 UI"), 30, "the switch to V1")[0])
+        click(_until(lambda: buttons("Switch to V1 UI"), 90, "the switch to V1")[0])
         driver.get(f"{stack.ui}/deployments/deployment/{deployment['id']}/run")
         _until(lambda: "Dataset Paths" in body(), 60, "the first UI's form")
         text = body()
