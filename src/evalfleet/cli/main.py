@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         run,
         tag,
         up,
+        view,
     )
     from evalfleet.cli.errors import OneLineParser
 
@@ -39,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the package version and the code version (the commit) and exit",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for group in (run, results, over_time, batches, limits, up, extensions, export, new, tag):
+    for group in (run, results, over_time, batches, limits, up, extensions, export, new, tag, view):
         group.add_commands(sub)
     return parser
 

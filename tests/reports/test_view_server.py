@@ -1,0 +1,164 @@
+"""`evalfleet view`'s server (`reports.view_server`) on a thread, port 0, over a local store made
+from the stored ZeroBench run (`tests/data/stored_runs`, aggregated, its report and the store
+index written): store files served as stored (HTML pages with the view's marker and editor
+added), `/` sent to the index, a missing file a plain 404 line, a `..` path and a link out of
+the store refused; tags read and written through the JSON route only with the token, a bad
+tag refused with the line `evalfleet tag` prints, and `{run}/tags.json` and the index after."""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from evalfleet.cli.main import main
+from evalfleet.engine.scoring.aggregate import aggregate_run
+from evalfleet.reports.report import write_report
+from evalfleet.reports.store_index import INDEX_KEY, write_index
+from evalfleet.reports.view_server import EDITOR, TOKEN_HEADER, ViewServer
+from evalfleet.storage import open_store
+
+STORED = Path(__file__).resolve().parents[1] / "data" / "stored_runs" / "store"
+RUN = "stored-zerobench"
+TOKEN = "test-token-0123456789"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    runs = tmp_path_factory.mktemp("view") / "runs"
+    shutil.copytree(STORED / RUN, runs / RUN)
+    store = open_store(str(runs))
+    aggregate_run(store, RUN)
+    write_report(store, RUN, None)
+    write_index(store)
+    return runs
+
+
+@pytest.fixture
+def served(built, tmp_path) -> Iterator[tuple[Path, ViewServer]]:
+    """A copy of the built store, served on a free port until the test ends."""
+    root = tmp_path / "runs"
+    shutil.copytree(built, root)
+    server = ViewServer(open_store(str(root)), 0, token=TOKEN)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield root, server
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def request(
+    server: ViewServer, method: str, path: str, body: object = None, headers: dict | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    data = None if body is None else json.dumps(body).encode()
+    connection.request(method, path, body=data, headers=headers or {})
+    response = connection.getresponse()
+    answer = (response.status, dict(response.getheaders()), response.read())
+    connection.close()
+    return answer
+
+
+def digests(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def report_key(root: Path) -> str:
+    (page,) = root.glob(f"{RUN}/results/*/report.html")
+    return str(page.relative_to(root))
+
+
+def without_editor(page: bytes, run: str) -> bytes:
+    meta = f"<meta name='evalfleet-view' data-run='{run}'>".encode()
+    script = f"<script>{EDITOR.read_text()}</script>".encode()
+    assert page.count(meta) == 1 and page.count(script) == 1
+    assert page.index(meta) < page.index(b"</head>") < page.index(script)
+    assert page.rindex(script) + len(script) == page.rindex(b"</body>")
+    return page.replace(meta, b"").replace(script, b"")
+
+
+def test_root_goes_to_the_index_and_pages_are_served_with_the_editor(served):
+    root, server = served
+    before = digests(root)
+    status, headers, _ = request(server, "GET", f"/?token={TOKEN}")
+    assert (status, headers["Location"]) == (302, f"/{INDEX_KEY}?token={TOKEN}")
+    status, headers, page = request(server, "GET", f"/{INDEX_KEY}?token={TOKEN}")
+    assert (status, headers["Content-Type"]) == (200, "text/html")
+    assert without_editor(page, "") == (root / INDEX_KEY).read_bytes()
+    key = report_key(root)
+    status, _, page = request(server, "GET", "/" + key)
+    assert status == 200
+    assert without_editor(page, RUN) == (root / key).read_bytes()
+    status, headers, data = request(server, "GET", f"/{RUN}/manifest.json")
+    assert (status, headers["Content-Type"]) == (200, "application/json")
+    assert data == (root / RUN / "manifest.json").read_bytes()  # not HTML: as stored
+    assert digests(root) == before  # reading writes nothing
+
+
+def test_a_missing_file_a_dotdot_path_and_a_link_out_of_the_store(served, tmp_path):
+    root, server = served
+    assert request(server, "GET", f"/{RUN}/nothing.html") == (
+        404,
+        request(server, "GET", f"/{RUN}/nothing.html")[1],
+        f"not found: /{RUN}/nothing.html is not in the store\n".encode(),
+    )
+    (tmp_path / "secret.txt").write_text("outside")
+    (root / "out.txt").symlink_to(tmp_path / "secret.txt")
+    status, _, body = request(server, "GET", "/out.txt")
+    assert (status, body) == (404, b"not found: /out.txt is not in the store\n")
+    for path in ("/../secret.txt", f"/{RUN}/%2E%2E/%2E%2E/secret.txt", "/a//b"):
+        status, _, body = request(server, "GET", path)
+        assert status == 400, path
+        assert body.decode().endswith("no empty, '.' or '..' part\n")
+    status, _, _ = request(server, "GET", "/x", headers={"Host": "evil.example:80"})
+    assert status == 403  # a name rebound to 127.0.0.1 reads nothing
+
+
+def test_tags_are_written_only_with_the_token_by_the_rules_of_tag(served, capsys):
+    root, server = served
+    route = f"/api/runs/{RUN}/tags"
+    before = digests(root)
+    change = {"add": ["baseline"], "note": "first"}
+    for headers in ({}, {TOKEN_HEADER: "wrong"}):
+        status, _, body = request(server, "POST", route, change, headers)
+        assert (status, json.loads(body)) == (
+            403,
+            {"error": "no or wrong token: open the URL `evalfleet view` printed"},
+        )
+    assert main(["tag", RUN, "--store", str(root), "--add", "two words"]) == 2
+    said = capsys.readouterr().err
+    status, _, body = request(server, "POST", route, {"add": ["two words"]}, {TOKEN_HEADER: TOKEN})
+    assert (status, f"error: {json.loads(body)['error']}\n") == (400, said)
+    status, _, body = request(server, "POST", route, {"add": "x"}, {TOKEN_HEADER: TOKEN})
+    assert (status, json.loads(body)) == (400, {"error": "add must be a list of tags (strings)"})
+    status, _, body = request(server, "POST", "/api/runs/zz/tags", change, {TOKEN_HEADER: TOKEN})
+    assert (status, json.loads(body)) == (
+        400,
+        {"error": f"no run 'zz' in local directory {root}: `evalfleet runs` lists them"},
+    )
+    assert digests(root) == before  # nothing refused changed the store
+
+    status, _, body = request(server, "POST", route, change, {TOKEN_HEADER: TOKEN})
+    assert (status, json.loads(body)) == (200, {"run": RUN, "tags": ["baseline"], "note": "first"})
+    change = {"add": ["gpu-a"], "remove": ["baseline"], "note": None}
+    status, _, body = request(server, "POST", route, change, {TOKEN_HEADER: TOKEN})
+    assert json.loads(body) == {"run": RUN, "tags": ["gpu-a"], "note": "first"}
+    stored = json.loads((root / RUN / "tags.json").read_text())
+    assert stored == {"tags": ["gpu-a"], "note": "first"}
+    assert request(server, "GET", route)[2] == body
+    assert '<span class="tag">gpu-a</span><div class="note">first</div>' in (
+        (root / INDEX_KEY).read_text()
+    )
+    changed = {k for k in digests(root) if before.get(k) != digests(root)[k]}
+    assert changed == {f"{RUN}/tags.json", INDEX_KEY}
