@@ -26,6 +26,7 @@ from evalfleet.storage import open_store
 
 STORED = Path(__file__).resolve().parents[1] / "data" / "stored_runs" / "store"
 RUN = "stored-zerobench"
+SHOTS = Path(__file__).resolve().parents[1] / "output" / "view"
 TOKEN = "test-token-0123456789"
 
 
@@ -162,3 +163,68 @@ def test_tags_are_written_only_with_the_token_by_the_rules_of_tag(served, capsys
     )
     changed = {k for k in digests(root) if before.get(k) != digests(root)[k]}
     assert changed == {f"{RUN}/tags.json", INDEX_KEY}
+
+
+TAGS = "return [...document.querySelectorAll(arguments[0] + ' .ev-tag')].map(e => e.textContent)"
+
+
+@pytest.mark.slow  # a browser
+def test_a_tag_added_in_the_index_is_stored_and_shown_in_the_report(served):
+    """At 1400 x 1000 in Chromium, through `view`: the index's tags cell is an editor; a tag and
+    a note added there are in tags.json and the rewritten index after a reload, and the report
+    (written before the tag) shows them in its About table, where × removes the tag. The same
+    index opened as a file has no editor."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.support.browser import close, headless_chromium
+
+    root, server = served
+    driver = headless_chromium(1400, 1000)
+    wait = WebDriverWait(driver, 20)
+    cell = "#runs td.tags"
+    try:
+        driver.get(f"http://127.0.0.1:{server.port}/?token={TOKEN}")
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, f"{cell} .ev-edit"))
+        driver.find_element(By.CSS_SELECTOR, f"{cell} .ev-edit").click()
+        driver.find_element(By.CSS_SELECTOR, f"{cell} .ev-add").send_keys("from-view", Keys.ENTER)
+        driver.find_element(By.CSS_SELECTOR, f"{cell} textarea").send_keys("seen in the page")
+        driver.find_element(By.CSS_SELECTOR, f"{cell} .ev-save").click()
+        wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, ".ev-editor"))
+        stored = json.loads((root / RUN / "tags.json").read_text())
+        assert stored == {"tags": ["from-view"], "note": "seen in the page"}
+        driver.refresh()
+        wait.until(lambda d: d.execute_script(TAGS, cell) == ["from-view"])
+        note = driver.find_element(By.CSS_SELECTOR, f"{cell} .ev-note").text
+        assert (note, driver.find_element(By.ID, "q").get_attribute("value")) == (
+            "seen in the page",
+            "",
+        )
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(SHOTS / "index-tags.png"))
+
+        driver.find_element(By.CSS_SELECTOR, "#runs td.report a").click()
+        wait.until(lambda d: d.execute_script("return window.__reportReady || false"))
+        about = "table.identity td.ev-tags"
+        wait.until(lambda d: d.execute_script(TAGS, about) == ["from-view"])
+        rows = driver.execute_script(
+            "return [...document.querySelectorAll('table.identity tr')].slice(0, 3)"
+            ".map(r => r.cells[0].textContent)"
+        )
+        assert rows == ["run", "tags", "results version"]
+        driver.execute_script("document.querySelector('#about details').open = true")
+        driver.find_element(By.CSS_SELECTOR, f"{about} .ev-edit").click()
+        driver.find_element(By.CSS_SELECTOR, f"{about} .ev-x").click()
+        driver.find_element(By.CSS_SELECTOR, f"{about} .ev-save").click()
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, f"{about} .ev-edit"))  # saved
+        assert driver.execute_script(TAGS, about) == []
+        stored = json.loads((root / RUN / "tags.json").read_text())
+        assert stored == {"tags": [], "note": "seen in the page"}
+        driver.save_screenshot(str(SHOTS / "report-tags.png"))
+
+        driver.get((root / INDEX_KEY).as_uri())
+        assert driver.find_elements(By.CSS_SELECTOR, ".ev-edit") == []
+        assert driver.find_element(By.CSS_SELECTOR, f"{cell} .note").text == "seen in the page"
+    finally:
+        close(driver)
