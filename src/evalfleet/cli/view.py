@@ -9,7 +9,7 @@ import signal
 
 from evalfleet.cli.options import add_store_options, store_from
 
-DEFAULT_PORT = 7575
+DEFAULT_PORT = 7580
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
