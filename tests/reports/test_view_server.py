@@ -143,6 +143,14 @@ def test_tags_are_written_only_with_the_token_by_the_rules_of_tag(served, capsys
     assert (status, f"error: {json.loads(body)['error']}\n") == (400, said)
     status, _, body = request(server, "POST", route, {"add": "x"}, {TOKEN_HEADER: TOKEN})
     assert (status, json.loads(body)) == (400, {"error": "add must be a list of tags (strings)"})
+    status, _, body = request(server, "POST", route, {"tag": []}, {TOKEN_HEADER: TOKEN})
+    assert json.loads(body) == {"error": "unknown field 'tag': give add, remove or note"}
+    headers = {TOKEN_HEADER: TOKEN, "Content-Length": "-1"}
+    status, _, body = request(server, "POST", route, None, headers)
+    assert (status, json.loads(body)) == (
+        400,
+        {"error": "Content-Length '-1': give the body's size, at most 65536 bytes"},
+    )
     status, _, body = request(server, "POST", "/api/runs/zz/tags", change, {TOKEN_HEADER: TOKEN})
     assert (status, json.loads(body)) == (
         400,

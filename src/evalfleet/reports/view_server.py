@@ -22,6 +22,7 @@ import json
 import mimetypes
 import os
 import secrets
+import sys
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -59,6 +60,13 @@ class ViewServer(ThreadingHTTPServer):
                 f"port {port} on 127.0.0.1 is not free ({exc.strerror}): give another with "
                 "--port, or --port 0 for any free one"
             ) from exc
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A browser that went away mid-answer is no error; anything else is one line on
+        stderr, and the server goes on."""
+        error = sys.exc_info()[1]
+        if not isinstance(error, ConnectionError):
+            print(f"evalfleet view: a request failed: {_one_line(error)}", file=sys.stderr)
 
     @property
     def port(self) -> int:
@@ -198,10 +206,12 @@ class Handler(BaseHTTPRequestHandler):
                 {"error": "no or wrong token: open the URL `evalfleet view` printed"},
             )
             return
-        size = int(self.headers.get("Content-Length") or 0)
-        if size > MAX_BODY:
-            self._json(HTTPStatus.BAD_REQUEST, {"error": f"the request is over {MAX_BODY} bytes"})
+        length = self.headers.get("Content-Length") or "0"
+        if not length.isdigit() or int(length) > MAX_BODY:
+            error = f"Content-Length {length!r}: give the body's size, at most {MAX_BODY} bytes"
+            self._json(HTTPStatus.BAD_REQUEST, {"error": error})
             return
+        size = int(length)
         body = self.rfile.read(size)
         self._answer(lambda: self._change(run, body))
 
