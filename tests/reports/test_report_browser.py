@@ -13,6 +13,7 @@ results tables. Screenshots go to tests/output/report/ (gitignored)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import time
 from pathlib import Path
@@ -912,108 +913,118 @@ def test_texts_render_as_markdown_on_the_readers_choice(store, browser):
     assert "md=1" not in browser.current_url
 
 
-MATH = "http://www.w3.org/1998/Math/MathML"
-FRAC = (  # the item's Markdown box with fractions beside text: their boxes and the line's height
-    "const box = document.createElement('div'); box.className = 'md';"
-    "box.innerHTML = renderMarkdown("
-    "'a half is $\\\\frac{1}{2}$ and $$\\\\frac{1}{2} + \\\\sum_{i=1}^{n} i$$');"
-    "document.querySelector('#detail').append(box);"
-    "const [math, block] = box.querySelectorAll('math');"
-    "const [top, bottom] = math.querySelector('mfrac').children;"
-    "const p = box.querySelector('p'); const style = getComputedStyle(p);"
-    "const line = parseFloat(style.lineHeight) || 1.2 * parseFloat(style.fontSize);"
-    "const out = {ns: math.namespaceURI, line, size: parseFloat(style.fontSize),"
-    " inline: math.getBoundingClientRect().height,"
-    " display: block.querySelector('mfrac').getBoundingClientRect().height,"
-    " above: top.getBoundingClientRect().bottom <= bottom.getBoundingClientRect().top,"
-    " block: getComputedStyle(block).display,"
-    " sum: block.querySelector('munderover > mo').getBoundingClientRect().height,"
-    " wide: (() => { const w = document.createElement('div'); w.className = 'md';"
-    " w.innerHTML = renderMarkdown('$$' + 'x + '.repeat(400) + 'x$$');"
-    " document.querySelector('#detail').append(w);"
-    " const page = document.documentElement;"
-    " const fits = page.scrollWidth <= page.clientWidth;"
-    " w.remove(); return fits; })(),"
-    " under: block.querySelector('munderover').children[1].getBoundingClientRect().top >="
-    " block.querySelector('mo').getBoundingClientRect().bottom};"
-    "box.id = 'math-box'; return out"
+# A response as a model writes it: math in each form the Markdown view reads, what the old
+# subset could not read (\color, \tag, \newcommand, \substack, align), what MathJax cannot
+# read, and dollars and code that are not math.
+MATH_RESPONSE = (
+    "So $\\frac{1}{2}$ and \\(\\color{red}{x}\\) give \\boxed{24}."
+    "\n\n$$\\sum_{\\substack{i<n\\\\j<m}} a_{ij} \\tag{7}$$"
+    "\n\n\\[\\begin{align} a &= b \\\\ c &= d \\end{align}\\]"
+    "\n\n$\\newcommand{\\R}{\\mathbb{R}} \\R^2$ then $\\R$, $\\foo{x}$, $x^{$ and $<script>$."
+    "\n\nIt costs $5 and $10, `$x$` stays.\n\n```\n$$y$$\n```"
+    "\n\n$$" + "x + " * 300 + "x$$"  # wider than the page
+)
+MATHS = (  # each drawn formula: its MathML (MathJax's copy for screen readers) and red parts
+    "const box = document.querySelector('#detail div.md:not(.prompt-md)');"
+    "return [...document.querySelectorAll('#detail div.md mjx-container')].map((c) => ["
+    " c.getAttribute('display') === 'true',"
+    " c.querySelector('mjx-assistive-mml > math').innerHTML,"
+    " c.querySelectorAll('svg g[fill=\"red\"]').length])"
 )
 
 
-def test_math_renders_as_mathml_with_markdown(store, browser):
-    """inspect view renders LaTeX with MathJax; with "markdown" the report turns a TeX subset
-    into MathML, which Chromium draws itself: exact MathML for known strings, a command it does
-    not know shown as written, markup in a formula kept as text, code left alone."""
-    page = results_dir(store, "zerobench") / "report.html"
+def test_math_renders_with_mathjax_in_the_markdown_view(store, browser, tmp_path):
+    """inspect view renders LaTeX with MathJax; so does the report's Markdown view, with MathJax
+    3.2.2 embedded in a page whose texts hold math (and only then): full TeX, \\color, \\tag,
+    \\newcommand and align numbered, what MathJax cannot read shown as written in red, dollars
+    and code left alone, no markup from a formula and nothing asked of the network."""
+    from evalfleet.reports.mathjax import bundle
+    from evalfleet.reports.report_data import gather
+    from evalfleet.reports.report_page import render
+    from evalfleet.storage.local import LocalStore
+
+    plain = (results_dir(store, "zerobench") / "report.html").read_text()
+    assert "window.MathJax = {" not in plain and len(plain) < 1_000_000  # no math in its texts
+    data = gather(LocalStore(store), "zerobench")
+    for at, chunk in enumerate(data.details):
+        details = json.loads(gzip.decompress(chunk))
+        for detail in details:
+            detail["response"] = MATH_RESPONSE
+        data.details[at] = gzip.compress(json.dumps(details).encode())
+    text = render(data)
+    assert text.count(bundle()) == 1 and len(text) - len(plain) > 2_000_000
+    page = tmp_path / "math.html"
+    page.write_text(text)
     open_page(browser, page)
-    render = "return renderMarkdown(arguments[0])"
-    expected = {
-        "$\\frac{1}{2}$": "<p><math><mfrac><mn>1</mn><mn>2</mn></mfrac></math></p>",
-        "$x^2+\\alpha$": "<p><math><msup><mi>x</mi><mn>2</mn></msup><mo>+</mo><mi>α</mi>"
-        "</math></p>",
-        "so \\boxed{24}.": '<p>so <math><mrow style="border: 1px solid; padding: 2px 4px">'
-        "<mn>24</mn></mrow></math>.</p>",
-        "$\\foo{x} \\le 1$": "<p><math><mtext>\\foo</mtext><mi>x</mi><mo>≤</mo><mn>1</mn>"
-        "</math></p>",
-        "$<script>$": "<p><math><mo>&lt;</mo><mi>s</mi><mi>c</mi><mi>r</mi><mi>i</mi><mi>p</mi>"
-        "<mi>t</mi><mo>&gt;</mo></math></p>",
-        "\\[\\left(\\sqrt[3]{x}\\right)^2 \\cdot 90^\\circ\\]": '<p><math display="block">'
-        "<msup><mrow><mo>(</mo><mroot><mi>x</mi><mn>3</mn></mroot><mo>)</mo></mrow><mn>2</mn>"
-        "</msup><mo>⋅</mo><msup><mn>90</mn><mo>∘</mo></msup></math></p>",
-        "\\(\\text{<b>}\\pi\\)": "<p><math><mtext>&lt;b&gt;</mtext><mi>π</mi></math></p>",
-        "$\\mathbb{R}^2 \\ni \\begin{pmatrix}1\\\\0\\end{pmatrix}$": "<p><math><msup><mi>ℝ</mi>"
-        "<mn>2</mn></msup><mo>∋</mo><mrow><mo>(</mo><mtable><mtr><mtd><mn>1</mn></mtd></mtr><mtr>"
-        "<mtd><mn>0</mn></mtd></mtr></mtable><mo>)</mo></mrow></math></p>",
-        "$$\\sum_{i=1}^{n} x_i$$": '<p><math display="block"><munderover><mo>∑</mo><mrow>'
-        "<mi>i</mi><mo>=</mo><mn>1</mn></mrow><mi>n</mi></munderover><msub><mi>x</mi><mi>i</mi>"
-        "</msub></math></p>",
-        "$\\mathcal{F} \\not\\in \\underbrace{a}_{n} \\xrightarrow{f} \\mathrm{kg}$": "<p><math>"
-        '<mi>ℱ</mi><mo>∉</mo><munder><munder><mi>a</mi><mo stretchy="true">⏟</mo></munder>'
-        '<mi>n</mi></munder><mover><mo stretchy="true">→</mo><mi>f</mi></mover><mi>kg</mi>'
-        "</math></p>",
-        "$\\sin x = f(x)$": '<p><math><mi>sin</mi><mspace width="0.1667em"></mspace><mi>x</mi>'
-        '<mo>=</mo><mi>f</mi><mo stretchy="false">(</mo><mi>x</mi><mo stretchy="false">)</mo>'
-        "</math></p>",
-        "Answer in \\boxed{}.": "<p>Answer in \\boxed{}.</p>",  # an instruction, as written
-        "$5 and $10, `$x$`": "<p>$5 and $10, <code>$x$</code></p>",
-        "$x^{$ <i>": "<p>$x^{$ &lt;i&gt;</p>",  # not read: as written, escaped
-    }
-    assert {tex: browser.execute_script(render, tex) for tex in expected} == expected
-    deep = "$" + "{" * 100_000 + "x" + "}" * 100_000 + "$ \\boxed{x"  # too deep; no }
-    assert browser.execute_script(render, deep) == f"<p>{deep}</p>"
-    holder = (
-        "const d = document.createElement('div'); d.innerHTML = renderMarkdown(arguments[0]);"
-        "return [d.querySelectorAll('script, b, i').length, d.textContent]"
-    )
-    assert browser.execute_script(holder, "$<script>$ \\(\\text{<b>}\\) $x^{$ <i>") == [
-        0,
-        "<script> <b> $x^{$ <i>",
-    ]
     detail = open_first_item(browser)
     toggle = detail.find_element("css selector", ".md-toggle")
     assert "with math ($…$, \\(…\\), $$…$$, \\[…\\], \\boxed{})" in toggle.get_attribute("title")
-    put = "document.querySelector('#detail pre.response').textContent = arguments[0]"
-    browser.execute_script(put, "so $\\frac{1}{2}$ is \\boxed{0.5}")  # as a model writes it
     toggle.click()
-    shown = "return [...document.querySelectorAll('#detail div.md math')].map((m) => m.outerHTML)"
-    assert browser.execute_script(shown) == [
-        "<math><mfrac><mn>1</mn><mn>2</mn></mfrac></math>",
-        '<math><mrow style="border: 1px solid; padding: 2px 4px"><mn>0.5</mn></mrow></math>',
+    until(browser, "return !document.querySelector('#detail span.tex:not(.tex-done)')", "not drawn")
+    ord_ = '<mrow data-mjx-texclass="ORD">'
+    bb = f'{ord_}<mi mathvariant="double-struck">R</mi></mrow>'
+    error = "Extra open brace or missing close brace"
+    drawn = browser.execute_script(MATHS)
+    assert drawn[-1][:2] == [True, "<mi>x</mi><mo>+</mo>" * 300 + "<mi>x</mi>"]
+    assert drawn[:-1] == [
+        [False, "<mfrac><mn>1</mn><mn>2</mn></mfrac>", 0],
+        [False, f'<mstyle mathcolor="red">{ord_}<mi>x</mi></mrow></mstyle>', 1],  # drawn red
+        [
+            False,
+            f'<menclose notation="box">{ord_}<mstyle displaystyle="true" scriptlevel="0">'
+            f"{ord_}<mn>24</mn></mrow></mstyle></mrow></menclose>",
+            0,
+        ],
+        [
+            True,
+            '<mtable displaystyle="true"><mlabeledtr><mtd><mtext>(7)</mtext></mtd><mtd><munder>'
+            f'<mo data-mjx-texclass="OP">∑</mo>{ord_}<mtable data-mjx-smallmatrix="true" '
+            'columnspacing="0em" rowspacing="0.1em"><mtr><mtd><mi>i</mi><mo>&lt;</mo><mi>n</mi>'
+            "</mtd></mtr><mtr><mtd><mi>j</mi><mo>&lt;</mo><mi>m</mi></mtd></mtr></mtable></mrow>"
+            f"</munder><msub><mi>a</mi>{ord_}<mi>i</mi><mi>j</mi></mrow></msub></mtd>"
+            "</mlabeledtr></mtable>",
+            0,
+        ],
+        [
+            True,
+            '<mtable displaystyle="true" columnalign="right left" columnspacing="0em" '
+            'rowspacing="3pt"><mlabeledtr><mtd><mtext>(1)</mtext></mtd><mtd><mi>a</mi></mtd><mtd>'
+            "<mi></mi><mo>=</mo><mi>b</mi></mtd></mlabeledtr><mlabeledtr><mtd><mtext>(2)</mtext>"
+            "</mtd><mtd><mi>c</mi></mtd><mtd><mi></mi><mo>=</mo><mi>d</mi></mtd></mlabeledtr>"
+            "</mtable>",
+            0,
+        ],
+        [False, f"<msup>{bb}<mn>2</mn></msup>", 0],  # \newcommand, then \R in the next formula
+        [False, bb, 0],
+        [False, f'<mtext mathcolor="red">\\foo</mtext>{ord_}<mi>x</mi></mrow>', 1],  # as written
+        [
+            False,
+            f'<merror data-mjx-error="{error}" title="{error}"><mtext>x^{{</mtext></merror>',
+            0,
+        ],
+        [False, "<mo>&lt;</mo>" + "".join(f"<mi>{c}</mi>" for c in "script") + "<mo>&gt;</mo>", 0],
+    ]
+    shown = browser.execute_script(
+        "const md = document.querySelector('#detail pre.response + div.md');"
+        "return [md.querySelectorAll('script, a, b, i').length,"
+        " md.querySelector('pre.md-code').outerHTML,"
+        " [...md.querySelectorAll('p')].at(-2).innerHTML,"
+        " performance.getEntriesByType('resource').map((e) => e.name),"
+        " [...md.querySelectorAll('mjx-assistive-mml')].map((m) => getComputedStyle(m).position),"
+        " [...md.querySelectorAll('mjx-container')].map((c) => c.scrollWidth > c.clientWidth)]"
+    )
+    assert shown == [  # no markup from a formula, dollars and code as written, no network
+        0,
+        '<pre class="md-code">$$y$$</pre>',
+        "It costs $5 and $10, <code>$x$</code> stays.",
+        [],
+        ["absolute"] * 11,  # MathJax's MathML copy, for screen readers, out of sight
+        [False] * 10 + [True],  # the wide formula scrolls in its box, not the page sideways
     ]
     assert "md=1" in browser.current_url
+    assert no_sideways_scroll(browser)
     browser.save_screenshot(str(SHOTS / "math-item.png"))
+    box = browser.find_element("css selector", "#detail pre.response + div.md")
+    box.screenshot(str(SHOTS / "math.png"))
     toggle.click()
     assert not browser.find_elements("css selector", "#detail div.md")
-    drawn = browser.execute_script(FRAC)
-    assert drawn["ns"] == MATH
-    # a set-apart fraction stands taller than a line of text; one in the text, than its letters
-    assert drawn["display"] > drawn["line"] and drawn["inline"] > drawn["size"]
-    assert drawn["above"] and drawn["under"]  # 1 over 2; the limit under the sum
-    assert drawn["block"] == "block math"
-    # the sum drawn large (a math font: report.css names them), 22 px here, 12 px without one
-    assert drawn["sum"] > drawn["line"]
-    assert drawn["wide"]  # a formula 400 terms long does not make the page scroll sideways
-    assert no_sideways_scroll(browser)
-    box = browser.find_element("id", "math-box")
-    box.screenshot(str(SHOTS / "math.png"))
-    browser.execute_script("arguments[0].remove()", box)

@@ -94,7 +94,7 @@ def record(item, response: str | None, n: int, *, judge: str | None = None) -> b
 
 def response_of(n: int, where: tuple[str, str, int], target: str) -> str:
     if where == ZEBRA:
-        return "A zebra-crossing of dots. So the final answer is {3}"
+        return "A zebra-crossing of dots, $\\frac{6}{2}$. So the final answer is {3}"  # math
     if n % 7 == 3:
         return f"I count them: it is {target}"  # no braces: the judge reads it
     return f"Counting. So the final answer is {{{target if n % 3 else 99}}}"
@@ -182,19 +182,25 @@ def page_meta(page: Path) -> dict:
 
 
 def test_a_run_above_the_threshold_is_paged_from_files_beside_the_page(page):
+    from evalfleet.reports.mathjax import bundle
+
     folder = page.parent / "report_items"
     names = sorted(p.name for p in folder.iterdir())
     assert names == [
         *(f"details-00000{i}.js" for i in range(3)),
         "index.js",
+        "mathjax.js",  # the zebra's response holds a formula
         *(f"media-00000{i}.js" for i in range(3)),
         *(f"prompts-00000{i}.js" for i in range(3)),
     ]
     text = page.read_text()
     assert "<script src='report_items/index.js'></script>" in text
+    assert "<script src='report_items/mathjax.js'></script>" in text
     assert "id='index'" not in text and "id='details-0'" not in text
+    assert (folder / "mathjax.js").read_text() == bundle() and "window.MathJax = {" not in text
     meta = page_meta(page)
-    assert (meta["items"], meta["paged"]) == (300, {"folder": "report_items", "files": 3})
+    paged = {"folder": "report_items", "files": 3, "mathjax": "mathjax.js"}
+    assert (meta["items"], meta["paged"]) == (300, paged)
     assert "300 items: this page reads them from the folder report_items/ beside it" in text
     head, columns = paged_index(folder)
     assert (head["items"], head["width"], head["chunk"]) == (300, 3, 100)
@@ -252,6 +258,7 @@ def test_the_paged_index_and_texts_are_the_single_pages(runs, page):
 
 
 def test_up_to_the_threshold_the_report_stays_one_page(runs, tmp_path):
+    from evalfleet.reports.mathjax import bundle
     from evalfleet.reports.report import write_report
     from evalfleet.reports.report_paged import Paging
     from evalfleet.storage import open_store
@@ -263,6 +270,7 @@ def test_up_to_the_threshold_the_report_stays_one_page(runs, tmp_path):
     assert not (page.parent / "report_items").exists()
     text = page.read_text()
     assert "id='index'" in text and "<script src='report_items" not in text
+    assert text.count(bundle()) == 1  # MathJax embedded: the zebra's response holds a formula
     assert page_meta(page)["items"] == 300 and "paged" not in page_meta(page)
 
 

@@ -4,8 +4,10 @@ open; the run's identity, coverage, all headline figures, judge agreement and co
 folded under "About this run" (`reports.report_about`). The list, the item and the one-sample
 view are drawn by the scripts of `assets/` from data embedded in the page. It needs no server
 and nothing from the network, so it works from a local store, from a copy downloaded from S3,
-or mailed. A paged report (`render_paged`, above 20,000 items) embeds only `meta`: its items
-are read from the folder beside it, by scripts, which a page opened from disk may load."""
+or mailed; the formulas of its texts are drawn by MathJax, embedded when they hold any
+(`reports.mathjax`). A paged report (`render_paged`, above 20,000 items) embeds only `meta`:
+its items are read from the folder beside it, by scripts, which a page opened from disk may
+load."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from evalfleet.core.escape import html_text, json_for_html
+from evalfleet.reports.mathjax import STYLE, bundle, chunks_have_math
 from evalfleet.reports.report_about import about_sections, clipped
 from evalfleet.reports.report_data import ReportData
 
@@ -27,7 +30,6 @@ SCRIPTS = (
     "list.js",
     "where.js",
     "search.js",
-    "math.js",
     "markdown.js",
     "item.js",
     "sample.js",
@@ -44,28 +46,33 @@ def render(data: ReportData) -> str:
         *(_text_block(f"prompts-{i}", chunk) for i, chunk in enumerate(data.prompts)),
         *(_json_block(f"media-{sample}", parts) for sample, parts in data.media.items()),
     ]
-    return _page(meta, blocks)
+    return _page(meta, blocks, chunks_have_math([*data.details, *data.prompts]))
 
 
 def render_paged(meta: dict[str, Any]) -> str:
     """The page of a paged report (`evalfleet.reports.report_paged`): its meta, and its index read
-    from the folder beside it before the scripts run."""
-    folder = meta["paged"]["folder"]
+    from the folder beside it before the scripts run, and MathJax from there when the run's
+    texts hold math."""
+    folder = html_text(meta["paged"]["folder"])
     blocks = [
         _json_block("meta", {k: v for k, v in meta.items() if k != "comparisons"}),
-        f"<script src='{html_text(folder)}/index.js'></script>",
+        f"<script src='{folder}/index.js'></script>",
     ]
-    return _page(meta, blocks)
+    if meta["paged"].get("mathjax"):
+        blocks.append(f"<script src='{folder}/{meta['paged']['mathjax']}'></script>")
+    return _page(meta, blocks, bool(meta["paged"].get("mathjax")), embed=False)
 
 
-def _page(meta: dict[str, Any], blocks: list[str]) -> str:
+def _page(meta: dict[str, Any], blocks: list[str], math: bool, embed: bool = True) -> str:
+    """`math`: the texts hold formulas, so MathJax's style, and (`embed`) MathJax itself."""
     script = "\n".join((ASSETS / name).read_text() for name in (*SCRIPTS, BOOT))
     return "\n".join(
         [
             "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
             "<meta name='viewport' content='width=device-width, initial-scale=1'>",
             f"<title>evalfleet report {html_text(meta['run_id'])}</title>",
-            f"<style>{(ASSETS / 'report.css').read_text()}</style></head><body>",
+            f"<style>{(ASSETS / 'report.css').read_text()}{STYLE if math else ''}</style>",
+            "</head><body>",
             _top(meta),
             _filters(),
             "<div id='main'><section id='list'><div class='pager'><span id='count'></span>",
@@ -78,6 +85,7 @@ def _page(meta: dict[str, Any], blocks: list[str]) -> str:
             about_sections(meta),
             "<div id='overlay'><img id='overlay-img' alt='full size'></div>",
             *blocks,
+            f"<script>{bundle()}</script>" if math and embed else "",
             f"<script>{script}</script>",
             "</body></html>",
         ]

@@ -7,7 +7,8 @@ it, a folder `report_items/` the page reads its items from:
 - `details-NNNNNN.js`: the long texts of `Paging.items` items each (response, reasoning,
   answers, score errors, judges' words, the call), read as an item is shown;
 - `prompts-NNNNNN.js`: the prompts and choices of `Paging.samples` samples each;
-- `media-NNNNNN.js`: the images and audio of `Paging.media` samples each.
+- `media-NNNNNN.js`: the images and audio of `Paging.media` samples each;
+- `mathjax.js`: MathJax (`reports.mathjax`), written once when the texts hold math.
 
 Each file is one call, `reportChunk(name, "<base64 of gzipped JSON>")`: a script, which a
 page opened from disk may load where it may not fetch a file. The writer reads the samples
@@ -27,6 +28,7 @@ from typing import Any
 from evalfleet.engine.store.about import ResultsAbout
 from evalfleet.engine.store.results import read_optional_table, read_version_table
 from evalfleet.engine.store.stored import StoredRun, plan_run
+from evalfleet.reports.mathjax import bundle, has_math, strings
 from evalfleet.reports.report_data import (
     NOT_SCORED,
     coverage_row,
@@ -50,6 +52,7 @@ from evalfleet.storage.base import Store
 from evalfleet.storage.layout import ItemKey
 
 FOLDER = "report_items"
+MATHJAX = "mathjax.js"
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,7 @@ class PagedWriter:
         self.seen = bytearray(len(self.sample_rows) * self.epochs * len(self.models))
         self.files = 0
         self.media_files: list[int] = []
+        self.math = False  # a formula seen in the texts written so far
 
     def write(self, blob: bytes) -> dict[str, Any]:
         run, version = self.run, self.about.version
@@ -134,6 +138,9 @@ class PagedWriter:
             meta["benchmarks"][name]["kinds"] = self.kinds[name]
         meta["media_note"] = note
         meta["paged"] = {"folder": FOLDER, "files": self.files}
+        if self.math:
+            self.store.put(self.prefix + MATHJAX, bundle().encode())
+            meta["paged"]["mathjax"] = MATHJAX
         self._index()
         return meta
 
@@ -200,6 +207,7 @@ class PagedWriter:
                 ),
             )
             details.append(detail)
+        self.math = self.math or has_math(strings(details))
         self._put(f"details-{self.files:06d}", details)
         self.files += 1
 
@@ -208,6 +216,7 @@ class PagedWriter:
         for first in range(0, len(self.sample_rows), step):
             rows = self.sample_rows[first : first + step]
             prompts = [prompt_of(self.run.data[self.benchmarks[b]], sid) for b, sid, *_ in rows]
+            self.math = self.math or has_math(strings(prompts))
             self._put(f"prompts-{first // step:06d}", prompts)
 
     def _media(self, number: int, parts: dict[int, list[dict[str, str]]]) -> None:

@@ -1,9 +1,10 @@
 // Texts rendered as Markdown, as inspect view renders a message, on the reader's choice (the
 // `md=1` of the address; the exact text, as sent and as stored, is the default). A small subset,
 // written here: headings, paragraphs, lists, quotes, fenced code, inline code, bold, italics
-// and http(s) links, and math (`$...$`, `\(...\)`, `$$...$$`, `\[...\]` and a bare `\boxed{}`)
-// as MathML by math.js. Each line is escaped first, so nothing in a response becomes markup but
-// these; math in code stays as written.
+// and http(s) links, and math (`$...$`, `\(...\)`, `$$...$$`, `\[...\]` and a bare `\boxed{}`),
+// drawn by MathJax when the page embeds it (`reports.mathjax`: a run whose texts hold math).
+// Each line is escaped first, so nothing in a response becomes markup but these; math in code
+// stays as written.
 "use strict";
 
 // Math outside code (fenced blocks and `spans` are matched first, and kept), `$` not after a
@@ -22,8 +23,8 @@ const MATH_SPAN = new RegExp(
   "gm",
 );
 
-// `text` with each formula replaced by \u0002n\u0003 and the MathML (or, when the subset cannot
-// read it, the escaped text as written) of formula n.
+// `text` with each formula replaced by \u0002n\u0003, and formula n as written, escaped, in a
+// span holding its TeX for MathJax (`typesetMath`): kept away from the Markdown rules.
 function extractMath(text) {
   const found = [];
   let out = "";
@@ -48,8 +49,9 @@ function extractMath(text) {
     }
     const tex = display ?? bracket ?? paren ?? inline;
     if (tex === undefined) continue; // code, kept as written
-    const mathml = texToMathML(tex, display !== undefined || bracket !== undefined);
-    out += text.slice(last, m.index) + `\u0002${found.push(mathml ?? esc(whole)) - 1}\u0003`;
+    const block = display !== undefined || bracket !== undefined ? "1" : "";
+    const span = `<span class="tex" data-display="${block}" data-tex="${esc(tex)}">${esc(whole)}</span>`;
+    out += text.slice(last, m.index) + `\u0002${found.push(span) - 1}\u0003`;
     last = end;
   }
   return [out + text.slice(last), found];
@@ -113,6 +115,40 @@ function renderMarkdown(text) {
   return out.join("").replace(/\u0002(\d+)\u0003/g, (_, k) => formulas[Number(k)]);
 }
 
+// MathJax draws one formula at a time, in order: a box's formulas after the ones before.
+let mathQueue = Promise.resolve();
+
+// Each formula of `box` drawn by MathJax (SVG), its equation numbers from (1) in each box. A
+// formula MathJax cannot read shows as written in its error box (`noerrors`), an unknown
+// command as written in red (`noundefined`); one too long for it (over 4,000 characters), or
+// a page without MathJax (a run whose texts held no math), leaves the text as written.
+function typesetMath(box) {
+  const spans = [...box.querySelectorAll("span.tex:not(.tex-done)")];
+  if (!spans.length || !window.MathJax?.startup?.promise) {
+    for (const span of spans) span.classList.add("tex-done");
+    return mathQueue;
+  }
+  mathQueue = mathQueue
+    .then(() => MathJax.startup.promise)
+    .then(() => {
+      MathJax.texReset();
+      for (const span of spans) {
+        const tex = span.dataset.tex;
+        if (span.isConnected && tex.length <= 4000) {
+          try {
+            span.replaceChildren(MathJax.tex2svg(tex, { display: span.dataset.display === "1" }));
+          } catch (error) {
+            span.title = `not drawn: ${error}`;
+          }
+        }
+        span.classList.add("tex-done");
+      }
+      MathJax.startup.document.updateDocument(); // its styles: the copy for screen readers hidden
+    })
+    .catch((error) => console.error("MathJax:", error)); // the texts stay as written
+  return mathQueue;
+}
+
 // In `box`: each prompt, response and judge's words shown rendered beside its exact text
 // (hidden, kept for copying and the tests), when the reader chose Markdown.
 function applyMarkdown(box) {
@@ -125,6 +161,7 @@ function applyMarkdown(box) {
     div.innerHTML = renderMarkdown(pre.textContent);
     pre.after(div);
   }
+  typesetMath(box);
   for (const button of box.querySelectorAll(".md-toggle")) {
     button.textContent = state.md === "1" ? "as sent" : "markdown";
     button.title = state.md === "1" ? "the exact texts, as sent and stored" : "render the texts as Markdown, with math ($…$, \\(…\\), $$…$$, \\[…\\], \\boxed{}) as formulas";
