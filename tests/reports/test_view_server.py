@@ -84,7 +84,8 @@ def without_editor(page: bytes, run: str) -> bytes:
     meta = f"<meta name='evalfleet-view' data-run='{run}'>".encode()
     script = f"<script>{EDITOR.read_text()}</script>".encode()
     assert page.count(meta) == 1 and page.count(script) == 1
-    assert page.index(meta) < page.index(b"</head>") < page.index(script)
+    assert page.index(meta) == page.index(b"<head>") + len(b"<head>")
+    assert page.index(script) > page.index(b"</head>")
     assert page.rindex(script) + len(script) == page.rindex(b"</body>")
     return page.replace(meta, b"").replace(script, b"")
 
@@ -95,7 +96,7 @@ def test_root_goes_to_the_index_and_pages_are_served_with_the_editor(served):
     status, headers, _ = request(server, "GET", f"/?token={TOKEN}")
     assert (status, headers["Location"]) == (302, f"/{INDEX_KEY}?token={TOKEN}")
     status, headers, page = request(server, "GET", f"/{INDEX_KEY}?token={TOKEN}")
-    assert (status, headers["Content-Type"]) == (200, "text/html")
+    assert (status, headers["Content-Type"]) == (200, "text/html; charset=utf-8")
     assert without_editor(page, "") == (root / INDEX_KEY).read_bytes()
     key = report_key(root)
     status, _, page = request(server, "GET", "/" + key)

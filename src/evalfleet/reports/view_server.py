@@ -115,12 +115,16 @@ def read_file(store: Store, key: str) -> bytes | None:
 
 
 def with_editor(page: bytes, run_id: str) -> bytes:
-    """An HTML page with the view's marker in its head and the tag editor before its end."""
+    """An HTML page with the view's marker first in its head and the tag editor before its
+    end. The head's opening tag is found from the start and `</body>` from the end: nothing
+    before the one or after the other can be a script's text that spells them."""
     text = page.decode("utf-8", errors="replace")
+    lower = text.lower()
     meta = f"<meta name='evalfleet-view' data-run='{_attr(run_id)}'>"
     script = f"<script>{EDITOR.read_text()}</script>"
-    head, body = text.lower().find("</head>"), text.lower().rfind("</body>")
-    if head < 0 or body < head:
+    head, body = lower.find("<head"), lower.rfind("</body>")
+    head = lower.find(">", head) + 1 if head >= 0 else 0
+    if not head or body < head:
         return page
     return (text[:head] + meta + text[head:body] + script + text[body:]).encode()
 
@@ -189,7 +193,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         kind = mimetypes.guess_type(key)[0] or "application/octet-stream"
         if kind == "text/html":
-            data = with_editor(data, run_of(key))
+            data, kind = with_editor(data, run_of(key)), "text/html; charset=utf-8"
         self._send(HTTPStatus.OK, data, kind)
 
     def do_POST(self) -> None:  # noqa: N802
