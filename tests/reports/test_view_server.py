@@ -196,6 +196,7 @@ def test_a_tag_added_in_the_index_is_stored_and_shown_in_the_report(served):
     try:
         driver.get(f"http://127.0.0.1:{server.port}/?token={TOKEN}")
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, f"{cell} .ev-edit"))
+        assert driver.current_url == f"http://127.0.0.1:{server.port}/{INDEX_KEY}"  # no token
         driver.find_element(By.CSS_SELECTOR, f"{cell} .ev-edit").click()
         driver.find_element(By.CSS_SELECTOR, f"{cell} .ev-add").send_keys("from-view", Keys.ENTER)
         driver.find_element(By.CSS_SELECTOR, f"{cell} textarea").send_keys("seen in the page")

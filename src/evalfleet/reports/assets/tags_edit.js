@@ -9,7 +9,13 @@
   if (!marker) return;
   const KEY = "evalfleet-view-token";
   const given = new URLSearchParams(location.search).get("token");
-  if (given) localStorage.setItem(KEY, given);
+  if (given) {  // kept, and out of the address bar, so a link copied from it carries none
+    localStorage.setItem(KEY, given);
+    const rest = new URLSearchParams(location.search);
+    rest.delete("token");
+    const query = rest.toString() ? `?${rest}` : "";
+    history.replaceState(history.state, "", location.pathname + query + location.hash);
+  }
 
   const style = document.createElement("style");
   style.textContent = `
