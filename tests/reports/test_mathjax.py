@@ -1,6 +1,7 @@
 """Which reports carry MathJax: the scan finds every formula the Markdown view reads (`$…$`,
 `\\(…\\)`, `$$…$$`, `\\[…\\]`, a bare `\\boxed{…}`) in any text of the gzipped chunks, and not
-dollars of money; the script embedded is MathJax 3.2.2 from the dependency, configured first.
+dollars of money; the script embedded is MathJax 3.2.2 from the dependency, configured first,
+its `safe` filter after it.
 Its drawing is tested in Chromium (test_report_browser.py)."""
 
 from __future__ import annotations
@@ -47,4 +48,5 @@ def test_the_script_is_mathjax_3_2_2_configured_first():
     script = bundle()
     assert script.startswith(CONFIG + "\n")
     assert 'VERSION="3.2.2"' in script and len(script) > 2_000_000
+    assert script.index('checkVersion("ui/safe"') > script.index('checkVersion("output/svg"')
     assert "</script" not in script.lower()

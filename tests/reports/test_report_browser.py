@@ -921,11 +921,12 @@ MATH_RESPONSE = (
     "\n\n$$\\sum_{\\substack{i<n\\\\j<m}} a_{ij} \\tag{7}$$"
     "\n\n\\[\\begin{align} a &= b \\\\ c &= d \\end{align}\\]"
     "\n\n$\\newcommand{\\R}{\\mathbb{R}} \\R^2$ then $\\R$, $\\foo{x}$, $x^{$ and $<script>$."
+    '\n\n$\\mmlToken{mi}[href="javascript:alert(1)"]{x}$ and '
+    "$\\bbox[background-image:url(http://127.0.0.1:9/b.png)]{y}$ stay inert."
     "\n\nIt costs $5 and $10, `$x$` stays.\n\n```\n$$y$$\n```"
     "\n\n$$" + "x + " * 300 + "x$$"  # wider than the page
 )
 MATHS = (  # each drawn formula: its MathML (MathJax's copy for screen readers) and red parts
-    "const box = document.querySelector('#detail div.md:not(.prompt-md)');"
     "return [...document.querySelectorAll('#detail div.md mjx-container')].map((c) => ["
     " c.getAttribute('display') === 'true',"
     " c.querySelector('mjx-assistive-mml > math').innerHTML,"
@@ -1003,6 +1004,8 @@ def test_math_renders_with_mathjax_in_the_markdown_view(store, browser, tmp_path
             0,
         ],
         [False, "<mo>&lt;</mo>" + "".join(f"<mi>{c}</mi>" for c in "script") + "<mo>&gt;</mo>", 0],
+        [False, "<mi>x</mi>", 0],  # no javascript: link (MathJax's safe filter)
+        [False, "<mstyle><mi>y</mi></mstyle>", 0],  # no url() asked of the network
     ]
     shown = browser.execute_script(
         "const md = document.querySelector('#detail pre.response + div.md');"
@@ -1018,8 +1021,8 @@ def test_math_renders_with_mathjax_in_the_markdown_view(store, browser, tmp_path
         '<pre class="md-code">$$y$$</pre>',
         "It costs $5 and $10, <code>$x$</code> stays.",
         [],
-        ["absolute"] * 11,  # MathJax's MathML copy, for screen readers, out of sight
-        [False] * 10 + [True],  # the wide formula scrolls in its box, not the page sideways
+        ["absolute"] * 13,  # MathJax's MathML copy, for screen readers, out of sight
+        [False] * 12 + [True],  # the wide formula scrolls in its box, not the page sideways
     ]
     assert "md=1" in browser.current_url
     assert no_sideways_scroll(browser)

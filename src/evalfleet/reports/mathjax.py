@@ -11,11 +11,14 @@ files the page already reads from there.
 
 The file is `tex-svg-full.js`: every TeX extension built in (`\\color`, `\\tag`,
 `\\newcommand`, `\\substack`, `align`, ...), so none is fetched on demand (MathJax's autoload
-would ask the network), and SVG output, which draws glyphs as paths and needs no font file.
+would ask the network), and SVG output, which draws glyphs as paths and needs no font file;
+then `ui/safe.js`, MathJax's own filter of what a formula may set (`\\mmlToken{mi}[href=
+"javascript:..."]` makes a link without it, `\\bbox[background-image:url(...)]` a request).
 `markdown.js` decides which text is a formula (its rules for `$` keep "$5 and $10" and code
 as written) and hands MathJax each formula alone (`MathJax.tex2svg`): MathJax never scans the
-page for delimiters. Removed from TeX: `html` (`\\href{javascript:...}` and `\\style` in an
-untrusted response), `require` and `autoload` (they load from the network)."""
+page for delimiters, as its own `$` rule would read "$5 and $" as a formula. Removed from
+TeX: `html` (`\\href`, `\\style`, `\\class`: not wanted from an untrusted response), `require`
+and `autoload` (they load from the network)."""
 
 from __future__ import annotations
 
@@ -27,13 +30,14 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-FILE = "static/mathjax/es5/tex-svg-full.js"
+FILES = ("static/mathjax/es5/tex-svg-full.js", "static/mathjax/es5/ui/safe.js")
 # Set before MathJax runs: no typesetting of the page at start, no menu (its a11y tools load
-# from the network), equation numbers as amsmath numbers them, glyphs drawn in each formula.
+# from the network), links only to http(s), equation numbers as amsmath numbers them, glyphs
+# drawn in each formula.
 CONFIG = """window.MathJax = {
   loader: { load: [] },
   startup: { typeset: false },
-  options: { enableMenu: false },
+  options: { enableMenu: false, safeOptions: { safeProtocols: { file: false } } },
   tex: { packages: { "[-]": ["html", "require", "autoload"] }, tags: "ams" },
   svg: { fontCache: "local" },
 };"""
@@ -52,10 +56,13 @@ _SIGNS = ("$", "\\(", "\\[", "\\boxed")
 def bundle() -> str:
     """The configuration, then MathJax: one script. Its text holds no `</script` (checked), so
     it may sit inside the page's `<script>`."""
-    text = resources.files("mathjax").joinpath(FILE).read_text(encoding="utf-8")
-    if "</script" in text.lower():
-        raise ValueError(f"mathjax/{FILE} holds '</script': it cannot be embedded in a page")
-    return CONFIG + "\n" + text
+    texts = [CONFIG]
+    for name in FILES:
+        text = resources.files("mathjax").joinpath(name).read_text(encoding="utf-8")
+        if "</script" in text.lower():
+            raise ValueError(f"mathjax/{name} holds '</script': it cannot be embedded in a page")
+        texts.append(text)
+    return "\n".join(texts)
 
 
 def has_math(texts: Iterable[str]) -> bool:
