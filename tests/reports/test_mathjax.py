@@ -19,6 +19,7 @@ from evalfleet.reports.mathjax import CONFIG, bundle, chunks_have_math, has_math
     [
         ("so $\\frac{1}{2}$ it is", True),
         ("$x$", True),
+        ("first line\n$x$ at the start of one", True),
         ("\\(a+b\\)", True),
         ("$$\\sum_i i$$", True),
         ("\\[x\\]", True),

@@ -46,10 +46,11 @@ STYLE = (
     ".md mjx-container[display='true'] { overflow-x: auto; overflow-y: hidden; "
     "max-width: 100%; padding: 2px 0 }"
 )
-# What markdown.js reads as a formula, or more: `$$`, `\(`, `\[`, `\boxed{` anywhere, or a
-# `$...$` on one line, `$` not after a letter, digit, `\` or `$`, no space inside either `$`.
-MATH = re.compile(r"\$\$|\\\(|\\\[|\\boxed\{|(?<![\\$\w])\$(?=[^\s$])[^$\n]*?[^\s$\\]\$(?![\w$])")
-_SIGNS = ("$", "\\(", "\\[", "\\boxed")
+# What markdown.js reads as a formula, or more: `$$`, `\(`, `\[`, `\boxed{` anywhere (a plain
+# substring test), or a `$...$` on one line, `$` not after a letter, digit, `\` or `$`, no
+# space inside either `$` (the regex starts on its `$`: Python's search skips to each one).
+_SIGNS = ("$$", "\\(", "\\[", "\\boxed{")
+INLINE = re.compile(r"\$(?<![\\$\w]\$)(?=[^\s$])[^$\n]*?[^\s$\\]\$(?![\w$])")
 
 
 @cache
@@ -66,7 +67,9 @@ def bundle() -> str:
 
 
 def has_math(texts: Iterable[str]) -> bool:
-    return any(MATH.search(text) for text in texts if any(s in text for s in _SIGNS))
+    return any(
+        any(s in text for s in _SIGNS) or ("$" in text and INLINE.search(text)) for text in texts
+    )
 
 
 def strings(value: Any) -> Iterator[str]:
