@@ -14,7 +14,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="add or remove a run's tags and set its note (no flags: print them)",
         description="Tags and a note kept in the run's folder ({run}/tags.json), apart from its "
         "records: the store index (leaderboard/runs.html, rewritten here) lists and searches "
-        "them, and the run report shows them from its next `evalfleet report RUN`.",
+        "them, and the run report shows them from its next `evalfleet report RUN` (at once when "
+        "opened through `evalfleet view`, which also edits them in the page).",
     )
     tag.add_argument("run_id")
     tag.add_argument("--add", nargs="+", default=[], metavar="TAG", help="tags to add")
