@@ -1,32 +1,26 @@
 """`run --reuse-from`: a `--limit 10` run, then the full run reusing it, sends 10 x epochs fewer
-requests (the simulator's log counts them) and scores the reused items as a fresh run does."""
+requests (the simulator's log counts them) and scores the reused items as a fresh run does.
+
+The commands run in this process on the session's Ray and Prefect server (`session_services`):
+as subprocesses without them, each full run and each judge started its own Ray head and
+Prefect server."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from evalfleet.simulator.process import start_simulator
+from tests.support.cli_here import evalfleet_here
 from tests.support.helpers import result_table
 
 BENCH = "zerobench_subquestions"  # 11 demo samples
 DECODINGS = 3  # --epochs 2: the greedy epoch and two sampled ones
 
 
-def evalfleet(*args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "PREFECT_API_URL")}
-    return subprocess.run(
-        [sys.executable, "-m", "evalfleet.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
+evalfleet = evalfleet_here
 
 
 def requests(log: Path, model: str = "sim-0.5") -> int:
@@ -48,8 +42,10 @@ def reused_from(
     return counts
 
 
-@pytest.mark.slow  # four small in-process runs and an estimate: about 25 s unloaded
-def test_limit_then_full_run_with_reuse_pays_once(demo_dataset, answer_key, tmp_path):
+@pytest.mark.slow  # four runs, three judges and an estimate on the session's services
+def test_limit_then_full_run_with_reuse_pays_once(
+    demo_dataset, answer_key, tmp_path, session_services
+):
     runs, log = tmp_path / "runs", tmp_path / "sim.jsonl"
     half_prose = {"latency": {"ms": 5}, "rules": [{"match": "sim-0.5", "unformatted_rate": 0.5}]}
     with start_simulator(answer_key, half_prose, log) as sim:  # prose answers go to the judge
