@@ -1,14 +1,14 @@
 """Three weekly runs against the simulator: in week 2 one model's accuracy falls from 0.8 to 0.3
 and its reported version changes, the other stays. `drift` flags the first only, a local
-webhook gets exactly one POST naming it, and `history` lists three points per model."""
+webhook gets exactly one POST naming it, and `history` lists three points per model.
+
+The commands run in this process on the session's Ray and Prefect server (`session_services`):
+as subprocesses without them, each weekly run started its own Ray head and Prefect server."""
 
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -21,6 +21,7 @@ from evalfleet.benchmarks.zerobench.dataset import upstream_features
 from evalfleet.benchmarks.zerobench.demo import demo_questions
 from evalfleet.core.types import ConfigError
 from evalfleet.simulator.process import start_simulator
+from tests.support.cli_here import evalfleet_here
 
 STEADY, DRIFTY = "openai-compatible/steady", "openai-compatible/drifty"
 
@@ -57,15 +58,7 @@ class Receiver(BaseHTTPRequestHandler):
         pass
 
 
-def evalfleet(*args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "PREFECT_API_URL")}
-    return subprocess.run(
-        [sys.executable, "-m", "evalfleet.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
+evalfleet = evalfleet_here
 
 
 def closed_port() -> int:
@@ -74,8 +67,8 @@ def closed_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.slow  # three small in-process runs, two drifts and a history: about 30 s
-def test_three_weeks_flag_the_model_that_drifted_and_post_once(tmp_path):
+@pytest.mark.slow  # three runs on the session's services, three drifts and a history
+def test_three_weeks_flag_the_model_that_drifted_and_post_once(tmp_path, session_services):
     dataset = forty_questions(tmp_path / "data")
     key = write_answer_key(dataset, ["zerobench"], tmp_path / "answers.jsonl")
     server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
