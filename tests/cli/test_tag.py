@@ -1,5 +1,5 @@
-"""`evalfleet tag`: a run's tags and note in `{run}/tags.json`, printed exactly, refused in one
-line with nothing stored changed, and listed in the store index it rewrites."""
+"""`evalfleet tag`: a run's tags, note and metadata in `{run}/tags.json`, printed exactly,
+refused in one line with nothing stored changed, and listed in the store index it rewrites."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ def test_tags_and_a_note_are_stored_apart_and_printed(store, capsys):
         f"run {RUN}",
         "tags: baseline, gpu-a",
         "note: before the fix",
+        "metadata: none",
         f"index: {store}/{INDEX_KEY}",
     ]
     doc = json.loads((store / RUN / "tags.json").read_text())
@@ -52,7 +53,7 @@ def test_tags_and_a_note_are_stored_apart_and_printed(store, capsys):
 
 def test_no_flags_print_and_change_nothing(store, capsys):
     assert tag(store) == 0
-    assert capsys.readouterr().out == f"run {RUN}\ntags: none\nnote: none\n"
+    assert capsys.readouterr().out == f"run {RUN}\ntags: none\nnote: none\nmetadata: none\n"
     assert snapshot(store) == {f"{RUN}/manifest.json": MANIFEST}
 
 
@@ -62,6 +63,46 @@ def test_remove_and_clear_note(store, capsys):
     assert tag(store, "--remove", "b", "zz", "--clear-note") == 0
     assert capsys.readouterr().out.splitlines()[1:3] == ["tags: a, c", "note: none"]
     assert read_tags(open_store(str(store)), RUN) == RunTags(("a", "c"), "")
+
+
+def test_metadata_is_set_changed_unset_and_printed(store, capsys):
+    assert tag(store, "--set", "gpu=a100", "cmd=x=1 y=2", "--add", "t") == 0
+    assert capsys.readouterr().out.splitlines()[3:6] == ["metadata:", "  gpu=a100", "  cmd=x=1 y=2"]
+    doc = json.loads((store / RUN / "tags.json").read_text())
+    assert doc == {"tags": ["t"], "note": "", "metadata": {"gpu": "a100", "cmd": "x=1 y=2"}}
+    page = (store / INDEX_KEY).read_text()
+    assert '<span class="meta">gpu=a100</span> <span class="meta">cmd=x=1 y=2</span>' in page
+    assert tag(store, "--set", "gpu=h100", "commit=abc1234", "--unset", "cmd", "nokey") == 0
+    capsys.readouterr()
+    assert tag(store) == 0
+    assert capsys.readouterr().out == (
+        f"run {RUN}\ntags: t\nnote: none\nmetadata:\n  gpu=h100\n  commit=abc1234\n"
+    )
+    assert read_tags(open_store(str(store)), RUN).metadata == (
+        ("gpu", "h100"),
+        ("commit", "abc1234"),
+    )
+    assert tag(store, "--unset", "gpu", "commit") == 0
+    doc = json.loads((store / RUN / "tags.json").read_text())
+    assert doc == {"tags": ["t"], "note": ""}  # no pairs: the field as old files had it
+
+
+def test_fifty_keys_and_no_more(store, capsys):
+    assert tag(store, "--set", *[f"k{i}=v" for i in range(50)]) == 0
+    capsys.readouterr()
+    before = snapshot(store)
+    assert tag(store, "--set", "one.more=v") == 2
+    assert capsys.readouterr().err == (
+        "error: the run would have 51 metadata keys: keep it to 50 (unset some, or name a file "
+        "that holds the rest)\n"
+    )
+    assert snapshot(store) == before
+    assert tag(store, "--set", "one.more=v", "--unset", "k0") == 0
+
+
+def test_an_old_tags_file_without_metadata_reads(store):
+    (store / RUN / "tags.json").write_text('{"tags": ["old"], "note": "n"}')
+    assert read_tags(open_store(str(store)), RUN) == RunTags(("old",), "n", ())
 
 
 @pytest.mark.parametrize(
@@ -75,6 +116,30 @@ def test_remove_and_clear_note(store, capsys):
             "error: tag 'xxxxxxxxxxxxxxxxxxxx'... is 65 characters: keep it to 64",
         ),
         (["--note", "n" * 2001], "error: the note is 2001 characters: keep it to 2000"),
+        (["--set", "gpu"], "error: --set 'gpu' has no =: give KEY=VALUE, such as gpu=a100\n"),
+        (["--set", "a=1", "a=2"], "error: --set gives 'a' twice: give each key once\n"),
+        (
+            ["--set", "a b=1"],
+            "error: metadata key 'a b' is not 1 to 64 letters, digits, _ . or -: give a name "
+            "such as `gpu` or `commit`\n",
+        ),
+        (["--set", "=v"], "error: metadata key '' is not 1 to 64 letters"),
+        (["--unset", "k" * 65], "error: metadata key 'kkkkkkkkkkkkkkkkkkkk'... is not 1 to 64"),
+        (
+            ["--set", "note=x"],
+            "error: metadata key 'note' is the run's note: set it with --note\n",
+        ),
+        (["--set", "a="], "error: metadata 'a' has an empty value: give one, or unset 'a'\n"),
+        (["--set", "a=x\ny"], "error: metadata 'a' holds a newline: keep a value to one line\n"),
+        (
+            ["--set", "a=" + "v" * 501],
+            "error: metadata 'a' is 501 characters: keep a value to 500\n",
+        ),
+        (
+            ["--set", "a=1", "--unset", "a"],
+            "error: metadata 'a' is both set and unset: give one of the two\n",
+        ),
+        (["--add", "fine", "--set", "ok=1", "b=\r"], "error: metadata 'b' holds a newline"),
         (
             ["--add", "ok", "--note", "n", "--clear-note"],
             "error: --clear-note: not allowed with argument --note",
@@ -82,7 +147,7 @@ def test_remove_and_clear_note(store, capsys):
     ],
 )
 def test_bad_input_is_one_line_and_nothing_changes(store, capsys, argv, says):
-    tag(store, "--add", "kept", "--note", "kept note")
+    tag(store, "--add", "kept", "--note", "kept note", "--set", "a=kept")
     before = snapshot(store)
     capsys.readouterr()
     assert tag(store, *argv) == 2

@@ -43,6 +43,17 @@ def test_each_run_is_one_row_escaped_with_its_state_and_report_link():
     assert page.count("<th data-col=") == 9
 
 
+def test_tags_metadata_and_note_share_one_cell_escaped():
+    row = {**ROW, "tags": "a, b", "note": "n<", "metadata": "gpu=a100\ncmd=x=<1> y"}
+    page = render_index([row], "/tmp/s")
+    assert (
+        '<td class="tags"><span class="tag">a</span>, <span class="tag">b</span>'
+        '<div class="metadata"><span class="meta">gpu=a100</span> '
+        '<span class="meta">cmd=x=&lt;1&gt; y</span></div><div class="note">n&lt;</div></td>'
+    ) in page
+    assert '<div class="metadata">' not in render_index([ROW], "/tmp/s")
+
+
 @pytest.mark.slow
 def test_the_stored_runs_are_listed_complete_with_their_headline(hostile_store, tmp_path):
     store_path = tmp_path / "store"
@@ -78,20 +89,31 @@ def test_a_tag_shows_in_the_index_the_runs_table_and_the_report(hostile_store, t
     store_path = tmp_path / "store"
     shutil.copytree(hostile_store[0], store_path)
     argv = ["tag", BASE_RUN, "--store", str(store_path), "--add", "baseline", "--note", "a<b"]
+    argv += ["--set", "gpu=a100", "cmd=x=1"]
     assert main(argv) == 0
     store = open_store(str(store_path))
     rows = {row["run"]: row for row in index_rows(store)}
     assert (rows[BASE_RUN]["tags"], rows[BASE_RUN]["note"]) == ("baseline", "a<b")
+    assert rows[BASE_RUN]["metadata"] == "gpu=a100\ncmd=x=1"
     assert (rows[OTHER_RUN]["tags"], rows[OTHER_RUN]["note"]) == ("", "")
     page = (store_path / INDEX_KEY).read_text()
-    tags_cell = '<td class="tags"><span class="tag">baseline</span><div class="note">a&lt;b</div>'
+    tags_cell = (
+        '<td class="tags"><span class="tag">baseline</span><div class="metadata"><span '
+        'class="meta">gpu=a100</span> <span class="meta">cmd=x=1</span></div><div class="note">'
+        "a&lt;b</div>"
+    )
     assert page.count(tags_cell) == 1
-    assert list_runs(store).endswith(f"\n\nrun {BASE_RUN} tags: baseline")
+    assert list_runs(store).endswith(
+        f"\n\nrun {BASE_RUN} tags: baseline; metadata: gpu=a100, cmd=x=1"
+    )
     capsys.readouterr()
     assert main(["report", BASE_RUN, "--store", str(store_path)]) == 0
     report = capsys.readouterr().out.removeprefix("report: ").strip()
     about = Path(report.removeprefix("file://")).read_text()
-    assert "<tr><td>tags</td><td>baseline</td></tr><tr><td>note</td><td>a&lt;b</td></tr>" in about
+    assert (
+        "<tr><td>tags</td><td>baseline</td></tr><tr><td>note</td><td>a&lt;b</td></tr>"
+        "<tr><td>metadata</td><td>gpu=a100, cmd=x=1</td></tr>"
+    ) in about
 
 
 RUN_CELLS = (

@@ -145,7 +145,27 @@ def test_tags_are_written_only_with_the_token_by_the_rules_of_tag(served, capsys
     status, _, body = request(server, "POST", route, {"add": "x"}, {TOKEN_HEADER: TOKEN})
     assert (status, json.loads(body)) == (400, {"error": "add must be a list of tags (strings)"})
     status, _, body = request(server, "POST", route, {"tag": []}, {TOKEN_HEADER: TOKEN})
-    assert json.loads(body) == {"error": "unknown field 'tag': give add, remove or note"}
+    assert json.loads(body) == {
+        "error": "unknown field 'tag': give add, remove, note, set or unset"
+    }
+    status, _, body = request(server, "POST", route, {"set": ["a"]}, {TOKEN_HEADER: TOKEN})
+    assert (status, json.loads(body)) == (
+        400,
+        {"error": 'set must be an object of metadata, {"key": "value"} (strings)'},
+    )
+    status, _, body = request(server, "POST", route, {"unset": "a"}, {TOKEN_HEADER: TOKEN})
+    assert json.loads(body) == {"error": "unset must be a list of metadata keys (strings)"}
+    assert main(["tag", RUN, "--store", str(root), "--set", "a=x", "--unset", "a"]) == 2
+    said = capsys.readouterr().err
+    change_both = {"set": {"a": "x"}, "unset": ["a"]}
+    status, _, body = request(server, "POST", route, change_both, {TOKEN_HEADER: TOKEN})
+    assert (status, f"error: {json.loads(body)['error']}\n") == (400, said)
+    status, _, body = request(server, "POST", route, {"set": {"a b": "x"}}, {TOKEN_HEADER: TOKEN})
+    assert (status, json.loads(body)["error"]) == (
+        400,
+        "metadata key 'a b' is not 1 to 64 letters, digits, _ . or -: give a name such as `gpu` "
+        "or `commit`",
+    )
     headers = {TOKEN_HEADER: TOKEN, "Content-Length": "-1"}
     status, _, body = request(server, "POST", route, None, headers)
     assert (status, json.loads(body)) == (
@@ -160,16 +180,25 @@ def test_tags_are_written_only_with_the_token_by_the_rules_of_tag(served, capsys
     assert digests(root) == before  # nothing refused changed the store
 
     status, _, body = request(server, "POST", route, change, {TOKEN_HEADER: TOKEN})
-    assert (status, json.loads(body)) == (200, {"run": RUN, "tags": ["baseline"], "note": "first"})
-    change = {"add": ["gpu-a"], "remove": ["baseline"], "note": None}
-    status, _, body = request(server, "POST", route, change, {TOKEN_HEADER: TOKEN})
-    assert json.loads(body) == {"run": RUN, "tags": ["gpu-a"], "note": "first"}
-    stored = json.loads((root / RUN / "tags.json").read_text())
-    assert stored == {"tags": ["gpu-a"], "note": "first"}
-    assert request(server, "GET", route)[2] == body
-    assert '<span class="tag">gpu-a</span><div class="note">first</div>' in (
-        (root / INDEX_KEY).read_text()
+    assert (status, json.loads(body)) == (
+        200,
+        {"run": RUN, "tags": ["baseline"], "note": "first", "metadata": {}},
     )
+    change = {"add": ["gpu-a"], "remove": ["baseline"], "note": None, "set": {"gpu": "a=100"}}
+    status, _, body = request(server, "POST", route, change, {TOKEN_HEADER: TOKEN})
+    assert json.loads(body) == {
+        "run": RUN,
+        "tags": ["gpu-a"],
+        "note": "first",
+        "metadata": {"gpu": "a=100"},
+    }
+    stored = json.loads((root / RUN / "tags.json").read_text())
+    assert stored == {"tags": ["gpu-a"], "note": "first", "metadata": {"gpu": "a=100"}}
+    assert request(server, "GET", route)[2] == body
+    assert (
+        '<span class="tag">gpu-a</span><div class="metadata"><span class="meta">gpu=a=100</span>'
+        '</div><div class="note">first</div>'
+    ) in (root / INDEX_KEY).read_text()
     changed = {k for k in digests(root) if before.get(k) != digests(root)[k]}
     assert changed == {f"{RUN}/tags.json", INDEX_KEY}
 

@@ -24,6 +24,7 @@ def test_tags_are_one_object_in_the_runs_folder(moto_server: MotoS3Server, capsy
     assert capsys.readouterr().out.splitlines()[1:] == [
         "tags: nightly",
         "note: on S3",
+        "metadata: none",
         f"index: {url}/leaderboard/runs.html",
     ]
     assert store.list("r1") == ["r1/manifest.json", "r1/tags.json"]
@@ -63,7 +64,10 @@ def test_view_serves_an_s3_store_and_writes_its_tags(moto_server: MotoS3Server) 
         assert (status, b'<span id="shown">1</span> of 1 runs' in page) == (200, True)
         assert not store.exists("leaderboard/runs.html")  # a GET writes nothing
         status, body = ask("POST", "/api/runs/r1/tags", b'{"add": ["in-view"]}')
-        assert (status, json.loads(body)) == (200, {"run": "r1", "tags": ["in-view"], "note": ""})
+        assert (status, json.loads(body)) == (
+            200,
+            {"run": "r1", "tags": ["in-view"], "note": "", "metadata": {}},
+        )
     finally:
         server.shutdown()
         server.server_close()

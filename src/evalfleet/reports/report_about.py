@@ -42,11 +42,16 @@ def _folded(title: str, body: str) -> str:
     return f"<details><summary>{html_text(title)}</summary>{body}</details>"
 
 
+def _pairs(metadata: dict[str, str]) -> str:
+    return ", ".join(f"{key}={value}" for key, value in metadata.items())
+
+
 def _identity(meta: dict[str, Any]) -> str:
     rows = [
         ("run", meta["run_id"]),
         *([("tags", ", ".join(meta["tags"]))] if meta.get("tags") else []),
         *([("note", meta["note"])] if meta.get("note") else []),
+        *([("metadata", _pairs(meta["metadata"]))] if meta.get("metadata") else []),
         ("results version", meta["version"]),
         ("scored", f"{meta.get('written_at') or '?'} by code {meta.get('code_version') or '?'}"),
         ("scorer", meta.get("scorer_sha256") or "?"),

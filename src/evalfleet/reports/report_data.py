@@ -369,6 +369,7 @@ def report_meta(
         "run_id": run.run_id,
         "tags": list(labels.tags),
         "note": labels.note,
+        "metadata": dict(labels.metadata),
         "version": about.version,
         "written_at": about.written_at,
         "code_version": about.code_version,

@@ -92,8 +92,12 @@ def list_runs(store: Store) -> str:
             rows.append(progress)
             if progress["expected"] is not None:  # its manifest reads
                 needs += run_needs(store, str(progress["run_id"]))
-            if labels := read_tags(store, str(progress["run_id"])).tags:  # `evalfleet tag`
-                tagged.append(f"run {progress['run_id']} tags: {', '.join(labels)}")
+            labels = read_tags(store, str(progress["run_id"]))  # `evalfleet tag`
+            said = [f"tags: {', '.join(labels.tags)}"] if labels.tags else []
+            if labels.metadata:
+                said.append("metadata: " + ", ".join(f"{k}={v}" for k, v in labels.metadata))
+            if said:
+                tagged.append(f"run {progress['run_id']} {'; '.join(said)}")
     if not rows:
         return f"no runs in {store.describe()}"
     # what pandas' to_markdown gave (it calls tabulate so), without importing pandas

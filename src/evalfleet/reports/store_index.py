@@ -42,6 +42,7 @@ def run_row(store: Store, run_id: str, progress: dict[str, Any]) -> dict[str, st
         "run": run_id,
         "tags": ", ".join(labels.tags),
         "note": labels.note,
+        "metadata": "\n".join(f"{k}={v}" for k, v in labels.metadata),  # a value is one line
         "date": str(progress["created_at"])[:19].replace("T", " "),
         "models": str(progress["models"]),
         "benchmarks": str(progress["benchmarks"]),
@@ -110,6 +111,13 @@ def _row_html(row: dict[str, str]) -> str:
             text = ", ".join(
                 f'<span class="tag">{html.escape(t)}</span>' for t in value.split(", ") if t
             )
+            if row.get("metadata"):
+                pairs = row["metadata"].split("\n")
+                text += (
+                    '<div class="metadata">'
+                    + " ".join(f'<span class="meta">{html.escape(p)}</span>' for p in pairs)
+                    + "</div>"
+                )
             if row.get("note"):
                 text += f'<div class="note">{html.escape(row["note"])}</div>'
         elif column in ("models", "benchmarks"):  # a name never broken at its hyphens
@@ -140,12 +148,13 @@ th.asc::after {{ content: " \\25B2"; }} th.desc::after {{ content: " \\25BC"; }}
 #q {{ width: 30em; padding: 4px; margin-bottom: 0.8em; }}
 .nw, td.date, td.state, .tag {{ white-space: nowrap; }}
 .tag {{ background: #eef; border-radius: 3px; padding: 0 4px; }}
+.meta {{ background: #efe; border-radius: 3px; padding: 0 4px; font-size: 12px; }}
 .note {{ color: #555; font-size: 12px; max-width: 24em; white-space: pre-wrap; }}
 </style></head><body>
 <h1>Runs in {where}</h1>
 <p><a href="index.html">the leaderboard</a></p>
 <p><span id="shown">{count}</span> of {count} runs ·
-<input id="q" type="search" placeholder="search runs, tags, models, benchmarks, states"
+<input id="q" type="search" placeholder="search runs, tags, metadata, models, benchmarks, states"
  aria-label="search"></p>
 <table id="runs"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>
 <script>

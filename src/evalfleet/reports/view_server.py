@@ -1,6 +1,6 @@
 """`evalfleet view`: a store's pages (the store index, the leaderboard, each run's report and
 the folders beside it) served on 127.0.0.1 from the Store interface, so a local directory and an
-S3 prefix read alike, with one JSON route that edits a run's tags and note
+S3 prefix read alike, with one JSON route that edits a run's tags, note and metadata
 (`storage.tags.change_tags`, the code `evalfleet tag` runs) and rewrites the store index.
 
 Each HTML page it serves gets a `<meta name='evalfleet-view'>` and the script
@@ -41,7 +41,7 @@ from evalfleet.storage.tags import RunTags, change_tags
 TOKEN_HEADER = "X-Evalfleet-Token"
 EDITOR = Path(__file__).resolve().parent / "assets" / "tags_edit.js"
 MAX_BODY = 64 * 1024
-FIELDS = {"add", "remove", "note"}
+FIELDS = {"add", "remove", "note", "set", "unset"}
 
 
 class ViewServer(ThreadingHTTPServer):
@@ -140,8 +140,8 @@ def run_of(key: str) -> str:
 
 
 def parse_change(body: bytes) -> dict[str, Any]:
-    """`{"add": [...], "remove": [...], "note": "..." | null}`, checked for its shape (the
-    tags and the note themselves are checked by `change_tags`)."""
+    """`{"add": [...], "remove": [...], "note": "..." | null, "set": {k: v}, "unset": [k]}`,
+    checked for its shape (the tags, note and pairs themselves are checked by `change_tags`)."""
     try:
         doc = json.loads(body or b"{}")
     except ValueError as exc:
@@ -150,15 +150,24 @@ def parse_change(body: bytes) -> dict[str, Any]:
         raise ConfigError('the request body must be an object: {"add": [...], "remove": [...]}')
     unknown = sorted(set(doc) - FIELDS)
     if unknown:
-        raise ConfigError(f"unknown field {unknown[0]!r}: give add, remove or note")
-    for name in ("add", "remove"):
+        raise ConfigError(f"unknown field {unknown[0]!r}: give add, remove, note, set or unset")
+    for name, what in (("add", "tags"), ("remove", "tags"), ("unset", "metadata keys")):
         value = doc.get(name, [])
         if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
-            raise ConfigError(f"{name} must be a list of tags (strings)")
+            raise ConfigError(f"{name} must be a list of {what} (strings)")
+    pairs = doc.get("set", {})
+    if not isinstance(pairs, dict) or not all(isinstance(v, str) for v in pairs.values()):
+        raise ConfigError('set must be an object of metadata, {"key": "value"} (strings)')
     note = doc.get("note")
     if note is not None and not isinstance(note, str):
         raise ConfigError('note must be a string ("" clears it) or null (keeps it)')
-    return {"add": doc.get("add", []), "remove": doc.get("remove", []), "note": note}
+    return {
+        "add": doc.get("add", []),
+        "remove": doc.get("remove", []),
+        "note": note,
+        "set": pairs,
+        "unset": doc.get("unset", []),
+    }
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -224,7 +233,13 @@ class Handler(BaseHTTPRequestHandler):
         store = self.server.store
         with self.server.writing:
             labels = change_tags(
-                store, check_run_id(run), change["add"], change["remove"], change["note"]
+                store,
+                check_run_id(run),
+                change["add"],
+                change["remove"],
+                change["note"],
+                change["set"],
+                change["unset"],
             )
             write_index(store)
         return _labels(run, labels)
@@ -270,7 +285,12 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def _labels(run: str, labels: RunTags) -> dict[str, Any]:
-    return {"run": run, "tags": list(labels.tags), "note": labels.note}
+    return {
+        "run": run,
+        "tags": list(labels.tags),
+        "note": labels.note,
+        "metadata": dict(labels.metadata),
+    }
 
 
 def _one_line(exc: BaseException) -> str:
