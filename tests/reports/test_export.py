@@ -29,6 +29,10 @@ def exported(hostile_store, tmp_path_factory):
     work = tmp_path_factory.mktemp("export")
     store = work / "store"
     shutil.copytree(base, store)
+    labels = (
+        '{"tags": ["nightly", "gpu-a"], "note": "before the fix", "metadata": {"gpu": "a=100"}}'
+    )
+    (store / BASE_RUN / "tags.json").write_text(labels)  # as `evalfleet tag` writes it
     results = store / BASE_RUN / "results"
     version = pd.read_json(results / "latest.json", typ="series")["version"]
     samples = pd.read_parquet(results / version / "samples.parquet")
@@ -47,6 +51,8 @@ def test_inspect_logs_hold_the_tables_samples_scores_and_headline(exported):
     from inspect_ai.log import read_eval_log
 
     samples, metrics, inspect_dir, _ = exported
+    latest = inspect_dir.parent / "store" / BASE_RUN / "results" / "latest.json"
+    version = pd.read_json(latest, typ="series")["version"]
     names = sorted(p.name for p in inspect_dir.iterdir())
     assert names == ["openai_sim-0.3_zerobench.eval", "openai_sim-0.7_zerobench.eval"]
     for model in MODELS:
@@ -55,6 +61,13 @@ def test_inspect_logs_hold_the_tables_samples_scores_and_headline(exported):
             rows = samples[(samples.model == model) & (samples.benchmark == benchmark)]
             items = rows[["sample_id", "epoch"]].drop_duplicates()
             assert log.eval.model == model and log.eval.task == benchmark
+            assert log.eval.tags == ["nightly", "gpu-a"]
+            assert log.eval.metadata == {
+                "gpu": "a=100",
+                "note": "before the fix",
+                "evalfleet_run": BASE_RUN,
+                "evalfleet_results_version": version,
+            }
             assert len(log.samples) == len(items) > 0
             assert log.results.total_samples == len(items)
             expected = {

@@ -6,7 +6,9 @@ only here and only when an export runs (the command line starts without it).
 A sample's epoch is evalfleet's plus one (inspect counts from 1); each scoring mode is a score
 of its own, named as the mode, with the words of the rule or judge that decided it; the log's
 results hold every metric of each mode, the headline first. A sample's input and messages are
-the prompt as sent and the response (`export_inspect_extras`)."""
+the prompt as sent and the response (`export_inspect_extras`). The run's tags (`evalfleet tag`)
+are each log's `eval.tags`, its metadata pairs and note (as "note") its `eval.metadata`, beside
+`evalfleet_run` and `evalfleet_results_version` (which a pair of that name does not replace)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from typing import Any
 
 from evalfleet.reports.export_inspect_extras import Extras, ItemExtras
 from evalfleet.reports.export_rows import ExportItem, ExportRun
+from evalfleet.storage.tags import NOTE_KEY, read_tags
 
 INSTALL = "pip install 'evalfleet[inspect]'"
 
@@ -55,6 +58,9 @@ def eval_log(
     data = export.run.data.get(benchmark)
     samples = [eval_sample(model, item, extras.of(item)) for item in items]
     created = datetime.now(UTC).isoformat(timespec="seconds")
+    labels = read_tags(export.run.store, export.run_id)
+    metadata = dict(labels.metadata) | ({NOTE_KEY: labels.note} if labels.note else {})
+    metadata |= {"evalfleet_run": export.run_id, "evalfleet_results_version": export.version}
     spec = EvalSpec(
         created=created,
         task=benchmark,
@@ -67,7 +73,8 @@ def eval_log(
         ),
         model=model,
         config=EvalConfig(epochs=len({i.epoch for i in items})),
-        metadata={"evalfleet_run": export.run_id, "evalfleet_results_version": export.version},
+        tags=list(labels.tags) or None,
+        metadata=metadata,
     )
     return EvalLog(
         version=2,
