@@ -204,14 +204,16 @@ def test_tags_are_written_only_with_the_token_by_the_rules_of_tag(served, capsys
 
 
 TAGS = "return [...document.querySelectorAll(arguments[0] + ' .ev-tag')].map(e => e.textContent)"
+METAS = TAGS.replace(".ev-tag", ".ev-meta")
 
 
 @pytest.mark.slow  # a browser
 def test_a_tag_added_in_the_index_is_stored_and_shown_in_the_report(served):
-    """At 1400 x 1000 in Chromium, through `view`: the index's tags cell is an editor; a tag and
-    a note added there are in tags.json and the rewritten index after a reload, and the report
-    (written before the tag) shows them in its About table, where × removes the tag. The same
-    index opened as a file has no editor."""
+    """At 1400 x 1000 in Chromium, through `view`: the index's tags cell is an editor; a tag, a
+    metadata pair and a note added there are in tags.json and the rewritten index after a
+    reload, and the report (written before the tag) shows them in its About table, where ×
+    removes the tag and the pair's value is changed. The same index opened as a file has no
+    editor."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
@@ -229,12 +231,19 @@ def test_a_tag_added_in_the_index_is_stored_and_shown_in_the_report(served):
         driver.find_element(By.CSS_SELECTOR, f"{cell} .ev-edit").click()
         driver.find_element(By.CSS_SELECTOR, f"{cell} .ev-add").send_keys("from-view", Keys.ENTER)
         driver.find_element(By.CSS_SELECTOR, f"{cell} textarea").send_keys("seen in the page")
+        driver.find_element(By.CSS_SELECTOR, f"{cell} .ev-new-key").send_keys("gpu")
+        driver.find_element(By.CSS_SELECTOR, f"{cell} .ev-new-value").send_keys("a=100")
         driver.find_element(By.CSS_SELECTOR, f"{cell} .ev-save").click()
         wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, ".ev-editor"))
         stored = json.loads((root / RUN / "tags.json").read_text())
-        assert stored == {"tags": ["from-view"], "note": "seen in the page"}
+        assert stored == {
+            "tags": ["from-view"],
+            "note": "seen in the page",
+            "metadata": {"gpu": "a=100"},
+        }
         driver.refresh()
         wait.until(lambda d: d.execute_script(TAGS, cell) == ["from-view"])
+        assert driver.execute_script(METAS, cell) == ["gpu=a=100"]
         note = driver.find_element(By.CSS_SELECTOR, f"{cell} .ev-note").text
         assert (note, driver.find_element(By.ID, "q").get_attribute("value")) == (
             "seen in the page",
@@ -254,16 +263,23 @@ def test_a_tag_added_in_the_index_is_stored_and_shown_in_the_report(served):
         assert rows == ["run", "tags", "results version"]
         driver.execute_script("document.querySelector('#about details').open = true")
         driver.find_element(By.CSS_SELECTOR, f"{about} .ev-edit").click()
-        driver.find_element(By.CSS_SELECTOR, f"{about} .ev-x").click()
+        driver.find_element(By.CSS_SELECTOR, f"{about} .ev-chips .ev-x").click()
+        value = driver.find_element(By.CSS_SELECTOR, f"{about} .ev-value")
+        value.clear()
+        value.send_keys("h100")
         driver.find_element(By.CSS_SELECTOR, f"{about} .ev-save").click()
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, f"{about} .ev-edit"))  # saved
-        assert driver.execute_script(TAGS, about) == []
+        assert (driver.execute_script(TAGS, about), driver.execute_script(METAS, about)) == (
+            [],
+            ["gpu=h100"],
+        )
         stored = json.loads((root / RUN / "tags.json").read_text())
-        assert stored == {"tags": [], "note": "seen in the page"}
+        assert stored == {"tags": [], "note": "seen in the page", "metadata": {"gpu": "h100"}}
         driver.save_screenshot(str(SHOTS / "report-tags.png"))
 
         driver.get((root / INDEX_KEY).as_uri())
         assert driver.find_elements(By.CSS_SELECTOR, ".ev-edit") == []
         assert driver.find_element(By.CSS_SELECTOR, f"{cell} .note").text == "seen in the page"
+        assert driver.find_element(By.CSS_SELECTOR, f"{cell} .meta").text == "gpu=h100"
     finally:
         close(driver)

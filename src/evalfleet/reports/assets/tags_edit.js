@@ -1,8 +1,9 @@
 // The tag editor of `evalfleet view` (reports/view_server.py), which adds this script and a
 // <meta name="evalfleet-view"> to the pages it serves; a page opened from disk has neither.
-// The store index's tags cells and the report's About table then show each run's CURRENT tags
-// and note (read from /api/runs/<run>/tags, so a report written before a tag shows it), and an
-// editor: add a tag, remove one with ×, edit the note, save. A save sends the token of the URL
+// The store index's tags cells and the report's About table then show each run's CURRENT tags,
+// metadata and note (read from /api/runs/<run>/tags, so a report written before a tag shows
+// it), and an editor: add a tag, remove one with ×, add a key=value pair, change a value,
+// remove a pair with ×, edit the note, save. A save sends the token of the URL
 // the command printed (kept in this origin's localStorage, so the report a link opens has it).
 (() => {
   const marker = document.querySelector("meta[name='evalfleet-view']");
@@ -27,7 +28,11 @@
 .ev-x, .ev-edit { border: none; background: none; cursor: pointer; padding: 0 2px;
   color: inherit; font: inherit; }
 .ev-x:hover, .ev-edit:hover { color: #a11; }
-.ev-add { width: 9em; font: inherit; font-size: 12px; }
+.ev-add, .ev-new-key, .ev-value, .ev-new-value { width: 9em; font: inherit; font-size: 12px; }
+.ev-meta { white-space: nowrap; background: rgba(60, 160, 60, .15); border-radius: 3px;
+  padding: 0 4px; margin-right: 4px; font-size: 12px; }
+.ev-metas { display: block; }
+.ev-pair { display: block; font-size: 12px; margin: 2px 0; }
 .ev-msg { color: #a11; font-size: 12px; display: block; max-width: 24em; }`;
   document.head.appendChild(style);
 
@@ -58,10 +63,16 @@
     box.replaceChildren();
     for (const tag of labels.tags) box.appendChild(el("span", "ev-tag", tag));
     const edit = el("button", "ev-edit", "✎");
-    edit.title = "edit the tags and the note";
+    edit.title = "edit the tags, the metadata and the note";
     edit.setAttribute("aria-label", `edit the tags of ${run}`);
     edit.addEventListener("click", () => editor(box, run, labels));
     box.appendChild(edit);
+    const pairs = Object.entries(labels.metadata || {});
+    if (pairs.length) {
+      const metas = el("span", "ev-metas");
+      for (const [key, value] of pairs) metas.appendChild(el("span", "ev-meta", `${key}=${value}`));
+      box.appendChild(metas);
+    }
     if (labels.note) box.appendChild(el("div", "ev-note", labels.note));
   }
 
@@ -75,6 +86,13 @@
     const note = el("textarea", "ev-note");
     note.value = labels.note;
     note.setAttribute("aria-label", "the run's note");
+    const old = labels.metadata || {}, values = new Map(Object.entries(old));
+    const pairs = el("div", "ev-pairs");
+    const newKey = el("input", "ev-new-key"), newValue = el("input", "ev-new-value");
+    newKey.placeholder = "key";
+    newKey.setAttribute("aria-label", "a metadata key");
+    newValue.placeholder = "value, Enter";
+    newValue.setAttribute("aria-label", "its value");
     const save = el("button", "ev-save", "save"), cancel = el("button", "ev-cancel", "cancel");
     const message = el("span", "ev-msg");
     function drawChips() {
@@ -92,6 +110,30 @@
         chips.appendChild(chip);
       }
     }
+    function drawPairs() {
+      pairs.replaceChildren();
+      for (const [key, value] of values) {
+        const line = el("span", "ev-pair");
+        const input = el("input", "ev-value");
+        input.value = value;
+        input.setAttribute("aria-label", `the value of ${key}`);
+        input.addEventListener("input", () => values.set(key, input.value));
+        const x = el("button", "ev-x", "×");
+        x.setAttribute("aria-label", `remove ${key}`);
+        x.addEventListener("click", () => { values.delete(key); drawPairs(); });
+        line.append(el("span", "ev-key", `${key}=`), input, x);
+        pairs.appendChild(line);
+      }
+    }
+    function addPair() {
+      if (newKey.value === "") return;
+      values.set(newKey.value, newValue.value);
+      newKey.value = newValue.value = "";
+      drawPairs();
+    }
+    newValue.addEventListener("keydown", event => {
+      if (event.key === "Enter") { event.preventDefault(); addPair(); }
+    });
     function addTyped() {
       const tag = input.value;
       if (tag === "") return;
@@ -105,9 +147,13 @@
     });
     save.addEventListener("click", async () => {
       addTyped();
+      addPair();
       save.disabled = true;
+      const set = Object.fromEntries([...values].filter(([key, value]) => old[key] !== value));
+      const unset = Object.keys(old).filter(key => !values.has(key));
       try {
-        const doc = await call(run, { add: added, remove: [...removed], note: note.value });
+        const change = { add: added, remove: [...removed], note: note.value, set, unset };
+        const doc = await call(run, change);
         show(box, run, doc);
       } catch (error) {
         message.textContent = error.message;
@@ -116,7 +162,8 @@
     });
     cancel.addEventListener("click", () => show(box, run, labels));
     drawChips();
-    form.append(chips, input, note, save, " ", cancel, message);
+    drawPairs();
+    form.append(chips, input, pairs, newKey, "=", newValue, note, save, " ", cancel, message);
     box.replaceChildren(form);
     input.focus();
   }
@@ -136,7 +183,7 @@
     const rows = [...table.rows];
     for (const row of rows) {
       const name = row.cells[0] && row.cells[0].textContent;
-      if (name === "tags" || name === "note") row.remove();
+      if (name === "tags" || name === "note" || name === "metadata") row.remove();
     }
     const first = rows.find(row => row.cells[0] && row.cells[0].textContent === "run");
     const row = el("tr");
