@@ -125,11 +125,12 @@ def wilson(k: float, n: float, z: float = Z95) -> Interval:
 
 @functools.cache
 def t975(df: int) -> float:
-    """The 97.5th percentile of Student's t with `df` degrees of freedom (scipy, imported
-    here: it takes a second, and most commands never draw a t interval)."""
-    from scipy import stats
+    """The 97.5th percentile of Student's t with `df` degrees of freedom: the inverse CDF
+    `scipy.stats.t.ppf` calls, the same value, from `scipy.special` (0.15 s of CPU to import,
+    imported here as most commands never draw a t interval) rather than `scipy.stats` (0.5 s)."""
+    from scipy.special import stdtrit
 
-    return float(stats.t.ppf(0.975, df))
+    return float(stdtrit(df, 0.975))
 
 
 def small_interval(values: np.ndarray) -> Interval:
