@@ -67,7 +67,7 @@ def check_note(note: str) -> str:
     return note
 
 
-def check_key(key: str) -> str:
+def check_meta_key(key: str) -> str:
     if not KEY_RULE.fullmatch(key):
         shown = f"{key[:20]!r}..." if len(key) > 20 else repr(key)
         raise ConfigError(
@@ -94,8 +94,8 @@ def check_value(key: str, value: str) -> str:
 def check_metadata(set_: Mapping[str, str], unset: Iterable[str]) -> list[str]:
     """Every key and value checked (a key both set and unset refused); the keys to unset."""
     for key, value in set_.items():
-        check_value(check_key(key), value)
-    unset = [check_key(k) for k in unset]
+        check_value(check_meta_key(key), value)
+    unset = [check_meta_key(k) for k in unset]
     both = [k for k in unset if k in set_]
     if both:
         raise ConfigError(f"metadata {both[0]!r} is both set and unset: give one of the two")
