@@ -13,10 +13,7 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,15 +21,11 @@ import pytest
 from evalfleet.cli.main import main
 from evalfleet.simulator.process import start_simulator
 from evalfleet.tasks.endpoints import DOWN_AFTER
+from tests.support.cli_here import evalfleet_here
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def evalfleet(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "evalfleet.cli.main", *args]
-    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+evalfleet = evalfleet_here  # in this process, on the session's Ray and Prefect server
 
 
 def errors(stderr: str) -> list[str]:
@@ -53,13 +46,8 @@ def dead_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
-@pytest.fixture
-def env(ray_address, prefect_api_url) -> dict[str, str]:
-    return {**os.environ, "RAY_ADDRESS": ray_address, "PREFECT_API_URL": prefect_api_url}
-
-
 def test_a_run_whose_every_call_fails_stops_early_and_names_the_endpoint(
-    env, demo_dataset, answer_key, tmp_path
+    session_services, demo_dataset, answer_key, tmp_path
 ):
     runs, log = tmp_path / "runs", tmp_path / "sim.jsonl"
     config = {"latency": {"ms": 5}, "faults": {"http_500": 1.0}}
@@ -67,7 +55,7 @@ def test_a_run_whose_every_call_fails_stops_early_and_names_the_endpoint(
         args = ["run", "-m", "openai/sim-0.5", "--dataset-path", demo_dataset]
         args += ["--store", str(runs), "--simulator-url", sim.url, "--run-id", "down"]
         args += ["--max-in-flight", "2", "--max-attempts", "1"]
-        done = evalfleet(env, *args)
+        done = evalfleet(*args)
         sim.flush_log()
     assert done.returncode == 4, done.stderr
     (line,) = errors(done.stderr)
@@ -86,18 +74,16 @@ def test_a_run_whose_every_call_fails_stops_early_and_names_the_endpoint(
     assert not (runs / "down" / "results").exists()  # nothing aggregated
 
 
-def test_a_judge_whose_every_call_fails_leaves_the_run_as_it_was(env, tmp_path):
+def test_a_judge_whose_every_call_fails_leaves_the_run_as_it_was(session_services, tmp_path):
     runs = tmp_path / "runs"
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("RAY_ADDRESS", env["RAY_ADDRESS"])
-        patch.setenv("PREFECT_API_URL", env["PREFECT_API_URL"])
         patch.chdir(tmp_path)
         assert main(["demo", "-b", "rome", "--run-id", "rome", "--store", str(runs)]) == 0
     before = files(runs / "rome")
     args = ["judge", "rome", "--judge", "openai/sim-0.8", "--store", str(runs)]
     # a dead endpoint: checked once before anything is asked or written (one line, exit 2)
     url = dead_url()
-    done = evalfleet(env, *args, "--simulator-url", url)
+    done = evalfleet(*args, "--simulator-url", url)
     assert (done.returncode, done.stderr) == (
         2,
         f"error: judge openai/sim-0.8 at {url}/v1 does not answer (connection refused): "
@@ -107,7 +93,7 @@ def test_a_judge_whose_every_call_fails_leaves_the_run_as_it_was(env, tmp_path):
     assert files(runs / "rome") == before
     # an endpoint that answers 500 to every call
     with start_simulator(None, {"latency": {"ms": 1}, "faults": {"http_500": 1.0}}) as sim:
-        done = evalfleet(env, *args, "--simulator-url", sim.url)
+        done = evalfleet(*args, "--simulator-url", sim.url)
     assert done.returncode == 4, done.stderr
     (line,) = errors(done.stderr)
     assert line.startswith(
@@ -121,18 +107,16 @@ def test_a_judge_whose_every_call_fails_leaves_the_run_as_it_was(env, tmp_path):
 
 
 def test_a_judge_with_nothing_to_grade_says_so_and_leaves_the_run_as_it_was(
-    env, demo_dataset, answer_key, tmp_path
+    session_services, demo_dataset, answer_key, tmp_path
 ):
     runs = tmp_path / "runs"
     with start_simulator(answer_key, {"latency": {"ms": 1}}, tmp_path / "sim.jsonl") as sim:
         args = ["run", "-m", "openai/sim-0.5", "-b", "zerobench", "--limit", "2"]
         args += ["--dataset-path", demo_dataset, "--store", str(runs), "--simulator-url", sim.url]
-        assert evalfleet(env, *args, "--run-id", "formatted").returncode == 0
+        assert evalfleet(*args, "--run-id", "formatted").returncode == 0
         before = files(runs / "formatted")
         # every answer is in the asked format: ZeroBench's judge reads none of them
-        done = evalfleet(
-            env, "judge", "formatted", "--judge", "openai/sim-0.8", "--store", str(runs)
-        )
+        done = evalfleet("judge", "formatted", "--judge", "openai/sim-0.8", "--store", str(runs))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == (
         "judge openai/sim-0.8 found nothing to grade in run formatted (its benchmarks' judges "
