@@ -14,20 +14,18 @@ from __future__ import annotations
 import base64
 import json
 from collections import OrderedDict
-from collections.abc import Awaitable, Sequence
-from typing import Any
-
-import httpx2
-import openai
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from evalfleet.core.types import Decoding, Part
 from evalfleet.providers.base import ProviderClient, described, malformed, wire_body
 from evalfleet.providers.media_parts import check_parts
-from evalfleet.providers.openai_errors import map_openai_error
-from evalfleet.providers.openai_sdk import openai_client
 from evalfleet.providers.registry import ModelConfig
-from evalfleet.providers.sdk_post import SdkPost
 from evalfleet.providers.types import ErrorKind, ProviderError, ProviderResponse, Usage
+
+if TYPE_CHECKING:
+    import httpx2
 
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 
@@ -156,11 +154,18 @@ def _dumps(value: Any) -> bytes:
 
 
 class OpenAIChatClient(ProviderClient):
+    """The SDK (0.3 s of CPU to import) is imported when a client is made, not with this
+    module: a report rebuilding request bodies (`body_of`) never sends one."""
+
     unreadable = (ValueError,)  # what json.loads raises for a body that is not JSON
-    _map_error = staticmethod(map_openai_error)
     _convert = staticmethod(response_from_body)
 
     def __init__(self, config: ModelConfig, api_key: str) -> None:
+        import openai
+
+        from evalfleet.providers.openai_sdk import openai_client
+        from evalfleet.providers.sdk_post import SdkPost
+
         super().__init__(config, api_key)
         # The SDK's aiohttp transport costs about a third less CPU per call than its default
         # httpx2 one at hundreds of calls in flight (measured against the simulator).
@@ -175,6 +180,17 @@ class OpenAIChatClient(ProviderClient):
 
     def request_body(self, parts: Sequence[Part], decoding: Decoding) -> dict[str, Any]:
         return request_body(self.config, parts, decoding)
+
+    @classmethod
+    def body_of(cls, config: ModelConfig) -> Callable[[Sequence[Part], Decoding], dict[str, Any]]:
+        """`request_body` of a client of `config`, without making one (nor importing its SDK)."""
+        return partial(request_body, config)
+
+    @staticmethod
+    def _map_error(exc: Exception) -> ProviderError:
+        from evalfleet.providers.openai_errors import map_openai_error
+
+        return map_openai_error(exc)
 
     def _request(self, parts: Sequence[Part], decoding: Decoding) -> httpx2.Request:
         return self._wire.request(self._bodies.body(parts, decoding))
