@@ -27,10 +27,12 @@ Every call carries a canary API key. The last line:
                 Prefect's logs, artifacts and flow-run parameters
   errors_apart  items whose stored record is an error (kept apart from wrong answers)
 
-Usage: python perf/chaos.py [--questions 40] [--kills 3] [--seed 0] [--smoke]
-                            [--outage [--outage-s 10]]
-  --smoke   8 questions (144 items), one driver kill: every step above at a size that runs in
-            about a minute (a check that the script works, not a measurement)
+Usage: python perf/chaos.py [--questions 40] [--kills 3] [--workers 2] [--in-flight 32]
+                            [--latency-ms 300] [--seed 0] [--smoke] [--outage [--outage-s 10]]
+  --smoke   4 questions (72 items), one driver kill (at 24 records), the worker node added and
+            killed 6 records apart; one worker actor and 4 calls in flight a run at 1,000 ms,
+            so that the resumed run outlasts the node's start: every step above at a size that
+            runs in about a minute (a check that the script works, not a measurement)
   --outage  instead of the above: a run (one model, 64 in flight, 200 ms) whose simulator is
             stopped for --outage-s seconds mid-run and started again on its port. Its last line:
               outage_recovery_s  from the simulator's return to the end of the first second in
@@ -64,6 +66,7 @@ from tests.support.leftovers import removed_afterwards  # noqa: E402
 
 CANARY = "sk-chaos-canary-" + uuid.uuid4().hex
 MODELS = ("openai/sim-0.5", "anthropic/sim-0.6", "google/sim-0.4")
+EPOCHS = 6  # zerobench's default protocol
 USABLE = ("ok", "length", "truncate")  # outcomes of a 200 that gave an answer
 LATENCY = {"ms": 300, "distribution": "uniform", "jitter_ms": 150}
 FAULTS = {
@@ -96,7 +99,8 @@ class Chaos:
         args = ["run", *[x for m in MODELS for x in ("-m", m)], "-b", "zerobench"]
         args += ["--dataset-path", self.dataset, "--run-id", "chaos", "--store", self.store]
         args += ["--s3-endpoint-url", self.s3.endpoint, "--simulator-url", self.sim_url]
-        args += ["--timeout-s", "4", "--max-in-flight", "32", "--workers", "2"]
+        args += ["--timeout-s", "4", "--max-in-flight", str(self.args.in_flight)]
+        args += ["--workers", str(self.args.workers)]
         return [sys.executable, "-m", "evalfleet.cli.main", *args, *extra]
 
     def start(self, *extra: str) -> subprocess.Popen:
@@ -137,9 +141,13 @@ class Chaos:
             time.sleep(2)
 
     def drive(self, cluster, worker_node, sim) -> None:
+        # Records to wait for before each driver kill, then before the node is added and
+        # killed: 40, 20 and 20, or less at a size where those would outlast the run.
+        items = len(MODELS) * self.args.questions * EPOCHS
+        before_kill, step = min(40, items // 3), min(20, items // 12)
         for _ in range(self.args.kills):
             proc = self.start()
-            if not self.wait_for(proc, 40):
+            if not self.wait_for(proc, before_kill):
                 break
             os.killpg(proc.pid, signal.SIGKILL)
             killed = time.time()
@@ -148,10 +156,10 @@ class Chaos:
             self.kills.append((killed, time.time()))
             print(f"driver killed at {len(self.stored())} records (t={killed:.2f})", flush=True)
         proc = self.start()
-        if self.wait_for(proc, 20):
+        if self.wait_for(proc, step):
             cluster.add_node(num_cpus=1)  # where the lost workers' replacements will go
             cluster.wait_for_nodes()
-        if self.wait_for(proc, 20):
+        if self.wait_for(proc, step):
             cluster.remove_node(worker_node)
             killed = time.time()
             self.kills.append((killed, killed))
@@ -204,7 +212,8 @@ class Chaos:
                     "EVALFLEET_SIMULATOR_API_KEY": CANARY,
                     "TQDM_DISABLE": "1",
                 }
-                faulty = {"latency": LATENCY, "faults": FAULTS, "rules": [STORM, FLAKY]}
+                latency = {**LATENCY, "ms": self.args.latency_ms}
+                faulty = {"latency": latency, "faults": FAULTS, "rules": [STORM, FLAKY]}
                 self.s3.chaos(Chaos(refused=0.05, lost_response=0.05, slow=0.05, slow_s=1.5,
                                     rng=random.Random(self.args.seed)))  # fmt: skip
                 with start_simulator(answers, {**faulty, "seed": self.args.seed}, self.log) as sim:
@@ -327,7 +336,8 @@ async def read_prefect() -> list[str]:
     return texts
 
 
-SMOKE = {"questions": 8, "kills": 1}
+# Slower answers, fewer at a time: the resumed run lasts while the node is added and killed.
+SMOKE = {"questions": 4, "kills": 1, "workers": 1, "in_flight": 4, "latency_ms": 1000}
 
 
 def outage_recovery(args: argparse.Namespace) -> None:
@@ -397,8 +407,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--questions", type=int, default=40)
     parser.add_argument("--kills", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2, help="each run's worker actors")
+    parser.add_argument("--in-flight", type=int, default=32, help="each run's --max-in-flight")
+    parser.add_argument("--latency-ms", type=int, default=300, help="the faulty simulator's")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--smoke", action="store_true", help="144 items: a check, not a figure")
+    parser.add_argument("--smoke", action="store_true", help="72 items: a check, not a figure")
     parser.add_argument("--outage", action="store_true", help="the outage recovery instead")
     parser.add_argument("--outage-s", type=float, default=10.0)
     return parser
