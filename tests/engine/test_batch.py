@@ -24,6 +24,7 @@ import pandas as pd
 import pytest
 
 from evalfleet.simulator.process import start_simulator
+from tests.support.cli_here import evalfleet_here
 from tests.support.helpers import result_table
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
@@ -52,19 +53,18 @@ def records(runs: Path, run_id: str) -> list[dict]:
 
 
 def test_batch_mode_gives_the_online_tables_at_half_the_price(
-    ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path
+    session_services, demo_dataset, answer_key, tmp_path
 ):
 
     runs, log = tmp_path / "runs", tmp_path / "sim.jsonl"
-    env = {**os.environ, "RAY_ADDRESS": ray_address, "PREFECT_API_URL": prefect_api_url}
     with start_simulator(answer_key, SIMULATOR, log) as sim:
         common = [x for m in MODELS for x in ("-m", m)]
         common += ["--judge-model", JUDGE, "--dataset-path", demo_dataset, "--store", str(runs)]
         common += ["--simulator-url", sim.url]
-        online = cli(env, "run", *common, "--run-id", "online")
+        online = evalfleet_here("run", *common, "--run-id", "online")
         assert online.returncode == 0, online.stderr
-        batched = cli(
-            env, "run", *common, "--run-id", "batched", "--batch", "--batch-poll-s", "0.2"
+        batched = evalfleet_here(
+            "run", *common, "--run-id", "batched", "--batch", "--batch-poll-s", "0.2"
         )
         assert batched.returncode == 0, batched.stderr
         sim.flush_log()
@@ -177,16 +177,15 @@ def test_a_killed_driver_resumes_its_jobs_without_submitting_them_again(
 
 
 def test_failed_and_expired_lines_are_asked_again_and_none_is_lost(
-    ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path
+    session_services, demo_dataset, answer_key, tmp_path
 ):
     runs, log = tmp_path / "runs", tmp_path / "sim.jsonl"
-    env = {**os.environ, "RAY_ADDRESS": ray_address, "PREFECT_API_URL": prefect_api_url}
     config = {"latency": {"ms": 5}, "batch": {"line_failure_rate": 0.3}}
     with start_simulator(answer_key, config, log) as sim:
         args = ["run", "-m", "openai/sim-0.5", "-b", "zerobench", "--batch"]
         args += ["--dataset-path", demo_dataset, "--store", str(runs), "--simulator-url", sim.url]
         args += ["--batch-poll-s", "0.1", "--max-attempts", "3"]
-        flaky = cli(env, *args, "--run-id", "flaky")
+        flaky = evalfleet_here(*args, "--run-id", "flaky")
         assert flaky.returncode == 0, flaky.stderr
         sim.flush_log()
     entries = [e for e in log_entries(log) if e["route"] == "openai.batch"]
@@ -206,17 +205,16 @@ def test_failed_and_expired_lines_are_asked_again_and_none_is_lost(
 
 
 def test_expired_lines_are_asked_online_when_the_request_says_so(
-    ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path
+    session_services, demo_dataset, answer_key, tmp_path
 ):
     runs, log = tmp_path / "runs", tmp_path / "sim.jsonl"
-    env = {**os.environ, "RAY_ADDRESS": ray_address, "PREFECT_API_URL": prefect_api_url}
     # Lines are done over 4 s; the job expires after 1 s: about three quarters expire.
     config = {"latency": {"ms": 5}, "batch": {"completion_s": 4, "expire_after_s": 1}}
     with start_simulator(answer_key, config, log) as sim:
         args = ["run", "-m", "openai/sim-0.5", "-b", "zerobench", "--batch", "--run-id", "late"]
         args += ["--dataset-path", demo_dataset, "--store", str(runs), "--simulator-url", sim.url]
         args += ["--batch-poll-s", "0.5", "--batch-retry", "online"]
-        late = cli(env, *args)
+        late = evalfleet_here(*args)
         assert late.returncode == 0, late.stderr
         sim.flush_log()
     entries = log_entries(log)
@@ -240,19 +238,18 @@ def test_expired_lines_are_asked_online_when_the_request_says_so(
 
 
 def test_no_wait_submits_and_batches_poll_finishes_the_run(
-    ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path
+    session_services, demo_dataset, answer_key, tmp_path
 ):
     runs, log = tmp_path / "runs", tmp_path / "sim.jsonl"
-    env = {**os.environ, "RAY_ADDRESS": ray_address, "PREFECT_API_URL": prefect_api_url}
     config = {"latency": {"ms": 5}, "batch": {"completion_s": 600}}
     with start_simulator(answer_key, config, log) as sim:
         args = ["run", "-m", "google/sim-0.7", "-b", "zerobench", "--batch", "--no-wait"]
         args += ["--dataset-path", demo_dataset, "--store", str(runs), "--simulator-url", sim.url]
-        submitted = cli(env, *args, "--run-id", "later")
+        submitted = evalfleet_here(*args, "--run-id", "later")
         assert submitted.returncode == 0, submitted.stderr
         assert "run later: 1 batch jobs open; `evalfleet batches poll --store" in submitted.stdout
         assert not (runs / "later" / "results").exists()
-        status = cli(env, "status", "later", "--store", str(runs))
+        status = evalfleet_here("status", "later", "--store", str(runs))
         assert status.returncode == 0, status.stderr
         assert "batch jobs" in status.stdout
         lines = status.stdout.splitlines()
@@ -260,13 +257,13 @@ def test_no_wait_submits_and_batches_poll_finishes_the_run(
         (job,) = [r for r in rows if len(r) == 8 and r[2].startswith("batches/")]
         assert job[3:] == ["submitted", "running", "24", "processing 24, total 24", "-"]
 
-        early = cli(env, "batches", "poll", "--store", str(runs))
+        early = evalfleet_here("batches", "poll", "--store", str(runs))
         assert early.returncode == 0 and "run later: {} — 1 jobs open" in early.stdout
         sim.advance_batches(600)
-        done = cli(env, "batches", "poll", "--store", str(runs))
+        done = evalfleet_here("batches", "poll", "--store", str(runs))
         assert done.returncode == 0, done.stderr
         assert "run later: {'ended': 1, 'lines_ok': 24} — aggregated" in done.stdout
-        again = cli(env, "batches", "poll", "--store", str(runs))
+        again = evalfleet_here("batches", "poll", "--store", str(runs))
         assert again.stdout.strip() == f"no batch jobs open in {runs}"
         sim.flush_log()
     summary = result_table(runs, "later", "summary_zerobench.parquet")
