@@ -114,12 +114,35 @@ def test_the_leaderboard_legend_names_the_page_that_holds_the_methods():
     assert f"## {heading}\n" in (REPO / page).read_text()
 
 
-def script(blocks, marks: Path) -> str:
+def runs_small(text: str) -> bool:
+    """Whether a block's commands are small runs only: each `evalfleet run` capped by --limit
+    and online (no --batch), and no demo, judge or Python among them. Without a stack such a
+    run asks its items in its own process (`api.launch.runs_here`), which costs less than
+    joining a Ray cluster and a Prefect server; any other run would start both."""
+    lines = [line.split("#")[0].strip() for line in text.replace("\\\n", " ").splitlines()]
+    runs = [line for line in lines if line.startswith("evalfleet run ")]
+    others = ("evalfleet demo", "evalfleet judge", "python")
+    return (
+        bool(runs)
+        and all("--limit" in run.split() and "--batch" not in run.split() for run in runs)
+        and not any(line.startswith(others) for line in lines)
+    )
+
+
+def script(blocks, marks: Path, ray_address: str, prefect_api_url: str) -> str:
+    """The blocks as one script. Before each, the services its commands see: none for a
+    block of small runs (as a newcomer's, they run in their own process), else the test
+    session's Ray and Prefect server (as after `evalfleet up`: see `environment`)."""
     lines = ["set -euo pipefail"]
     for index, block in enumerate(blocks):
+        if runs_small(block.text):
+            services = "unset RAY_ADDRESS PREFECT_API_URL"
+        else:
+            services = f"export RAY_ADDRESS={ray_address} PREFECT_API_URL={prefect_api_url}"
         lines += [
             f"# --- block {index}: {block.where}",
             f'echo "{index} $SECONDS" >> "{marks}"',
+            services,
             block.text.rstrip("\n"),
         ]
     lines.append(f'echo "end $SECONDS" >> "{marks}"')
@@ -130,7 +153,8 @@ def environment(home: Path, ray_address: str, prefect_api_url: str) -> dict[str,
     """The caller's environment less anything that would point the commands elsewhere (a
     store, a stack, a simulator); `evalfleet` first on PATH. The commands attach to the test
     session's Ray and Prefect server, as they would to those of `evalfleet up`, instead of each
-    starting its own (10 to 30 s apiece on 2 cores): the commands are the docs' own."""
+    starting its own (10 to 30 s apiece on 2 cores): the commands are the docs' own. (A block
+    of small runs goes without them: `script`.)"""
     dropped = {
         "EVALFLEET_STORE",
         "EVALFLEET_SIMULATOR_URL",
@@ -208,7 +232,7 @@ def test_runnable_blocks_run(tmp_path, ray_address, prefect_api_url):
         )
     work, home, marks = tmp_path / "work", tmp_path / "home", tmp_path / "marks"
     work.mkdir()
-    (tmp_path / "docs.sh").write_text(script(blocks, marks))
+    (tmp_path / "docs.sh").write_text(script(blocks, marks, ray_address, prefect_api_url))
     log = tmp_path / "output.log"
     started = time.monotonic()
     with removed_afterwards(), log.open("w") as output:
@@ -239,3 +263,15 @@ def test_runnable_blocks_run(tmp_path, ray_address, prefect_api_url):
         if not (work / name).exists()
     ]
     assert missing == [], "files the docs name that the blocks did not leave"
+
+
+def test_only_blocks_of_small_runs_go_without_the_session_services():
+    run = "evalfleet run -m openai/sim-0.5 \\\n    --run-id a"
+    small = f"{run} --limit 2\nevalfleet compare a:x a:y"
+    assert runs_small(small)
+    assert runs_small(f"{run} --limit 2  # not --batch\n")
+    assert not runs_small("evalfleet runs\nevalfleet status tour")  # no run
+    assert not runs_small(f"{run}\n")  # no --limit: the whole dataset
+    assert not runs_small(f"{run} --limit 2 --batch\n")
+    assert not runs_small(f"{small}\nevalfleet demo -b rome")
+    assert not runs_small(f"cat > x.py <<'EOF'\nEOF\npython x.py\n{small}")
