@@ -8,6 +8,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from evalfleet.cli.main import main
 from evalfleet.cli.run_end import ERRORS_EXIT, end_line
 from evalfleet.simulator.process import start_simulator_in_thread
@@ -70,11 +72,24 @@ def failed_records(runs: Path, run_id: str) -> int:
     return sum(1 for p in paths if json.loads(p.read_text()).get("error"))
 
 
+@pytest.fixture
+def no_prefect_server_of_its_own(request, monkeypatch) -> None:
+    """A small run runs in this process without Ray or a Prefect server; but where an earlier
+    test of this pytest worker joined the session's Ray, the run uses that Ray, as any run
+    does where Ray is up, and would start a Prefect server of its own (some 20 CPU-s): it
+    joins the session's instead."""
+    if "ray" in sys.modules:
+        import ray
+
+        if ray.is_initialized():
+            monkeypatch.setenv("PREFECT_API_URL", request.getfixturevalue("prefect_api_url"))
+
+
 def test_a_small_run_whose_calls_fail_ends_with_the_count(
-    demo_dataset, answer_key, tmp_path, capsys, monkeypatch
+    demo_dataset, answer_key, tmp_path, capsys, monkeypatch, no_prefect_server_of_its_own
 ):
-    """In this process (a small run: no Ray, no Prefect server): a simulator failing 30 % of
-    the calls, one attempt each."""
+    """In this process (a small run: no Ray, no Prefect server, unless this pytest worker's
+    Ray is up): a simulator failing 30 % of the calls, one attempt each."""
     runs = tmp_path / "runs"
     faults = {"latency": {"ms": 1}, "faults": {"http_500": 0.3}}
     with start_simulator_in_thread(answer_key, faults) as sim:
