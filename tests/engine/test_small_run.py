@@ -17,6 +17,7 @@ import pytest
 
 from evalfleet.simulator.process import start_simulator
 from evalfleet.storage import open_store
+from tests.support.cli_here import evalfleet_here
 
 MODEL = "openai/sim-0.5"
 
@@ -97,6 +98,7 @@ def test_limits_refuses_bad_input_in_one_line(demo_dataset, sim, tmp_path):
     store = tmp_path / "runs"
     assert small_run(store, demo_dataset, sim, "lim").returncode == 0
     where = ("--store", str(store))
+    # `limits` starts no service: in this process (a subprocess would add 2 s of imports each)
     for args, words in (
         (("lim",), "nothing to retune: give --rpm, --tpm or --max-in-flight"),
         (("lim", "--rpm", "openai/nope=5"), "'openai/nope' is not a model of this run"),
@@ -104,12 +106,12 @@ def test_limits_refuses_bad_input_in_one_line(demo_dataset, sim, tmp_path):
         (("lim", "--tpm", "x"), "--tpm 'x': expected a whole number of at least 1"),
         (("nosuch", "--rpm", "5"), "nosuch"),
     ):
-        done = evalfleet("limits", *args, *where)
+        done = evalfleet_here("limits", *args, *where)
         assert done.returncode == 2, (args, done.stderr)
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], lines
     assert not (store / "lim" / "control.json").exists()
-    done = evalfleet("limits", "lim", "--rpm", "300", "--rpm", f"{MODEL}=60", *where)
+    done = evalfleet_here("limits", "lim", "--rpm", "300", "--rpm", f"{MODEL}=60", *where)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"run lim retuned (#1): rpm 300, {MODEL}=60")
     control = json.loads((store / "lim" / "control.json").read_text())
