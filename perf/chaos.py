@@ -30,7 +30,7 @@ Every call carries a canary API key. The last line:
 Usage: python perf/chaos.py [--questions 40] [--kills 3] [--workers 2] [--in-flight 32]
                             [--latency-ms 300] [--seed 0] [--smoke] [--outage [--outage-s 10]]
   --smoke   4 questions (72 items), one driver kill (at 24 records), the worker node added and
-            killed 6 records apart; one worker actor and 4 calls in flight a run at 1,000 ms,
+            killed 6 records apart; one worker actor and 8 calls in flight a run at 600 ms,
             so that the resumed run outlasts the node's start: every step above at a size that
             runs in about a minute (a check that the script works, not a measurement)
   --outage  instead of the above: a run (one model, 64 in flight, 200 ms) whose simulator is
@@ -337,7 +337,7 @@ async def read_prefect() -> list[str]:
 
 
 # Slower answers, fewer at a time: the resumed run lasts while the node is added and killed.
-SMOKE = {"questions": 4, "kills": 1, "workers": 1, "in_flight": 4, "latency_ms": 1000}
+SMOKE = {"questions": 4, "kills": 1, "workers": 1, "in_flight": 8, "latency_ms": 600}
 
 
 def outage_recovery(args: argparse.Namespace) -> None:
