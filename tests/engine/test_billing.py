@@ -6,10 +6,7 @@ cannot be true."""
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,10 +16,10 @@ from evalfleet.engine.run.ledger import unrecorded
 from evalfleet.providers.registry import resolve_model
 from evalfleet.simulator.process import start_simulator
 from evalfleet.storage import open_store
+from tests.support.cli_here import evalfleet_here
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server and the simulator
 
-REPO = Path(__file__).resolve().parents[2]
 RULES = [
     {"match": "*-empty", "faults": {"empty_content": 1.0}},
     {"match": "*-spent", "faults": {"empty_length": 1.0}},
@@ -65,14 +62,10 @@ def recorded_attempts(runs: Path, run_id: str) -> dict[str, float]:
 
 
 @pytest.fixture
-def run_cli(ray_address, prefect_api_url):
-    env = {**os.environ, "RAY_ADDRESS": ray_address, "PREFECT_API_URL": prefect_api_url}
-
-    def run(*args: str) -> subprocess.CompletedProcess:
-        command = [sys.executable, "-m", "evalfleet.cli.main", *args]
-        return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
-
-    return run
+def run_cli(session_services):
+    """`evalfleet` in this process, on the session's Ray and Prefect server (a subprocess
+    would add its imports and Ray workers of its own to each run)."""
+    return evalfleet_here
 
 
 def test_retried_and_empty_answers_are_recorded_as_billed(
