@@ -40,6 +40,7 @@ from evalfleet.reports.status import run_status
 from evalfleet.simulator.process import start_simulator
 from evalfleet.storage import LocalStore, layout, open_store
 from evalfleet.storage.s3 import _CONFLICT_ATTEMPTS
+from tests.support.cli_here import evalfleet_here
 from tests.support.helpers import prompt_hashes, store_table
 from tests.support.hostile_places import make_read_only, release
 from tests.support.s3_server import FAKE_AWS_ENV
@@ -135,10 +136,9 @@ def status_rows(
 
 
 def test_local_write_that_fails_stops_the_run_and_the_resume_asks_the_rest(
-    ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path
+    session_services, demo_dataset, answer_key, tmp_path
 ):
     runs, log = tmp_path / "runs", tmp_path / "sim.jsonl"
-    env = {**os.environ, "RAY_ADDRESS": ray_address, "PREFECT_API_URL": prefect_api_url}
     prompts = prompt_hashes(demo_dataset)
     with start_simulator(answer_key, {"latency": {"ms": 5}}, log) as sim:
         args = ["run", "-m", MODEL, "--dataset-path", demo_dataset, "--store", str(runs)]
@@ -162,8 +162,8 @@ def test_local_write_that_fails_stops_the_run_and_the_resume_asks_the_rest(
         make_read_only(blocker)
 
         def run() -> subprocess.CompletedProcess:
-            command = [sys.executable, "-m", "evalfleet.cli.main", *args]
-            return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+            """The command in this process, on the session's Ray and Prefect server."""
+            return evalfleet_here(*args)
 
         failed = run()
         sim.flush_log()
