@@ -13,9 +13,7 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -29,10 +27,10 @@ from evalfleet.engine.prepare.resolve import resolve
 from evalfleet.engine.store.heartbeat import liveness
 from evalfleet.engine.store.manifest_types import Manifest
 from evalfleet.simulator.process import start_simulator
+from tests.support.cli_here import evalfleet_here
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 
-REPO = Path(__file__).resolve().parents[2]
 MODEL = "openai/sim-0.5"
 ITEMS = (4 + 11) * 6
 IN_FLIGHT = 4
@@ -43,23 +41,22 @@ def spent(runs: Path, run_id: str) -> tuple[float, int]:
     return sum(json.loads(p.read_text())["cost_usd"] for p in paths), len(paths)
 
 
-def run_command(env: dict[str, str], args: list[str]) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "evalfleet.cli.main", *args]
-    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+def run_command(args: list[str]) -> subprocess.CompletedProcess:
+    """`evalfleet ARGS` in this process, on the session's Ray and Prefect server."""
+    return evalfleet_here(*args)
 
 
 def test_a_capped_run_stops_at_the_cap_and_its_hint_finishes_it(
-    ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path
+    session_services, demo_dataset, answer_key, tmp_path
 ):
 
     runs, log = tmp_path / "runs", tmp_path / "sim.jsonl"
-    env = {**os.environ, "RAY_ADDRESS": ray_address, "PREFECT_API_URL": prefect_api_url}
     with start_simulator(answer_key, {"latency": {"ms": 30}}, log) as sim:
         base = ["run", "-m", MODEL, "--dataset-path", demo_dataset, "--store", str(runs)]
         base += ["--simulator-url", sim.url, "--max-in-flight", str(IN_FLIGHT)]
 
         def run(*extra: str) -> subprocess.CompletedProcess:
-            return run_command(env, [*base, *extra])
+            return run_command([*base, *extra])
 
         # other seeds: none of its requests is one the capped run makes
         seed = run("--run-id", "seed", "-b", "zerobench", "--limit", "2", "--seed", "1000")
@@ -97,7 +94,7 @@ def test_a_capped_run_stops_at_the_cap_and_its_hint_finishes_it(
             f"to finish, rerun with --max-cost-usd {finish:g}: evalfleet {' '.join(command)}"
         ]
 
-        second = run_command(env, command)  # the hint's command, as given
+        second = run_command(command)  # the hint's command, as given
         assert second.returncode == 0, second.stderr
         assert spent(runs, "capped")[0] <= finish
         sim.flush_log()
@@ -109,20 +106,19 @@ def test_a_capped_run_stops_at_the_cap_and_its_hint_finishes_it(
 
 
 def test_a_run_whose_cost_is_below_its_cap_finishes(
-    ray_address, prefect_api_url, demo_dataset, answer_key, tmp_path
+    session_services, demo_dataset, answer_key, tmp_path
 ):
     runs, log = tmp_path / "runs", tmp_path / "sim.jsonl"
-    env = {**os.environ, "RAY_ADDRESS": ray_address, "PREFECT_API_URL": prefect_api_url}
     demo = 2 * ITEMS  # the demo's request: its two models on both ZeroBench splits
     with start_simulator(answer_key, {"latency": {"ms": 5}}, log) as sim:
         base = ["run", "-m", "openai/sim-0.3", "-m", "openai/sim-0.7"]
         base += ["--dataset-path", demo_dataset, "--store", str(runs), "--simulator-url", sim.url]
-        uncapped = run_command(env, [*base, "--run-id", "whole"])
+        uncapped = run_command([*base, "--run-id", "whole"])
         assert uncapped.returncode == 0, uncapped.stderr
         whole, answered = spent(runs, "whole")
         assert answered == demo
         for run_id, cap in (("tight", whole * 1.25), ("tenfold", whole * 10)):
-            capped = run_command(env, [*base, "--run-id", run_id, "--max-cost-usd", f"{cap:.9f}"])
+            capped = run_command([*base, "--run-id", run_id, "--max-cost-usd", f"{cap:.9f}"])
             assert capped.returncode == 0, capped.stderr
             assert "budget reached" not in capped.stderr
             # the same requests: the same answers at the same cost, every one of them
