@@ -21,10 +21,30 @@ def left_behind() -> set[Path]:
 
 def remove_left_behind(before: set[Path]) -> None:
     """Remove what appeared since `before` was taken (a folder inside one removed already: no
-    error)."""
-    for path in left_behind() - before:
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
+    error), except a Ray session a live process still names: under `make test` another test's
+    Ray may have started its session in the same temporary directory meanwhile, and removing
+    its sockets kills that Ray ("Failed to connect to socket .../sockets/raylet")."""
+    live = _named_by_live_processes()
+    for path in sorted(left_behind() - before, key=lambda p: len(p.parts), reverse=True):
+        if not path.is_dir() or path.is_symlink() or _in_use(path, live):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _named_by_live_processes() -> str:
+    """Every live process's command line, joined (Ray's processes name their session folder)."""
+    lines = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            lines.append(cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+    return "\n".join(lines)
+
+
+def _in_use(path: Path, live: str) -> bool:
+    """A Ray session folder (or the `ray` folder holding one) that a live process names."""
+    if path.name == "ray":
+        return any(_in_use(session, live) for session in path.glob("session_*"))
+    return path.name.startswith("session_") and str(path) in live
 
 
 @contextlib.contextmanager
