@@ -97,6 +97,7 @@ SLOW_FILES = (
     "test_docs_run.py",
     "test_smoke_team.py",
     "test_smoke_runs.py",
+    "test_pool.py",
     "test_batch.py",
     "test_damaged_places.py",
     "test_smoke_chaos.py",

@@ -1,14 +1,8 @@
 """The stack as a user runs it: `evalfleet up --ray`, runs through the Prefect API, the UI in
-headless Chromium, a SIGKILLed flow run, a scheduled reevaluation, then the team's topology
-(`up --pool`: two `prefect worker` processes, one lost with its flow run), `evalfleet down`.
+headless Chromium, a SIGKILLed flow run, a scheduled reevaluation, `evalfleet down`.
 
 One stack serves the whole module (a Prefect server, the served deployments and a Ray head
-take about 40 s to start here); the tests run in file order and the last one stops it. Only
-the tests about `up` itself (one failing part way here; tests/stack/test_damaged_state.py,
-tests/stack/test_runner_storage.py) bring up a stack of their own.
-
-The crash automation's window is 40 s here (EVALFLEET_CRASH_AFTER_S; 90 s by default): flow
-runs beat every 30 s, Prefect's minimum, so a shorter window would mark healthy runs.
+take about 40 s to start here); the tests run in file order and the last one stops it.
 Every process the stack starts carries EVALFLEET_TEST_TAG, so "nothing left behind" is checked
 on the processes themselves. Screenshots go to tests/output/stack/ (gitignored).
 """
@@ -24,7 +18,6 @@ import sys
 import time
 import urllib.request
 from collections import Counter
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -33,19 +26,15 @@ import pytest
 
 from evalfleet.simulator.process import start_simulator
 from evalfleet.stack.services import free_port
-from evalfleet.stack.up import DEPLOYMENT_NAMES
 from tests.support.browser import close, headless_chromium
 from tests.support.helpers import parse, results_dir, tagged_processes, wait_for_no_processes
-from tests.support.stack import Stack, kill_tree, stack_env, worker_of, worker_running
+from tests.support.stack import Stack, stack_env
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
 
 
 REPO = Path(__file__).resolve().parents[2]
 SHOTS = REPO / "tests" / "output" / "stack"
-CRASH_AFTER_S = 40
-LATENCY_MS = 400  # the pool's simulator: slow enough to lose a worker mid-run
-WRITE_S = 5.0  # after its answer, an item's record may still be being written
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +46,6 @@ def stack(tmp_path_factory, answer_key):
         tag,
         EVALFLEET_SCHEDULER_LOOP_S="5",  # the server's scheduler: schedules show up in seconds
         EVALFLEET_HEARTBEAT_S="2",
-        EVALFLEET_CRASH_AFTER_S=str(CRASH_AFTER_S),
     )
     port = free_port()
     sim_log = root / "sim.jsonl"
@@ -674,132 +662,6 @@ def test_a_run_links_to_its_flow_run_in_the_stack_ui(stack, demo_dataset):
     finally:
         close(driver)
     _until(lambda: leaderboard_with(stack, "linked"), 60, "run linked's rows")  # done before down
-
-
-@pytest.fixture(scope="module")
-def pool(stack, answer_key):
-    """The same stack on the work pool: `up --pool` applies deployments/prefect.yaml to a
-    process work pool, stops the serve process and starts two `prefect worker` processes.
-    Its own simulator answers slowly, so a worker can be lost mid-run."""
-    latency = {"ms": LATENCY_MS, "distribution": "uniform", "jitter_ms": 100}
-    sim_log = stack.root / "pool-sim.jsonl"
-    with start_simulator(answer_key, {"latency": latency}, sim_log) as sim:
-        up = stack.cli("up", "--pool", "--workers", "2")
-        assert up.returncode == 0, up.stdout + up.stderr
-        assert "pool workers   2" in up.stdout
-        found = replace(stack, sim_url=sim.url, sim_log=sim_log)
-        found.sim = sim
-        yield found
-
-
-def worker_logs(stack: Stack) -> list[Path]:
-    return sorted((stack.root / "state").glob("worker-*.log"))
-
-
-def pool_request(stack: Stack, dataset: str, run_id: str, **extra) -> dict:
-    return {
-        "models": ["openai/sim-0.7", "anthropic/sim-0.5"],
-        "benchmarks": ["zerobench"],
-        "dataset_path": dataset,
-        "run_id": run_id,
-        "store": str(stack.store),
-        "simulator_url": stack.sim_url,
-        **extra,
-    }
-
-
-def test_the_work_pool_runs_what_the_ui_starts(pool, demo_dataset):
-    deployments = pool.call("/deployments/filter", {})
-    assert {d["work_pool_name"] for d in deployments} == {"evalfleet"}
-    assert len(deployments) == len(DEPLOYMENT_NAMES) == 8
-    nightly = pool.deployment("reevaluate/reevaluate")
-    assert [s["schedule"]["cron"] for s in nightly["schedules"]] == ["0 3 * * *"]
-
-    flow_run = pool.start_run(
-        "evaluate-and-aggregate/evaluate",
-        pool_request(pool, demo_dataset, "by-a-worker", epochs=1),
-    )
-    done = pool.wait(flow_run, timeout=240)
-    assert done["state"]["name"] == "Completed", done["state"]
-    assert done["work_pool_name"] == "evalfleet"
-    assert worker_of(worker_logs(pool), flow_run) in {"evalfleet-worker-1", "evalfleet-worker-2"}
-    summary = pd.read_csv(results_dir(pool.store, "by-a-worker") / "summary_zerobench.csv")
-    assert sorted(summary.model.unique()) == ["anthropic/sim-0.5", "openai/sim-0.7"]
-    assert set(summary.n_questions) == {4}  # the demo's ZeroBench main split
-
-
-def test_a_lost_worker_is_marked_crashed_and_its_run_resumes_on_the_other(pool, demo_dataset):
-    run_id = "worker-lost"
-    started = time.time()
-    flow_run = pool.start_run(
-        "evaluate-and-aggregate/evaluate",
-        pool_request(pool, demo_dataset, run_id, epochs=6, protocol="sampled-k", max_in_flight=2),
-    )
-    records = pool.store / run_id / "completions"
-
-    def stored() -> int:
-        return sum(1 for _ in records.rglob("*.json")) if records.exists() else 0
-
-    deadline = time.monotonic() + 180
-    while stored() < 12:  # of 48 answers (4 questions, 6 epochs, 2 models), 2 at a time
-        assert time.monotonic() < deadline, "the run did not start storing records"
-        time.sleep(0.2)
-    recorded = json.loads((pool.root / "state" / "stack.json").read_text())
-    pids = {w["address"]: w["pid"] for w in recorded["workers"]}
-    name = worker_running(pids, flow_run)
-    assert name == worker_of(worker_logs(pool), flow_run), "the logs name another worker"
-    killed_at = time.time()
-    kill_tree(pids[name])  # the worker and the flow run it started: its machine is gone
-    at_kill = stored()
-
-    crashed = pool.wait(flow_run, timeout=CRASH_AFTER_S + 60)
-    marked_s = time.time() - killed_at
-    assert crashed["state"]["name"] == "Crashed", crashed["state"]
-    # the last beat came at most 30 s before the kill; the automation looks every 5 s
-    assert marked_s <= CRASH_AFTER_S + 15, marked_s
-    assert at_kill < 48, "the run ended before its worker was lost: nothing was tested"
-
-    pool.retry(flow_run)
-    done = pool.wait(flow_run, timeout=240)
-    assert done["state"]["name"] == "Completed", done["state"]
-    (other,) = {"evalfleet-worker-1", "evalfleet-worker-2"} - {name}
-    other_log = pool.root / "state" / f"worker-{other.rsplit('-', 1)[1]}.log"
-    assert worker_of([other_log], flow_run) == other, "the other worker did not resume it"
-    assert stored() == 48
-
-    pool.sim.flush_log()
-    entries = [json.loads(x) for x in pool.sim_log.read_text().splitlines()]
-    answers = [e for e in entries if e["status"] == 200 and e["t"] >= started]
-    asked = Counter((e["model"], e["prompt_sha256"], e["seed"]) for e in answers)
-    repeated = {
-        key: count
-        for key, count in asked.items()
-        if count > 1
-        and not any(
-            e["t"] <= killed_at <= e["t"] + e["latency_ms"] / 1000 + WRITE_S
-            for e in answers
-            if (e["model"], e["prompt_sha256"], e["seed"]) == key
-        )
-    }
-    assert repeated == {}
-
-
-def test_up_without_pool_serves_the_deployments_again(stack):
-    """The pool's workers are stopped and the serve process takes the deployments back."""
-    workers = [
-        w["pid"] for w in json.loads((stack.root / "state" / "stack.json").read_text())["workers"]
-    ]
-    again = stack.cli("up")
-    assert again.returncode == 0, again.stdout + again.stderr
-    line = next(x for x in again.stdout.splitlines() if x.strip().startswith("deployments"))
-    assert "served by pid" in line and line.endswith("started"), line
-    assert "pool workers" not in again.stdout
-    state = json.loads((stack.root / "state" / "stack.json").read_text())
-    assert (state["workers"], state["serve"]["pid"] in dict(tagged_processes(stack.tag))) == (
-        [],
-        True,
-    )
-    assert not set(workers) & {pid for pid, _ in tagged_processes(stack.tag)}
 
 
 def test_down_stops_everything_it_started(stack):
