@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 
 from evalfleet.cli.main import main
+from evalfleet.core.types import ConfigError
 from evalfleet.engine.scoring.aggregate import aggregate_run
 from evalfleet.reports.report import write_report
 from evalfleet.reports.store_index import INDEX_KEY, write_index
-from evalfleet.reports.view_server import EDITOR, TOKEN_HEADER, ViewServer
+from evalfleet.reports.view_server import EDITOR, TOKEN_HEADER, ViewServer, parse_change
 from evalfleet.storage import open_store
 
 STORED = Path(__file__).resolve().parents[1] / "data" / "stored_runs" / "store"
@@ -283,3 +284,14 @@ def test_a_tag_added_in_the_index_is_stored_and_shown_in_the_report(served):
         assert driver.find_element(By.CSS_SELECTOR, f"{cell} .meta").text == "gpu=h100"
     finally:
         close(driver)
+
+
+def test_a_body_that_is_not_json_is_named_in_one_line():
+    with pytest.raises(ConfigError) as caught:
+        parse_change(b'{"add": [')
+    assert str(caught.value) == ("the request body is not JSON (Expecting value)")
+    with pytest.raises(ConfigError) as caught:
+        parse_change(b"\xff\xfe")
+    assert str(caught.value).startswith("the request body is not JSON (")
+    empty = {"add": [], "remove": [], "note": None, "set": {}, "unset": []}
+    assert parse_change(b"") == empty

@@ -65,7 +65,7 @@ class ViewServer(ThreadingHTTPServer):
         """A browser that went away mid-answer is no error; anything else is one line on
         stderr, and the server goes on."""
         error = sys.exc_info()[1]
-        if not isinstance(error, ConnectionError):
+        if error is not None and not isinstance(error, ConnectionError):
             print(f"evalfleet view: a request failed: {_one_line(error)}", file=sys.stderr)
 
     @property
@@ -144,8 +144,10 @@ def parse_change(body: bytes) -> dict[str, Any]:
     checked for its shape (the tags, note and pairs themselves are checked by `change_tags`)."""
     try:
         doc = json.loads(body or b"{}")
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise ConfigError(f"the request body is not JSON ({exc.msg})") from exc
+    except ValueError as exc:  # bytes that are not UTF-8
+        raise ConfigError(f"the request body is not JSON ({exc})") from exc
     if not isinstance(doc, dict):
         raise ConfigError('the request body must be an object: {"add": [...], "remove": [...]}')
     unknown = sorted(set(doc) - FIELDS)

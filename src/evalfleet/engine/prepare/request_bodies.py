@@ -23,7 +23,8 @@ def body_builder(request: EvalRequest, model: str) -> BodyOf:
     config = resolve_models(request, only=[model])[model]
     body_of = getattr(load_class(config.client or None), "body_of", None)
     if body_of is not None:  # a client class that builds bodies without a client (nor its SDK)
-        return body_of(config)
+        built: BodyOf = body_of(config)
+        return built
     client = make_client(config, PLACEHOLDER_KEY)
     build: BodyOf | None = getattr(client, "request_body", None)
     if build is None:
