@@ -46,7 +46,6 @@ pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a st
 REPO = Path(__file__).resolve().parents[2]
 ITEMS = 15 * 5  # the demo's questions and subquestions, five epochs
 IN_FLIGHT = 8
-WRITE_S = 2.0  # an answer may land this long before its record is written, on a loaded machine
 SAID = re.compile(
     r"error: run lost stopped: the Ray head at \S+ has not answered for \d+ s, so the run "
     r"ended: (\d+) new records? stored, (\d+) asked and not stored \(possibly paid for; asked "
@@ -133,7 +132,7 @@ def test_a_lost_head_ends_the_run_with_exit_4_and_a_resume_asks_only_the_rest(
             assert time.monotonic() < deadline, "nothing stored in time"
             time.sleep(0.05)
         first.kill()
-        killed_at, killed = time.time(), time.monotonic()
+        killed = time.monotonic()
         output, _ = run.communicate(timeout=60)
         took = time.monotonic() - killed
         before_resume = sim.read_log()
@@ -163,15 +162,13 @@ def test_a_lost_head_ends_the_run_with_exit_4_and_a_resume_asks_only_the_rest(
         assert f"{on_disk} done, 0 failed, 0 stale, {left} missing" in resumed.stderr
         entries = sim.read_log()
     assert len(records(runs)) == ITEMS
-    # Each item answered once, but the calls in flight when the head died: sent before the
-    # kill, and answered after it or too shortly before to be stored.
+    # Each item answered once, but the calls in flight when the head died: answered in the
+    # first run (or after its kill) with no record written before it. Counted, not timed: on
+    # a loaded host a record may land seconds after its answer.
     answered = Counter((e["prompt_sha256"], e["seed"]) for e in entries if e["status"] == 200)
     assert len(answered) == ITEMS
-    cut_off = {
-        (e["prompt_sha256"], e["seed"])
-        for e in before_resume
-        if e["t"] <= killed_at <= e["t"] + e["latency_ms"] / 1000 + WRITE_S
-    }
+    asked_first = {(e["prompt_sha256"], e["seed"]) for e in before_resume if e["status"] == 200}
     twice = {request for request, n in answered.items() if n > 1}
-    assert twice <= cut_off and all(answered[r] == 2 for r in twice), json.dumps(entries)
+    assert twice <= asked_first and all(answered[r] == 2 for r in twice), json.dumps(entries)
+    assert len(twice) == len(asked_first) - on_disk, json.dumps(entries)
     assert len(twice) <= IN_FLIGHT
