@@ -19,19 +19,20 @@ def left_behind() -> set[Path]:
     return {path for pattern in LEFT_BEHIND for path in temp.glob(pattern)}
 
 
-def remove_left_behind(before: set[Path]) -> None:
+def remove_left_behind(before: set[Path], live: str | None = None) -> None:
     """Remove what appeared since `before` was taken (a folder inside one removed already: no
     error), except a Ray session a live process still names: under `make test` another test's
     Ray may have started its session in the same temporary directory meanwhile, and removing
     its sockets kills that Ray ("Failed to connect to socket .../sockets/raylet")."""
-    live = _named_by_live_processes()
+    if live is None:
+        live = named_by_live_processes()
     for path in sorted(left_behind() - before, key=lambda p: len(p.parts), reverse=True):
         if not path.is_dir() or path.is_symlink() or _in_use(path, live):
             continue
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _named_by_live_processes() -> str:
+def named_by_live_processes() -> str:
     """Every live process's command line, joined (Ray's processes name their session folder)."""
     lines = []
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
