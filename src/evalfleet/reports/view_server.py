@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from evalfleet.core.escape import html_text
 from evalfleet.core.types import ConfigError
 from evalfleet.engine.run.request import check_run_id
 from evalfleet.reports.store_index import INDEX_KEY, index_rows, render_index, write_index
@@ -120,17 +121,13 @@ def with_editor(page: bytes, run_id: str) -> bytes:
     before the one or after the other can be a script's text that spells them."""
     text = page.decode("utf-8", errors="replace")
     lower = text.lower()
-    meta = f"<meta name='evalfleet-view' data-run='{_attr(run_id)}'>"
+    meta = f"<meta name='evalfleet-view' data-run='{html_text(run_id)}'>"
     script = f"<script>{EDITOR.read_text()}</script>"
     head, body = lower.find("<head"), lower.rfind("</body>")
     head = lower.find(">", head) + 1 if head >= 0 else 0
     if not head or body < head:
         return page
     return (text[:head] + meta + text[head:body] + script + text[body:]).encode()
-
-
-def _attr(text: str) -> str:
-    return text.replace("&", "&amp;").replace("'", "&#39;").replace("<", "&lt;")
 
 
 def run_of(key: str) -> str:
