@@ -471,7 +471,8 @@ def test_the_run_form_in_a_browser(stack, demo_dataset):
             badges = driver.find_elements(
                 By.XPATH, "//*[normalize-space()='Completed' or normalize-space()='Failed']"
             )
-            return [b.text for b in badges if b.is_displayed()]
+            # A badge being drawn can be displayed with no text yet: not a state to read.
+            return [b.text for b in badges if b.is_displayed() and b.text.strip()]
 
         # the state badge (drawn twice on some layouts of the page), and never Failed
         assert set(_until(badge, 240, "a final state in the UI")) == {"Completed"}
