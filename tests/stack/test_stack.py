@@ -472,7 +472,8 @@ def test_the_run_form_in_a_browser(stack, demo_dataset):
                 By.XPATH, "//*[normalize-space()='Completed' or normalize-space()='Failed']"
             )
             # A badge being drawn can be displayed with no text yet: not a state to read.
-            return [b.text for b in badges if b.is_displayed() and b.text.strip()]
+            texts = [b.text for b in badges if b.is_displayed()]
+            return [text for text in texts if text.strip()]
 
         # the state badge (drawn twice on some layouts of the page), and never Failed
         assert set(_until(badge, 240, "a final state in the UI")) == {"Completed"}
