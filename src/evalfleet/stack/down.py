@@ -2,6 +2,9 @@
 
 What to stop comes from `stack.json`; if it is damaged or lost, from the pid file each
 process got when it started (`evalfleet.stack.pidfiles`), checked against its start time either way.
+Then what those processes started outside their groups (a pool worker's flow runs, each in a
+session of its own) is stopped too: every process `up` starts carries the stack's mark in its
+environment (`pidfiles.MEMBER`), and what it starts inherits the mark.
 Then the state folder's logs are checked: a live process still writing to one was started by
 `up` and not stopped (its pid file lost too, or it outlived its group); `down` names it with
 the command that stops it and fails (exit 1) instead of saying all is well.
@@ -9,6 +12,9 @@ the command that stops it and fails (exit 1) instead of saying all is well.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +23,7 @@ from evalfleet.stack import pidfiles, ray_cluster, runner_folder, runners
 from evalfleet.stack.state import Daemon, load_checked, stack_dir, stop
 
 SETTLE_S = 10.0  # what a stopped group takes to be gone from /proc
+GRACE_S = 10.0  # what a flow run gets to end on SIGTERM before SIGKILL
 
 
 @dataclass
@@ -48,7 +55,8 @@ def down(folder: str | None = None) -> Stopped:
         for name in unreadable:
             result.lines.append(f"  pid file pids/{name} cannot be read")
         if not daemons and not problem:
-            if not _still_running(path, result):
+            _stop_members(path, result)
+            if not _still_running(path, result) and len(result.lines) == 1:
                 return Stopped([f"no stack recorded in {path}: nothing to stop"])
             return result
         if not problem:
@@ -56,9 +64,31 @@ def down(folder: str | None = None) -> Stopped:
     for daemon in daemons:  # what runs flows first, then Ray, then Prefect
         state = f"stopped (pid {daemon.pid})" if stop(daemon) else "was not running"
         result.lines.append(f"  {daemon.name:<22} {state}")
+    _stop_members(path, result)
     _clean(path, daemons, launcher)
     _still_running(path, result)
     return result
+
+
+def _stop_members(path: Path, result: Stopped) -> None:
+    """What the stopped daemons started outside their groups (a pool worker's flow runs):
+    SIGTERM, then SIGKILL what is left after GRACE_S."""
+    left = pidfiles.members(path)
+    if not left:
+        return
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + GRACE_S
+    while (
+        alive := [p for p in left if p in pidfiles.members(path)]
+    ) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for pid in alive:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    pids = ", ".join(map(str, left))
+    result.lines.append(f"  {'their flow runs':<22} stopped ({len(left)}: pids {pids})")
 
 
 def _still_running(path: Path, result: Stopped) -> bool:

@@ -20,6 +20,8 @@ from pathlib import Path
 from evalfleet.core.places import process_start_ticks
 
 FOLDER = "pids"
+# Set on every process `up` starts (the state folder, resolved); what they start inherits it.
+MEMBER = "EVALFLEET_STACK_MEMBER"
 # The order `down` stops them in: what runs flows first, then Ray, Prefect last.
 ORDER = ("launcher", "deployments", "Prefect worker", "Ray node", "Ray head", "Prefect server")
 
@@ -121,3 +123,36 @@ def writing_logs(folder: Path) -> list[Running]:
 
 def _rank(daemon: Daemon) -> int:
     return next((i for i, start in enumerate(ORDER) if daemon.name.startswith(start)), 0)
+
+
+def members(folder: Path) -> list[int]:
+    """Live processes carrying this stack's MEMBER mark, this process and its parents aside:
+    what `up` started and all they started, flow runs included. Prefect's process worker starts
+    each flow run in a session of its own, out of reach of the worker's group, so stopping the
+    workers leaves a flow run going; this finds it."""
+    mark = f"{MEMBER}={folder.resolve()}".encode()
+    spared = _self_and_parents()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in spared:
+            continue
+        try:
+            if mark not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":  # a zombie is already dead, only not yet reaped
+            found.append(int(entry.name))
+    return found
+
+
+def _self_and_parents() -> set[int]:
+    pids, pid = set(), os.getpid()
+    while pid > 1 and pid not in pids:
+        pids.add(pid)
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return pids

@@ -105,6 +105,7 @@ def save(stack: Stack) -> None:
 def spawn(name: str, command: list[str], env: dict[str, str], log: Path) -> Daemon:
     """Start `command` in a session of its own (detached from the terminal), its output
     appended to `log`."""
+    env = {**env, pidfiles.MEMBER: str(log.parent.resolve())}
     with log.open("ab") as out:
         process = subprocess.Popen(
             command,

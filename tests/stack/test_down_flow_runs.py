@@ -1,0 +1,86 @@
+"""`down` stops what the stack's processes started outside their groups.
+
+Prefect's process worker starts each flow run in a session of its own, so stopping a worker's
+group left its flow run going (seen after a pool worker was lost: a `prefect.engine` process
+alive 30 s after `down`). Every process `spawn` starts carries the stack's mark in its
+environment and its children inherit it; `down` stops the marked processes it finds."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from evalfleet.stack import pidfiles
+from evalfleet.stack.down import down
+from evalfleet.stack.state import spawn
+
+# A "worker" that starts a "flow run" in a session of its own, writes its pid, and waits.
+WORKER = """
+import subprocess, sys, time
+run = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"],
+                       start_new_session=True)
+open(sys.argv[1], "w").write(str(run.pid))
+time.sleep(300)
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def started_worker(state: Path) -> tuple[int, int]:
+    state.mkdir()
+    pid_file = state / "flow-run.pid"
+    command = [sys.executable, "-c", WORKER, str(pid_file)]
+    worker = spawn("Prefect worker 1", command, dict(os.environ), state / "worker-1.log")
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline, "the worker did not start its flow run"
+        time.sleep(0.05)
+    return worker.pid, int(pid_file.read_text())
+
+
+def test_down_stops_the_flow_run_a_worker_started_in_its_own_session(tmp_path):
+    state = tmp_path / "state"
+    worker, flow_run = started_worker(state)
+    assert os.getsid(flow_run) == flow_run != os.getsid(worker)  # out of the worker's group
+    assert set(pidfiles.members(state)) == {worker, flow_run}
+
+    stopped = down(str(state))
+
+    assert not alive(worker) and not alive(flow_run)
+    assert f"  {'their flow runs':<22} stopped (1: pids {flow_run})" in stopped.lines
+    assert stopped.complete, stopped.lines
+    assert pidfiles.members(state) == []
+
+
+def test_down_stops_a_marked_flow_run_when_nothing_else_is_recorded(tmp_path):
+    state = tmp_path / "state"
+    worker, flow_run = started_worker(state)
+    os.kill(worker, 9)  # the worker lost, and with it every record of the stack
+    subprocess.run(["rm", "-rf", str(state / "pids")], check=True)
+
+    stopped = down(str(state))
+
+    assert not alive(flow_run)
+    assert f"  {'their flow runs':<22} stopped (1: pids {flow_run})" in stopped.lines
+    assert stopped.complete, stopped.lines
+
+
+def test_the_mark_names_one_stack_only(tmp_path):
+    state = tmp_path / "state"
+    worker, flow_run = started_worker(state)
+    try:
+        other = tmp_path / "other"
+        other.mkdir()
+        assert down(str(other)).lines == [f"no stack recorded in {other}: nothing to stop"]
+        assert alive(worker) and alive(flow_run)
+    finally:
+        down(str(state))
