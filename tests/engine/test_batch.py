@@ -139,7 +139,7 @@ def test_a_killed_driver_resumes_its_jobs_without_submitting_them_again(
             time.sleep(0.1)
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
-        (job,) = [json.loads(p.read_text()) for p in (runs / "killed" / "batches").glob("*")]
+        (job,) = [json.loads(p.read_text()) for p in (runs / "killed" / "batches").glob("*.json")]
         assert job["state"] == "intent" and job["provider_id"] is None
 
         # 2. Resumed: the job is found at the provider, the other submitted; killed polling.
@@ -151,7 +151,7 @@ def test_a_killed_driver_resumes_its_jobs_without_submitting_them_again(
         time.sleep(1.0)  # polling now: the jobs take 10 minutes
         os.killpg(second.pid, signal.SIGKILL)
         second.wait()
-        jobs = [json.loads(p.read_text()) for p in (runs / "killed" / "batches").glob("*")]
+        jobs = [json.loads(p.read_text()) for p in (runs / "killed" / "batches").glob("*.json")]
         assert sorted(j["state"] for j in jobs) == ["submitted", "submitted"]
 
         # 3. Ten minutes later (the simulator's batch clock), resumed again: polls the two
@@ -170,7 +170,7 @@ def test_a_killed_driver_resumes_its_jobs_without_submitting_them_again(
     )
     assert len(answered) == 2 * ITEMS and set(answered.values()) == {1}
     assert len(records(runs, "killed")) == 2 * ITEMS
-    jobs = [json.loads(p.read_text()) for p in (runs / "killed" / "batches").glob("*")]
+    jobs = [json.loads(p.read_text()) for p in (runs / "killed" / "batches").glob("*.json")]
     assert sorted(j["state"] for j in jobs) == ["ended", "ended"]
     summary = result_table(runs, "killed", "summary_zerobench.parquet")
     assert set(summary["model"]) == {"openai/sim-0.5", "anthropic/sim-0.6"}
@@ -294,7 +294,9 @@ def test_an_interrupted_batch_run_says_how_many_lines_wait_and_that_a_resume_col
             )
         jobs = runs / "cut" / "batches"
         deadline = time.monotonic() + 120
-        while not any(json.loads(p.read_text())["state"] == "submitted" for p in jobs.glob("*")):
+        while not any(
+            json.loads(p.read_text())["state"] == "submitted" for p in jobs.glob("*.json")
+        ):
             assert first.poll() is None and time.monotonic() < deadline, output.read_text()
             time.sleep(0.1)
         os.killpg(first.pid, signal.SIGINT)  # Ctrl-C while it polls a job that takes 10 minutes
