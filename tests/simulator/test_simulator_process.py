@@ -30,7 +30,7 @@ def test_start_simulator_serves_and_flushes_the_log_on_stop(tmp_path: Path) -> N
         assert sim.openai_base_url == sim.url + "/v1"
         assert sim.log_path == log
         with urllib.request.urlopen(sim.url + "/health", timeout=5) as response:
-            assert json.loads(response.read()) == {"status": "ok", "answers": 1}
+            assert json.loads(response.read()) == {"status": "ok", "answers": 1, "in_flight": 0}
         client = openai.OpenAI(
             base_url=sim.openai_base_url,
             api_key=SECRET,
@@ -49,6 +49,32 @@ def test_start_simulator_serves_and_flushes_the_log_on_stop(tmp_path: Path) -> N
     assert [x["seed"] for x in lines[:5]] == [0, 1, 2, 3, 4]
     assert all(x["auth"] is True and x["status"] == 200 for x in lines)
     assert SECRET not in log.read_text()
+
+
+def test_in_flight_counts_the_requests_being_answered(tmp_path: Path) -> None:
+    """What a test waits on before it interrupts a run: calls the server holds, not a guess."""
+    import threading
+
+    key = write_answer_key(tmp_path / "key.jsonl", [(PROMPT, "8")])
+    with start_simulator(key, {"latency": {"ms": 1500}, "models": ["sim-0.7"]}) as sim:
+        client = openai.OpenAI(base_url=sim.openai_base_url, api_key=SECRET, max_retries=0)
+        messages = [{"role": "user", "content": PROMPT}]
+        calls = [
+            threading.Thread(
+                target=client.chat.completions.create,
+                kwargs={"model": "sim-0.7", "messages": messages, "seed": seed},
+            )
+            for seed in range(3)
+        ]
+        for call in calls:
+            call.start()
+        seen = 0
+        while seen < 3 and any(call.is_alive() for call in calls):
+            seen = max(seen, sim.in_flight())
+        for call in calls:
+            call.join()
+        assert seen == 3
+        assert sim.in_flight() == 0
 
 
 def test_start_simulator_with_a_config_file_and_a_fixed_port(tmp_path: Path) -> None:

@@ -27,6 +27,9 @@ time.sleep(300)
 """
 
 
+SLEEPER = f"{sys.executable} -c import time; time.sleep(300)"
+
+
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -51,14 +54,14 @@ def test_down_stops_the_flow_run_a_worker_started_in_its_own_session(tmp_path):
     state = tmp_path / "state"
     worker, flow_run = started_worker(state)
     assert os.getsid(flow_run) == flow_run != os.getsid(worker)  # out of the worker's group
-    assert set(pidfiles.members(state)) == {worker, flow_run}
+    assert pidfiles.members(state).keys() == {worker, flow_run}
 
     stopped = down(str(state))
 
     assert not alive(worker) and not alive(flow_run)
-    assert f"  {'their flow runs':<22} stopped (1: pids {flow_run})" in stopped.lines
+    assert stopped.lines[-1] == f"  also stopped           pid {flow_run} ({SLEEPER})"
     assert stopped.complete, stopped.lines
-    assert pidfiles.members(state) == []
+    assert pidfiles.members(state) == {}
 
 
 def test_down_stops_a_marked_flow_run_when_nothing_else_is_recorded(tmp_path):
@@ -70,8 +73,11 @@ def test_down_stops_a_marked_flow_run_when_nothing_else_is_recorded(tmp_path):
     stopped = down(str(state))
 
     assert not alive(flow_run)
-    assert f"  {'their flow runs':<22} stopped (1: pids {flow_run})" in stopped.lines
-    assert stopped.complete, stopped.lines
+    assert stopped.lines == [
+        f"evalfleet stack in {state}:",
+        f"  also stopped           pid {flow_run} ({SLEEPER})",
+    ]
+    assert stopped.complete
 
 
 def test_the_mark_names_one_stack_only(tmp_path):
@@ -84,3 +90,32 @@ def test_the_mark_names_one_stack_only(tmp_path):
         assert alive(worker) and alive(flow_run)
     finally:
         down(str(state))
+
+
+def test_a_process_without_the_mark_is_named_with_its_stop_command_not_stopped(tmp_path):
+    """Writing to a log of the state folder, but its environment cleared of the mark: `down`
+    cannot be sure `up` started it, so it names it and exits 1 rather than guess."""
+    state = tmp_path / "state"
+    state.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != pidfiles.MEMBER}
+    with (state / "stray.log").open("ab") as log:
+        stray = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(300)"],
+            env=env,
+            stdout=log,
+            start_new_session=True,
+        )
+    try:
+        stopped = down(str(state))
+        assert alive(stray.pid)
+        assert stopped.lines == [
+            f"evalfleet stack in {state}:",
+            f"  still running: pid {stray.pid} ({SLEEPER}), writing to {state / 'stray.log'}: "
+            f"stop it with `kill -TERM -- -{stray.pid}`",
+            "  the stack is not fully stopped: `up` started these but nothing `down` can trust "
+            "records them; stop them as shown",
+        ]
+        assert not stopped.complete
+    finally:
+        stray.kill()
+        stray.wait()

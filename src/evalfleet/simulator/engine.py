@@ -72,6 +72,7 @@ class Simulator:
         self._id_prefix = f"sim{secrets.token_hex(3)}"
         self._id_counter = 0
         self._stopping: asyncio.Event | None = None
+        self.in_flight = 0  # model requests received and not yet answered
 
     # -- lifecycle -------------------------------------------------------------------------
     def stopping_event(self) -> asyncio.Event:
@@ -93,11 +94,13 @@ class Simulator:
         started = time.monotonic()
         rid = self.next_request_id()
         entry = new_entry(proto.route, rid, request)
+        self.in_flight += 1
         try:
             response = await self._process(proto, request, rid, entry)
             entry["status"] = response.status
             return response
         finally:
+            self.in_flight -= 1
             entry["latency_ms"] = round((time.monotonic() - started) * 1000, 1)
             self.log.write(entry)
 

@@ -68,6 +68,11 @@ class SimulatorHandle:
         with urllib.request.urlopen(request, timeout=10) as response:
             response.read()
 
+    def in_flight(self) -> int:
+        """The model requests the simulator has received and not yet answered."""
+        with urllib.request.urlopen(self.url + "/health", timeout=10) as response:
+            return int(json.loads(response.read())["in_flight"])
+
     def flush_log(self) -> None:
         """Make every request answered so far visible in the log file."""
         self._post("/_sim/flush")

@@ -6,9 +6,9 @@ is shared by OpenAI and Anthropic and answered by the ``anthropic-version`` head
 
 Batch routes: OpenAI files and batches (``openai_batch``), Anthropic message batches
 (``anthropic_batch``), Gemini ``:batchGenerateContent`` and ``batches/...`` (``gemini_batch``).
-Admin routes: ``GET /health``, ``POST /_sim/flush`` (the request log), ``POST /_sim/reset``
-(rate windows, attempt counts), ``POST /_sim/batches/advance`` (``{"seconds": N}``: move the
-batch clock forward).
+Admin routes: ``GET /health`` (with ``in_flight``, the model requests being answered),
+``POST /_sim/flush`` (the request log), ``POST /_sim/reset`` (rate windows, attempt counts),
+``POST /_sim/batches/advance`` (``{"seconds": N}``: move the batch clock forward).
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ async def _gemini_models(request: web.Request) -> web.StreamResponse:
 
 async def _health(request: web.Request) -> web.StreamResponse:
     sim = request.app[SIM_KEY]
-    return json_response(200, {"status": "ok", "answers": len(sim.key)})
+    return json_response(200, {"status": "ok", "answers": len(sim.key), "in_flight": sim.in_flight})
 
 
 async def _flush(request: web.Request) -> web.StreamResponse:

@@ -71,24 +71,21 @@ def down(folder: str | None = None) -> Stopped:
 
 
 def _stop_members(path: Path, result: Stopped) -> None:
-    """What the stopped daemons started outside their groups (a pool worker's flow runs):
-    SIGTERM, then SIGKILL what is left after GRACE_S."""
+    """What carries the stack's mark and is still running once the daemons are stopped (a pool
+    worker's flow runs; a process whose pid file was lost): SIGTERM, then SIGKILL after
+    GRACE_S. The mark names this state folder, so nothing else is stopped."""
     left = pidfiles.members(path)
-    if not left:
-        return
     for pid in left:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + GRACE_S
-    while (
-        alive := [p for p in left if p in pidfiles.members(path)]
-    ) and time.monotonic() < deadline:
+    while (alive := left.keys() & pidfiles.members(path).keys()) and time.monotonic() < deadline:
         time.sleep(0.2)
     for pid in alive:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
-    pids = ", ".join(map(str, left))
-    result.lines.append(f"  {'their flow runs':<22} stopped ({len(left)}: pids {pids})")
+    for pid, command in sorted(left.items()):
+        result.lines.append(f"  {'also stopped':<22} pid {pid} ({command})")
 
 
 def _still_running(path: Path, result: Stopped) -> bool:

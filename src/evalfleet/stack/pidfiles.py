@@ -125,14 +125,14 @@ def _rank(daemon: Daemon) -> int:
     return next((i for i, start in enumerate(ORDER) if daemon.name.startswith(start)), 0)
 
 
-def members(folder: Path) -> list[int]:
-    """Live processes carrying this stack's MEMBER mark, this process and its parents aside:
-    what `up` started and all they started, flow runs included. Prefect's process worker starts
-    each flow run in a session of its own, out of reach of the worker's group, so stopping the
-    workers leaves a flow run going; this finds it."""
+def members(folder: Path) -> dict[int, str]:
+    """Live processes carrying this stack's MEMBER mark (pid: command line), this process and
+    its parents aside: what `up` started and all they started, flow runs included. Prefect's
+    process worker starts each flow run in a session of its own, out of reach of the worker's
+    group, so stopping the workers leaves a flow run going; this finds it."""
     mark = f"{MEMBER}={folder.resolve()}".encode()
     spared = _self_and_parents()
-    found = []
+    found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) in spared:
             continue
@@ -140,10 +140,11 @@ def members(folder: Path) -> list[int]:
             if mark not in (entry / "environ").read_bytes().split(b"\0"):
                 continue
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
         if state != "Z":  # a zombie is already dead, only not yet reaped
-            found.append(int(entry.name))
+            found[int(entry.name)] = " ".join(command.split())[:120]
     return found
 
 
