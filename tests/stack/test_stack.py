@@ -180,7 +180,7 @@ def test_runs_through_the_api_fail_fast_or_complete_with_tables(stack, demo_data
     samples = pd.read_parquet(results_dir(stack.store, "api") / "samples.parquet")
     assert set(samples.scoring) == {"upstream", "robust", "judge"}
     # the served leaderboard deployment rebuilds it in a flow run of its own
-    (board,) = _until(lambda: leaderboard_with(stack, "api"), 60, "leaderboard with run api")
+    (board,) = _until(lambda: leaderboard_with(stack, "api"), 180, "leaderboard with run api")
     assert set(board.loc[board["run_id"] == "api", "model"]) == {"openai/sim-0.7"}
     leaderboard_id = stack.deployment("leaderboard/leaderboard")["id"]
 
@@ -194,7 +194,7 @@ def test_runs_through_the_api_fail_fast_or_complete_with_tables(stack, demo_data
             and r["state"]["name"] == "Completed"
         ]
 
-    _until(rebuilt_by_the_deployment, 60, "a completed leaderboard/leaderboard flow run")
+    _until(rebuilt_by_the_deployment, 180, "a completed leaderboard/leaderboard flow run")
 
 
 def leaderboard_with(stack, run_id: str):
@@ -253,9 +253,9 @@ def test_evalfleet_run_attaches_to_the_running_stack(stack, demo_dataset):
             and r["state"]["name"] == "Completed"
         ]
 
-    _until(rebuilt_by_the_launcher, 60, "a completed leaderboard flow run, not a deployment's")
+    _until(rebuilt_by_the_launcher, 180, "a completed leaderboard flow run, not a deployment's")
     assert "`evalfleet leaderboard` on its own pid" in launcher_log.read_text()
-    (board,) = _until(lambda: leaderboard_with(stack, "attached"), 60, "run attached's rows")
+    (board,) = _until(lambda: leaderboard_with(stack, "attached"), 180, "run attached's rows")
     assert set(board.loc[board["run_id"] == "attached", "model"]) == {"openai/sim-0.5"}
 
 
@@ -625,7 +625,7 @@ def test_a_scheduled_reevaluation_evaluates_only_the_new_model(stack, demo_datas
     def rebuilt_with_the_new_model():
         return latest.exists() and "openai/sim-0.9" in json.loads(latest.read_text())["models"]
 
-    _until(rebuilt_with_the_new_model, 60, "the leaderboard rebuilt with openai/sim-0.9")
+    _until(rebuilt_with_the_new_model, 180, "the leaderboard rebuilt with openai/sim-0.9")
     board = pd.read_parquet(stack.store / "leaderboard" / "leaderboard.parquet")
     rows = board[board["benchmark"] == "zerobench"]
     newest = rows[rows["new"].astype(bool)]
