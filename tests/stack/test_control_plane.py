@@ -26,6 +26,9 @@ REPO = Path(__file__).resolve().parents[2]
 MODELS = ["openai/sim-0.4", "openai/sim-0.6"]
 TOTAL = 15 * 40 * 2  # demo samples x (1 greedy + 39 sampled epochs) x models
 KILL_AT = 200
+# Answers the run lands while its temporary Prefect server is started again (2 to 5 s at about
+# 100 a second on two busy cores): the window where a run that waited on it would stall.
+RESTART_ITEMS = 300
 
 
 def finished_times(runs: Path) -> list[float]:
@@ -38,6 +41,10 @@ def finished_times(runs: Path) -> list[float]:
 
 def rate(times: list[float], start: int, end: int) -> float:
     return (end - start) / (times[end] - times[start])
+
+
+def longest_gap(times: list[float]) -> float:
+    return max(b - a for a, b in zip(times, times[1:], strict=False))
 
 
 def test_killing_the_prefect_server_leaves_throughput_alone(demo_dataset, answer_key, tmp_path):
@@ -81,9 +88,14 @@ def test_killing_the_prefect_server_leaves_throughput_alone(demo_dataset, answer
     times = finished_times(runs)
     assert len(times) == TOTAL
     killed = sum(t < killed_at for t in times)
-    assert KILL_AT <= killed < TOTAL - 400
+    assert KILL_AT <= killed < TOTAL - 2 * RESTART_ITEMS
+    # No stall: while the server is started again, answers keep landing as they did before.
+    stall = longest_gap(times[killed : killed + RESTART_ITEMS])
+    usual = longest_gap(times[killed - KILL_AT : killed])
+    assert stall <= max(1.0, 3 * usual), f"{stall:.2f} s without an answer after the kill"
+    # No slower run once it is up again (the restart's own CPU aside).
     before = rate(times, 50, killed - 1)
-    after = rate(times, killed + 50, TOTAL - 50)
+    after = rate(times, killed + RESTART_ITEMS, TOTAL - 50)
     assert after >= 0.8 * before, f"{before:.1f} items/s before the kill, {after:.1f} after"
     summary = result_table(runs, "lost", "summary_zerobench.parquet")
     assert sorted(summary.model.unique()) == MODELS

@@ -68,6 +68,7 @@ def test_down_stops_a_marked_flow_run_when_nothing_else_is_recorded(tmp_path):
     state = tmp_path / "state"
     worker, flow_run = started_worker(state)
     os.kill(worker, 9)  # the worker lost, and with it every record of the stack
+    os.waitpid(worker, 0)  # gone (SIGKILL lands when the kernel next runs it), and reaped
     subprocess.run(["rm", "-rf", str(state / "pids")], check=True)
 
     stopped = down(str(state))
