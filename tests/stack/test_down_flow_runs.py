@@ -7,7 +7,9 @@ environment and its children inherit it; `down` stops the marked processes it fi
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -81,11 +83,54 @@ def test_down_stops_a_marked_flow_run_when_nothing_else_is_recorded(tmp_path):
     assert stopped.complete
 
 
+# A "flow run" leading a group of its own whose child was started with an environment
+# without the mark (as a command the stack's launcher runs for a user gets the user's).
+LEADER = """
+import os, subprocess, sys, time
+env = {k: v for k, v in os.environ.items() if k != "EVALFLEET_STACK_MEMBER"}
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], env=env)
+open(sys.argv[1], "w").write(str(child.pid))
+time.sleep(300)
+"""
+
+
+def test_a_marked_group_leader_is_stopped_with_its_unmarked_children(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    pid_file = tmp_path / "child.pid"
+    leader = subprocess.Popen(
+        [sys.executable, "-c", LEADER, str(pid_file)],
+        env={**os.environ, pidfiles.MEMBER: str(state.resolve())},
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline, "the leader did not start its child"
+            time.sleep(0.05)
+        child = int(pid_file.read_text())
+        assert pidfiles.members(state).keys() == {leader.pid}  # the child is not marked
+
+        stopped = down(str(state))
+
+        assert leader.wait(timeout=30) is not None
+        deadline = time.monotonic() + 10
+        while alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(child)
+        assert stopped.lines[1].startswith(f"  also stopped           pid {leader.pid} (")
+        assert stopped.complete, stopped.lines
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(leader.pid, signal.SIGKILL)
+        leader.wait()
+
+
 def test_the_mark_names_one_stack_only(tmp_path):
     state = tmp_path / "state"
     worker, flow_run = started_worker(state)
     try:
-        other = tmp_path / "other"
+        other = tmp_path / "state-2"  # whose path starts as the first one's does
         other.mkdir()
         assert down(str(other)).lines == [f"no stack recorded in {other}: nothing to stop"]
         assert alive(worker) and alive(flow_run)

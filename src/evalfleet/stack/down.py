@@ -4,7 +4,8 @@ What to stop comes from `stack.json`; if it is damaged or lost, from the pid fil
 process got when it started (`evalfleet.stack.pidfiles`), checked against its start time either way.
 Then what those processes started outside their groups (a pool worker's flow runs, each in a
 session of its own) is stopped too: every process `up` starts carries the stack's mark in its
-environment (`pidfiles.MEMBER`), and what it starts inherits the mark.
+environment (`pidfiles.MEMBER`), and what it starts inherits the mark; one leading a group
+is stopped with its group.
 Then the state folder's logs are checked: a live process still writing to one was started by
 `up` and not stopped (its pid file lost too, or it outlived its group); `down` names it with
 the command that stops it and fails (exit 1) instead of saying all is well.
@@ -55,37 +56,90 @@ def down(folder: str | None = None) -> Stopped:
         for name in unreadable:
             result.lines.append(f"  pid file pids/{name} cannot be read")
         if not daemons and not problem:
-            _stop_members(path, result)
+            _Members(path, result).stop()
             if not _still_running(path, result) and len(result.lines) == 1:
                 return Stopped([f"no stack recorded in {path}: nothing to stop"])
             return result
         if not problem:
             result.lines.append("  no stack.json: stopping what the pid files in pids/ record")
+    members = _Members(path, result)
     for daemon in daemons:  # what runs flows first, then Ray, then Prefect
-        state = f"stopped (pid {daemon.pid})" if stop(daemon) else "was not running"
-        result.lines.append(f"  {daemon.name:<22} {state}")
-    _stop_members(path, result)
+        if stop(daemon):
+            members.groups.add(daemon.pid)  # SIGKILLed with its group: none of it is left
+            result.lines.append(f"  {daemon.name:<22} stopped (pid {daemon.pid})")
+        else:
+            result.lines.append(f"  {daemon.name:<22} was not running")
+    members.stop()  # what they started out of their groups, and what started meanwhile
     _clean(path, daemons, launcher)
     _still_running(path, result)
     return result
 
 
-def _stop_members(path: Path, result: Stopped) -> None:
-    """What carries the stack's mark and is still running once the daemons are stopped (a pool
-    worker's flow runs; a process whose pid file was lost): SIGTERM, then SIGKILL after
-    GRACE_S. The mark names this state folder, so nothing else is stopped."""
-    left = pidfiles.members(path)
-    for pid in left:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + GRACE_S
-    while (alive := left.keys() & pidfiles.members(path).keys()) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    for pid in alive:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    for pid, command in sorted(left.items()):
-        result.lines.append(f"  {'also stopped':<22} pid {pid} ({command})")
+class _Members:
+    """The live processes carrying the stack's mark that no stopped group took with it (a pool
+    worker's flow runs, each in a session of its own; a process whose pid file was lost):
+    each stopped with its group when it leads one, SIGTERM then SIGKILL after GRACE_S. The mark
+    names this state folder, so nothing else is stopped."""
+
+    def __init__(self, path: Path, result: Stopped) -> None:
+        self.path, self.result = path, result
+        self.groups: set[int] = set()  # groups already stopped, with every process in them
+        self.handled: set[int] = set()
+
+    def left(self) -> dict[int, str]:
+        found = pidfiles.members(self.path)
+        return {
+            pid: command
+            for pid, command in found.items()
+            if pid not in self.handled and pidfiles.group(pid) not in self.groups
+        }
+
+    def stop(self) -> None:
+        for _ in range(3):  # again for what a stopped one started meanwhile
+            left = self.left()
+            if not left:
+                break
+            self._end(left)
+        deadline = time.monotonic() + SETTLE_S
+        while (alive := self.alive()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for pid, command in sorted(alive.items()):
+            self.result.complete = False
+            self.result.lines.append(f"  still running: pid {pid} ({command}), after SIGKILL")
+
+    def alive(self) -> dict[int, str]:
+        """What was stopped here and still runs, and what no stopped group took with it."""
+        found = pidfiles.members(self.path)
+        return {
+            pid: command
+            for pid, command in found.items()
+            if pid in self.handled or pidfiles.group(pid) not in self.groups
+        }
+
+    def _end(self, left: dict[int, str]) -> None:
+        leaders = {pid for pid in left if pidfiles.group(pid) == pid}
+        for pid in left:
+            _signal(pid, signal.SIGTERM)
+        deadline = time.monotonic() + GRACE_S
+        while (alive := left.keys() & pidfiles.members(self.path).keys()) and (
+            time.monotonic() < deadline
+        ):
+            time.sleep(0.2)
+        for pid in alive:
+            _signal(pid, signal.SIGKILL)
+        for pid, command in sorted(left.items()):
+            self.result.lines.append(f"  {'also stopped':<22} pid {pid} ({command})")
+        self.handled |= left.keys()
+        self.groups |= leaders
+
+
+def _signal(pid: int, signum: int) -> None:
+    """The process's whole group when it leads one (what `spawn` starts does), else itself."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if pidfiles.group(pid) == pid:
+            os.killpg(pid, signum)
+        else:
+            os.kill(pid, signum)
 
 
 def _still_running(path: Path, result: Stopped) -> bool:

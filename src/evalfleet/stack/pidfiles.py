@@ -148,6 +148,14 @@ def members(folder: Path) -> dict[int, str]:
     return found
 
 
+def group(pid: int) -> int | None:
+    """The process group of `pid`, None once it is gone."""
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
 def _self_and_parents() -> set[int]:
     pids, pid = set(), os.getpid()
     while pid > 1 and pid not in pids:

@@ -94,13 +94,17 @@ def up(
 
 def _fresh(path: Path) -> Stack:
     """A new stack, unless processes an earlier `up` started still run unrecorded (its
-    `stack.json` damaged or lost): a second server and launcher beside them would be
-    unreachable by `down`."""
+    `stack.json` damaged or lost; found by their pid files or the stack's mark): a second
+    server and launcher beside them would be unreachable by `down`."""
     _, problem = load_checked(path)
-    running = pidfiles.alive(path)
+    recorded = pidfiles.alive(path)
+    running = [f"{d.name} pid {d.pid}" for d in recorded]
+    groups = {d.pid for d in recorded}  # each leads its group: what is in them goes with them
+    marked = [pid for pid in sorted(pidfiles.members(path)) if pidfiles.group(pid) not in groups]
+    running += [f"pid {pid}" for pid in marked[:3]] + (["..."] if len(marked) > 3 else [])
     if running:
         what = "is damaged" if problem else "is missing"
-        pids = ", ".join(f"{d.name} pid {d.pid}" for d in running)
+        pids = ", ".join(running)
         raise ServiceError(
             f"stack.json in {path} {what} while processes `up` started still run ({pids}): "
             "run `evalfleet down` first"
