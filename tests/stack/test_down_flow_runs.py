@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from evalfleet.core.places import process_start_ticks
 from evalfleet.stack import pidfiles
 from evalfleet.stack.down import down
 from evalfleet.stack.state import spawn
@@ -33,11 +34,7 @@ SLEEPER = f"{sys.executable} -c import time; time.sleep(300)"
 
 
 def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+    return process_start_ticks(pid) is not None  # a zombie counts as gone
 
 
 def started_worker(state: Path) -> tuple[int, int]:

@@ -56,8 +56,8 @@ def down(folder: str | None = None) -> Stopped:
         for name in unreadable:
             result.lines.append(f"  pid file pids/{name} cannot be read")
         if not daemons and not problem:
-            _Members(path, result).stop()
-            if not _still_running(path, result) and len(result.lines) == 1:
+            stopped_any = _Members(path, result).stop()
+            if not _still_running(path, result) and not stopped_any:
                 return Stopped([f"no stack recorded in {path}: nothing to stop"])
             return result
         if not problem:
@@ -86,35 +86,30 @@ class _Members:
         self.groups: set[int] = set()  # groups already stopped, with every process in them
         self.handled: set[int] = set()
 
-    def left(self) -> dict[int, str]:
-        found = pidfiles.members(self.path)
+    def left(self, stopped_too: bool = False) -> dict[int, str]:
+        """The marked processes no stopped group holds, not yet stopped here (or also those
+        stopped here: `stopped_too`)."""
         return {
             pid: command
-            for pid, command in found.items()
-            if pid not in self.handled and pidfiles.group(pid) not in self.groups
+            for pid, command in pidfiles.members(self.path).items()
+            if (stopped_too and pid in self.handled)
+            or (pid not in self.handled and pidfiles.group(pid) not in self.groups)
         }
 
-    def stop(self) -> None:
+    def stop(self) -> bool:
+        """Whether anything was found to stop."""
         for _ in range(3):  # again for what a stopped one started meanwhile
             left = self.left()
             if not left:
                 break
             self._end(left)
         deadline = time.monotonic() + SETTLE_S
-        while (alive := self.alive()) and time.monotonic() < deadline:
+        while (alive := self.left(stopped_too=True)) and time.monotonic() < deadline:
             time.sleep(0.2)
         for pid, command in sorted(alive.items()):
             self.result.complete = False
-            self.result.lines.append(f"  still running: pid {pid} ({command}), after SIGKILL")
-
-    def alive(self) -> dict[int, str]:
-        """What was stopped here and still runs, and what no stopped group took with it."""
-        found = pidfiles.members(self.path)
-        return {
-            pid: command
-            for pid, command in found.items()
-            if pid in self.handled or pidfiles.group(pid) not in self.groups
-        }
+            self.result.lines.append(f"  still running: pid {pid} ({command})")
+        return bool(self.handled or alive)
 
     def _end(self, left: dict[int, str]) -> None:
         leaders = {pid for pid in left if pidfiles.group(pid) == pid}

@@ -139,11 +139,10 @@ def members(folder: Path) -> dict[int, str]:
         try:
             if mark not in (entry / "environ").read_bytes().split(b"\0"):
                 continue
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if state != "Z":  # a zombie is already dead, only not yet reaped
+        if process_start_ticks(int(entry.name)) is not None:  # a zombie counts as gone
             found[int(entry.name)] = " ".join(command.split())[:120]
     return found
 
