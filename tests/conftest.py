@@ -54,6 +54,12 @@ def ray_address():
         _temp_dir=sessions,
         _system_config=RAY_SYSTEM_CONFIG,  # as the heads evalfleet starts
     )
+    # Warm workers, as `evalfleet up --ray` keeps them (`tasks.pool`): a run of the session
+    # borrows them instead of starting worker processes of its own, at ~2 CPU-s each.
+    from evalfleet.engine.run.request import EvalRequest
+    from evalfleet.tasks.pool import start_warm
+
+    start_warm(EvalRequest.model_fields["workers"].default)
     yield context.address_info["gcs_address"]
     ray.shutdown()
     shutil.rmtree(sessions, ignore_errors=True)

@@ -42,6 +42,7 @@ from evalfleet.providers.usage import billed_usage
 from evalfleet.storage import layout, open_store
 from evalfleet.storage.base import Store
 from evalfleet.storage.layout import ItemKey
+from evalfleet.tasks.job_env import runtime_env_digest
 from evalfleet.tasks.lease import (
     ActorPort,
     BudgetId,
@@ -230,6 +231,7 @@ class CompletionWorker:
         self._claim: str | None = None
         self._seen = 0.0  # when the claimant last called
         self._code = code_digest()  # of the code this process loaded, whatever the disk holds later
+        self._job_env = runtime_env_digest()  # the runtime env this worker was started with
         self._forget()
         preload(apis)
         gc.freeze()  # what the imports made is never walked by a collection again
@@ -263,11 +265,19 @@ class CompletionWorker:
 
     # -- claims --------------------------------------------------------------------------
 
-    async def claim(self, claim: str, setup: WorkerSetup, code: str | None = None) -> bool:
+    async def claim(
+        self,
+        claim: str,
+        setup: WorkerSetup,
+        code: str | None = None,
+        job_env: str | None = None,
+    ) -> bool:
         """Serve `claim`'s run from now on; False when another live claim holds the worker
-        or, given `code` (the driver's `code_digest`), when this worker runs
-        other code."""
+        or, given `code` (the driver's `code_digest`) or `job_env` (its
+        `runtime_env_digest`), when this worker runs other code or another runtime env."""
         if code is not None and code != self._code:
+            return False
+        if job_env is not None and job_env != self._job_env:
             return False
         if self._claim is not None and self._claim != claim:
             if not (self._expires and time.monotonic() - self._seen > CLAIM_S):
@@ -638,6 +648,10 @@ class CompletionWorker:
     def ready(self) -> bool:
         """Answered once the actor (and its process) is up: lets timing start after start-up."""
         return True
+
+    def job_env(self) -> str:
+        """The digest of the runtime env this worker was started with (`tasks.job_env`)."""
+        return self._job_env
 
 
 def _future_of(block: Any) -> asyncio.Future:

@@ -23,6 +23,7 @@ import ray
 
 from evalfleet.core.settings import WORKER_PLACEMENT
 from evalfleet.tasks.head import HeadWatch
+from evalfleet.tasks.job_env import runtime_env_digest
 from evalfleet.tasks.limiter import NAMESPACE
 from evalfleet.tasks.worker import CompletionWorker, WorkerSetup, code_digest
 
@@ -72,10 +73,16 @@ def start_warm(count: int) -> list[Any]:
 
 
 def keeps_warm_workers() -> bool:
-    """The cluster keeps warm workers (`evalfleet up --ray`): a run claims those first."""
+    """The cluster keeps warm workers (`evalfleet up --ray`) that can serve this process's
+    runs: a run claims those first. Not when they run with another runtime env than this
+    job's (`tasks.job_env`): a job submitted with its own env vars starts its own workers."""
     try:
-        ray.get_actor(f"{WARM_PREFIX}0", namespace=NAMESPACE)
-    except ValueError:
+        actor = ray.get_actor(f"{WARM_PREFIX}0", namespace=NAMESPACE)
+        theirs: Any = ray.get(actor.job_env.remote(), timeout=UNCLAIM_TIMEOUT_S)
+    except (ValueError, ray.exceptions.RayError):  # none, or lost with its node
+        return False
+    if theirs != runtime_env_digest():
+        log.info("the cluster's warm workers run without this job's runtime env: not used")
         return False
     return True
 
@@ -129,7 +136,9 @@ class Crew:
             except ValueError:  # no such worker: the stack keeps fewer
                 break
             try:
-                claimed: bool = ray.get(actor.claim.remote(self.claim, self.setup, code_digest()))
+                claimed: bool = ray.get(
+                    actor.claim.remote(self.claim, self.setup, code_digest(), runtime_env_digest())
+                )
             except ray.exceptions.RayError as exc:  # lost with its node: a new one serves
                 log.warning("warm worker %d cannot serve: %s", i, type(exc).__name__)
                 continue

@@ -1,0 +1,23 @@
+"""The Ray runtime env a process runs with: its job's (`ray job submit --runtime-env-json`, or
+RAY_JOB_CONFIG_JSON_ENV_VAR for a driver), or the one an actor was started with.
+
+A run's own workers get its job's runtime env, environment variables included (the S3
+credentials of a submitted job, say); the cluster's warm workers were started by another job
+and have that job's. A warm worker therefore serves only a run whose runtime env is the one it
+runs with (`tasks.pool`). Only a digest is compared: the env may hold secrets."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+
+
+def runtime_env_digest() -> str:
+    """sha256 of this process's runtime env, as canonical JSON ({} outside Ray)."""
+    env: dict = {}
+    ray = sys.modules.get("ray")  # a process that has not imported Ray runs without one
+    if ray is not None and ray.is_initialized():
+        env = dict(ray.get_runtime_context().runtime_env)
+    text = json.dumps(env, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
