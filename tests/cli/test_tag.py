@@ -61,7 +61,9 @@ def test_remove_and_clear_note(store, capsys):
     tag(store, "--add", "a", "b", "c", "--note", "n")
     capsys.readouterr()
     assert tag(store, "--remove", "b", "zz", "--clear-note") == 0
-    assert capsys.readouterr().out.splitlines()[1:3] == ["tags: a, c", "note: none"]
+    printed = capsys.readouterr()
+    assert printed.out.splitlines()[1:3] == ["tags: a, c", "note: none"]
+    assert printed.err == f"note: run {RUN} had no tag 'zz': nothing removed\n"
     assert read_tags(open_store(str(store)), RUN) == RunTags(("a", "c"), "")
 
 
@@ -73,7 +75,7 @@ def test_metadata_is_set_changed_unset_and_printed(store, capsys):
     page = (store / INDEX_KEY).read_text()
     assert '<span class="meta">gpu=a100</span> <span class="meta">cmd=x=1 y=2</span>' in page
     assert tag(store, "--set", "gpu=h100", "commit=abc1234", "--unset", "cmd", "nokey") == 0
-    capsys.readouterr()
+    assert capsys.readouterr().err == f"note: run {RUN} had no metadata 'nokey': nothing unset\n"
     assert tag(store) == 0
     assert capsys.readouterr().out == (
         f"run {RUN}\ntags: t\nnote: none\nmetadata:\n  gpu=h100\n  commit=abc1234\n"

@@ -5,6 +5,7 @@ tags, note and metadata."""
 from __future__ import annotations
 
 import argparse
+import sys
 
 from evalfleet.cli.options import add_store_options, store_from
 from evalfleet.core.types import ConfigError
@@ -53,13 +54,20 @@ def parse_pairs(given: list[str]) -> dict[str, str]:
 
 
 def cmd_tag(args: argparse.Namespace) -> int:
-    from evalfleet.storage.tags import change_tags
+    from evalfleet.storage.tags import change_tags, read_tags
 
     pairs = parse_pairs(args.set)
     store = store_from(args)
     note = "" if args.clear_note else args.note
     changing = bool(args.add or args.remove or note is not None or pairs or args.unset)
+    old = read_tags(store, args.run_id)
     labels = change_tags(store, args.run_id, args.add, args.remove, note, pairs, args.unset)
+    # A typo removes nothing: say so (on stderr, exit 0: removing is idempotent).
+    for absent in dict.fromkeys(t for t in args.remove if t not in old.tags):
+        print(f"note: run {args.run_id} had no tag {absent!r}: nothing removed", file=sys.stderr)
+    keys = dict(old.metadata)
+    for absent in dict.fromkeys(k for k in args.unset if k not in keys):
+        print(f"note: run {args.run_id} had no metadata {absent!r}: nothing unset", file=sys.stderr)
     print(f"run {args.run_id}")
     print(f"tags: {', '.join(labels.tags) or 'none'}")
     print(f"note: {labels.note or 'none'}")
