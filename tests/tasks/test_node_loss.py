@@ -2,10 +2,11 @@
 
 The cluster is real (`ray.cluster_utils.Cluster`: a head and a second node, each its own
 raylet and worker processes); the run is `evalfleet run` in a child process joined to it
-through RAY_ADDRESS, its two worker actors spread over the nodes. Killing the second node
-kills one worker with its calls in flight: they are sent again to a replacement, which
-first looks for a record the lost worker may have stored. The run completes, every item has
-its one record, and nothing is requested twice beyond the calls the kill cut off.
+through RAY_ADDRESS, its two worker actors on the one node with CPUs (the head hosts none).
+A second node joins mid-run, then the first is removed: both workers die with their calls in
+flight, which are sent again to replacements on the new node, each first looking for a record
+the lost worker may have stored. The run completes, every item has its one record, and
+nothing is requested twice beyond the calls the kill cut off.
 """
 
 from __future__ import annotations
