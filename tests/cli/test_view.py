@@ -1,12 +1,15 @@
 """`evalfleet view`: its one line with the URL and the token, exit 0 on Ctrl-C (a real SIGINT)
-with nothing on stderr; a busy port or a store that is not there is one `error:` line, exit 2."""
+with nothing on stderr; `--open` hands that URL to the browser; a busy port or a store that is
+not there is one `error:` line, exit 2."""
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -62,3 +65,36 @@ def test_ctrl_c_stops_it_with_exit_0(tmp_path: Path) -> None:
         process.kill()
     assert (process.returncode, out, err) == (0, "", "")
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == []  # the index not written
+
+
+@pytest.mark.slow  # a subprocess
+def test_open_hands_the_url_with_its_token_to_the_browser(tmp_path: Path) -> None:
+    """`--open` goes through Python's `webbrowser`, which runs the command $BROWSER names with
+    the URL: here a script that writes down what it was given."""
+    (tmp_path / "runs").mkdir()
+    given = tmp_path / "given.txt"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {given}\n')
+    browser.chmod(0o755)
+    argv = [sys.executable, "-m", "evalfleet.cli.main", "view", "--store", str(tmp_path / "runs")]
+    process = subprocess.Popen(
+        [*argv, "--port", "0", "--open"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "BROWSER": str(browser)},
+    )
+    try:
+        url = process.stdout.readline().split()[2]
+        deadline = time.monotonic() + 60
+        while not given.exists() or not given.read_text().endswith("\n"):
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.05)
+        assert given.read_text() == f"{url}\n"
+        with urllib.request.urlopen(url) as page:
+            assert b'<span id="shown">0</span> of 0 runs' in page.read()
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=20)
+    finally:
+        process.kill()
+    assert (process.returncode, out, err) == (0, "", "")
