@@ -12,12 +12,18 @@ import hashlib
 import json
 import sys
 
+UNKNOWN = "unknown"  # matches no worker's digest: a run that cannot tell starts its own
+
 
 def runtime_env_digest() -> str:
-    """sha256 of this process's runtime env, as canonical JSON ({} outside Ray)."""
+    """sha256 of this process's runtime env, as canonical JSON ({} outside Ray); UNKNOWN
+    where Ray cannot say (a connection mode without a runtime context)."""
     env: dict = {}
     ray = sys.modules.get("ray")  # a process that has not imported Ray runs without one
     if ray is not None and ray.is_initialized():
-        env = dict(ray.get_runtime_context().runtime_env)
+        try:
+            env = dict(ray.get_runtime_context().runtime_env)
+        except Exception:  # noqa: BLE001  (any failure: borrow nothing rather than guess)
+            return UNKNOWN
     text = json.dumps(env, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
