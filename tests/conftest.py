@@ -22,6 +22,7 @@ from tests.support.leftovers import left_behind, remove_left_behind
 
 os.environ.setdefault("RAY_ACCEPT_CLUSTER_AUTH_TOKEN", "1")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")  # as evalfleet's drivers (ray_session)
 os.environ.setdefault("TQDM_DISABLE", "1")
 os.environ.setdefault(
     "PREFECT_SERVER_ANALYTICS_ENABLED", "false"

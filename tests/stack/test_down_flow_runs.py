@@ -58,9 +58,61 @@ def test_down_stops_the_flow_run_a_worker_started_in_its_own_session(tmp_path):
     stopped = down(str(state))
 
     assert not alive(worker) and not alive(flow_run)
-    assert stopped.lines[-1] == f"  also stopped           pid {flow_run} ({SLEEPER})"
+    assert stopped.lines[-2:] == [  # the flow run first, the worker after it
+        f"  flow run stopped       pid {flow_run} ({SLEEPER})",
+        f"  Prefect worker 1       stopped (pid {worker})",
+    ]
     assert stopped.complete, stopped.lines
     assert pidfiles.members(state) == {}
+
+
+# A "flow run" that, told to stop (SIGTERM), writes down whether the "Prefect server" (pid in
+# argv[1]) still runs, as a real one reports its end to the server then; argv[3] once ready.
+TELLING_RUN = """
+import signal, sys, time
+from pathlib import Path
+def told(*_):
+    stat = Path(f"/proc/{sys.argv[1]}/stat")
+    up = stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    Path(sys.argv[2]).write_text("server up" if up else "server gone")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, told)
+Path(sys.argv[3]).write_text("ready")
+time.sleep(300)
+"""
+# A "worker" that starts the flow run argv[1] with the arguments after it, in its own session.
+TELLING_WORKER = """
+import subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", *sys.argv[1:]], start_new_session=True)
+time.sleep(300)
+"""
+
+
+def test_a_flow_run_is_stopped_while_the_prefect_server_still_runs(tmp_path):
+    """Stopped after the server (as before), a flow run could not report how it ended, and
+    Prefect's UI showed it Running."""
+    state = tmp_path / "state"
+    state.mkdir()
+    sleeper = [sys.executable, "-c", "import time; time.sleep(300)"]
+    server = spawn("Prefect server", sleeper, dict(os.environ), state / "prefect.log")
+    told, ready = tmp_path / "told.txt", tmp_path / "ready.txt"
+    run = [TELLING_RUN, str(server.pid), str(told), str(ready)]
+    command = [sys.executable, "-c", TELLING_WORKER, *run]
+    spawn("Prefect worker 1", command, dict(os.environ), state / "worker-1.log")
+    deadline = time.monotonic() + 30
+    while not ready.exists():
+        assert time.monotonic() < deadline, "the worker's flow run did not start"
+        time.sleep(0.05)
+
+    stopped = down(str(state))
+
+    assert told.read_text() == "server up"
+    assert [line.split()[0:2] for line in stopped.lines[2:]] == [
+        ["flow", "run"],
+        ["Prefect", "worker"],
+        ["Prefect", "server"],
+    ]
+    assert stopped.complete, stopped.lines
 
 
 def test_down_stops_a_marked_flow_run_when_nothing_else_is_recorded(tmp_path):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import time
 from collections import Counter
 from pathlib import Path
@@ -84,7 +85,11 @@ def test_the_work_pool_runs_what_the_ui_starts(pool, demo_dataset):
     done = pool.wait(flow_run, timeout=240)
     assert done["state"]["name"] == "Completed", done["state"]
     assert done["work_pool_name"] == "evalfleet"
-    assert worker_of(worker_logs(pool), flow_run) in {"evalfleet-worker-1", "evalfleet-worker-2"}
+    took = worker_of(worker_logs(pool), flow_run)
+    assert took in {"evalfleet-worker-1", "evalfleet-worker-2"}
+    # the run (16 answers: one worker) borrowed a warm worker of the stack (`up --ray`)
+    log = pool.root / "state" / f"worker-{took.rsplit('-', 1)[1]}.log"
+    assert "1 warm worker(s) of the cluster serve this run" in log.read_text(errors="replace")
     summary = pd.read_csv(results_dir(pool.store, "by-a-worker") / "summary_zerobench.csv")
     assert sorted(summary.model.unique()) == ["anthropic/sim-0.5", "openai/sim-0.7"]
     assert set(summary.n_questions) == {4}  # the demo's ZeroBench main split
@@ -144,3 +149,31 @@ def test_a_lost_worker_is_marked_crashed_and_its_run_resumes_on_the_other(pool, 
         )
     }
     assert repeated == {}
+
+
+def test_down_with_a_run_in_flight_leaves_its_flow_run_ended_not_running(pool, demo_dataset):
+    """`down` stops a pool worker's flow run (SIGTERM: the run stops as on Ctrl-C) before the
+    Prefect server, which records how it ended; stopped after it (as before), the UI showed
+    the flow run Running. Last in this module: the stack is down after it (the fixture's own
+    `down` finds nothing)."""
+    run_id = "down-in-flight"
+    flow_run = pool.start_run(
+        "evaluate-and-aggregate/evaluate",
+        request(pool, demo_dataset, run_id, epochs=6, protocol="sampled-k", max_in_flight=2),
+    )
+    records = pool.store / run_id / "completions"
+    deadline = time.monotonic() + 180
+    while not records.exists() or sum(1 for _ in records.rglob("*.json")) < 4:
+        assert time.monotonic() < deadline, "the run did not start storing records"
+        time.sleep(0.2)
+
+    down = pool.cli("down")
+
+    assert down.returncode == 0, down.stdout + down.stderr
+    stopped = [line.split() for line in down.stdout.splitlines()]
+    assert ["flow", "run", "stopped"] in [w[:3] for w in stopped], down.stdout
+    with sqlite3.connect(pool.root / "state" / "prefect.db") as db:
+        (state,) = db.execute(
+            "SELECT state_type, state_name FROM flow_run WHERE id = ?", (flow_run,)
+        ).fetchall()
+    assert state == ("CANCELLED", "Cancelled")  # stopped on request: a resume finishes it

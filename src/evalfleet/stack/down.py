@@ -25,6 +25,7 @@ from evalfleet.stack.state import Daemon, load_checked, stack_dir, stop
 
 SETTLE_S = 10.0  # what a stopped group takes to be gone from /proc
 GRACE_S = 10.0  # what a flow run gets to end on SIGTERM before SIGKILL
+RUNNERS = ("deployments (serve)", "Prefect worker")  # the daemons whose children run flows
 
 
 @dataclass
@@ -63,6 +64,7 @@ def down(folder: str | None = None) -> Stopped:
         if not problem:
             result.lines.append("  no stack.json: stopping what the pid files in pids/ record")
     members = _Members(path, result)
+    members.stop_flow_runs(daemons)  # while the Prefect server can still record how they end
     for daemon in daemons:  # what runs flows first, then Ray, then Prefect
         if stop(daemon):
             members.groups.add(daemon.pid)  # SIGKILLed with its group: none of it is left
@@ -96,6 +98,21 @@ class _Members:
             or (pid not in self.handled and pidfiles.group(pid) not in self.groups)
         }
 
+    def stop_flow_runs(self, daemons: list[Daemon]) -> None:
+        """The flow runs of the stack's runners (the serve process, the pool workers): their
+        marked descendants outside their groups, stopped first. Stopped after the Prefect
+        server, a flow run could not tell it how it ended, and the UI would show it Running."""
+        runners = {d.pid for d in daemons if d.name.startswith(RUNNERS) and d.alive()}
+        if not runners:
+            return
+        runs = {
+            pid: command
+            for pid, command in pidfiles.members(self.path).items()
+            if pidfiles.group(pid) not in runners and pidfiles.lineage(pid) & runners
+        }
+        if runs:
+            self._end(runs, "flow run stopped")
+
     def stop(self) -> bool:
         """Whether anything was found to stop."""
         for _ in range(3):  # again for what a stopped one started meanwhile
@@ -111,7 +128,7 @@ class _Members:
             self.result.lines.append(f"  still running: pid {pid} ({command})")
         return bool(self.handled or alive)
 
-    def _end(self, left: dict[int, str]) -> None:
+    def _end(self, left: dict[int, str], said: str = "also stopped") -> None:
         leaders = {pid for pid in left if pidfiles.group(pid) == pid}
         for pid in left:
             _signal(pid, signal.SIGTERM)
@@ -123,7 +140,7 @@ class _Members:
         for pid in alive:
             _signal(pid, signal.SIGKILL)
         for pid, command in sorted(left.items()):
-            self.result.lines.append(f"  {'also stopped':<22} pid {pid} ({command})")
+            self.result.lines.append(f"  {said:<22} pid {pid} ({command})")
         self.handled |= left.keys()
         self.groups |= leaders
 

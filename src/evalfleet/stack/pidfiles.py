@@ -156,7 +156,12 @@ def group(pid: int) -> int | None:
 
 
 def _self_and_parents() -> set[int]:
-    pids, pid = set(), os.getpid()
+    return lineage(os.getpid())
+
+
+def lineage(pid: int) -> set[int]:
+    """`pid` and its parents, up to init (fewer if one is gone meanwhile)."""
+    pids: set[int] = set()
     while pid > 1 and pid not in pids:
         pids.add(pid)
         try:

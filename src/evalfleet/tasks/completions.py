@@ -42,7 +42,7 @@ from evalfleet.providers.usage import billed_usage
 from evalfleet.storage import layout, open_store
 from evalfleet.storage.base import Store
 from evalfleet.storage.layout import ItemKey
-from evalfleet.tasks.job_env import runtime_env_digest
+from evalfleet.tasks.job_env import runtime_env_digest, same_env
 from evalfleet.tasks.lease import (
     ActorPort,
     BudgetId,
@@ -277,7 +277,7 @@ class CompletionWorker:
         `runtime_env_digest`), when this worker runs other code or another runtime env."""
         if code is not None and code != self._code:
             return False
-        if job_env is not None and job_env != self._job_env:
+        if job_env is not None and not same_env(job_env, self._job_env):
             return False
         if self._claim is not None and self._claim != claim:
             if not (self._expires and time.monotonic() - self._seen > CLAIM_S):

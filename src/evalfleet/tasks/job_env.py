@@ -12,7 +12,11 @@ import hashlib
 import json
 import sys
 
-UNKNOWN = "unknown"  # matches no worker's digest: a run that cannot tell starts its own
+UNKNOWN = "unknown"  # never matched, not even by itself: a run that cannot tell starts its own
+# What Ray keeps in a job's runtime env that the worker does not run with: its options
+# ("config": timeouts, a log file per job) and the niceness `ray job submit` sets.
+NOT_THE_WORKERS = ("config",)
+NOT_THE_WORKERS_VARS = ("RAY_WORKER_NICENESS",)
 
 
 def runtime_env_digest() -> str:
@@ -25,5 +29,22 @@ def runtime_env_digest() -> str:
             env = dict(ray.get_runtime_context().runtime_env)
         except Exception:  # noqa: BLE001  (any failure: borrow nothing rather than guess)
             return UNKNOWN
+    return digest_of(env)
+
+
+def digest_of(env: dict) -> str:
+    """sha256 of a runtime env as canonical JSON, less what Ray keeps that no worker runs
+    with (NOT_THE_WORKERS)."""
+    env = {k: v for k, v in env.items() if k not in NOT_THE_WORKERS}
+    variables = dict(env.pop("env_vars", None) or {})
+    for name in NOT_THE_WORKERS_VARS:
+        variables.pop(name, None)
+    if variables:
+        env["env_vars"] = variables
     text = json.dumps(env, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def same_env(ours: str, theirs: str) -> bool:
+    """Two digests that say the same runtime env (UNKNOWN says none)."""
+    return ours == theirs != UNKNOWN

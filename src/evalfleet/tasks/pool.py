@@ -23,7 +23,7 @@ import ray
 
 from evalfleet.core.settings import WORKER_PLACEMENT
 from evalfleet.tasks.head import HeadWatch
-from evalfleet.tasks.job_env import runtime_env_digest
+from evalfleet.tasks.job_env import runtime_env_digest, same_env
 from evalfleet.tasks.limiter import NAMESPACE
 from evalfleet.tasks.worker import CompletionWorker, WorkerSetup, code_digest
 
@@ -32,6 +32,7 @@ WARM_PREFIX = "evalfleet-worker-"
 MAX_WARM = 64
 MAX_CONCURRENCY = 1024  # actor calls at once (submit and collect); items run as tasks
 UNCLAIM_TIMEOUT_S = 30.0
+ASK_TIMEOUT_S = 5.0  # a warm worker answers at once; one that does not is not waited for
 GATHER_POLL_S = 0.5  # how often a gather looks at the head watch while its workers start
 _prestarted: list[Any] = []
 
@@ -78,10 +79,10 @@ def keeps_warm_workers() -> bool:
     job's (`tasks.job_env`): a job submitted with its own env vars starts its own workers."""
     try:
         actor = ray.get_actor(f"{WARM_PREFIX}0", namespace=NAMESPACE)
-        theirs: Any = ray.get(actor.job_env.remote(), timeout=UNCLAIM_TIMEOUT_S)
-    except (ValueError, ray.exceptions.RayError):  # none, or lost with its node
+        theirs: Any = ray.get(actor.job_env.remote(), timeout=ASK_TIMEOUT_S)
+    except (ValueError, ray.exceptions.RayError):  # none, lost with its node, or stuck
         return False
-    if theirs != runtime_env_digest():
+    if not same_env(runtime_env_digest(), theirs):
         log.info("the cluster's warm workers run without this job's runtime env: not used")
         return False
     return True
@@ -128,6 +129,7 @@ class Crew:
 
     def _claim_warm(self, count: int) -> list[Any]:
         found: list[Any] = []
+        ours = runtime_env_digest()
         for i in range(MAX_WARM):
             if len(found) == count:
                 break
@@ -137,7 +139,7 @@ class Crew:
                 break
             try:
                 claimed: bool = ray.get(
-                    actor.claim.remote(self.claim, self.setup, code_digest(), runtime_env_digest())
+                    actor.claim.remote(self.claim, self.setup, code_digest(), ours)
                 )
             except ray.exceptions.RayError as exc:  # lost with its node: a new one serves
                 log.warning("warm worker %d cannot serve: %s", i, type(exc).__name__)

@@ -27,8 +27,14 @@ def ensure_ray() -> None:
 def _join() -> None:
     from evalfleet.tasks.ray_setup import RAY_SYSTEM_CONFIG
 
-    # Under `uv run`, Ray would otherwise rebuild the environment for every worker.
+    # Under `uv run`, Ray would otherwise rebuild the environment for every worker (and give
+    # the job a runtime env of its own, which no warm worker has: `tasks.job_env`). Ray read
+    # the variable when it was imported, so its constant is set too.
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+    if os.environ["RAY_ENABLE_UV_RUN_RUNTIME_ENV"].lower() in {"0", "false"}:
+        from ray._private import ray_constants
+
+        ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV = False
     address = os.environ.get("RAY_ADDRESS") or None
     # No address: a new local instance ("local"; None would join a `ray start` of this machine).
     kwargs: dict[str, Any] = (
