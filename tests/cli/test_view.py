@@ -43,13 +43,29 @@ def test_a_busy_port_and_a_missing_store_are_one_line(tmp_path: Path, capsys) ->
     assert not (tmp_path / "none").exists()
 
 
+def start_view(store: Path, *flags: str, **env: str) -> subprocess.Popen:
+    """`evalfleet view --store STORE --port 0 FLAGS` in a child process, these variables set."""
+    argv = [sys.executable, "-m", "evalfleet.cli.main", "view", "--store", str(store)]
+    return subprocess.Popen(
+        [*argv, "--port", "0", *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env},
+    )
+
+
+def stop_with_ctrl_c(process: subprocess.Popen) -> tuple[int, str, str]:
+    """A real SIGINT, as a terminal sends: (exit code, stdout, stderr)."""
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=20)
+    return process.returncode, out, err
+
+
 @pytest.mark.slow  # a subprocess
 def test_ctrl_c_stops_it_with_exit_0(tmp_path: Path) -> None:
     (tmp_path / "runs").mkdir()
-    argv = [sys.executable, "-m", "evalfleet.cli.main", "view", "--store", str(tmp_path / "runs")]
-    process = subprocess.Popen(
-        [*argv, "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    process = start_view(tmp_path / "runs")
     try:
         line = process.stdout.readline()
         prefix, _, rest = line.partition("http://127.0.0.1:")
@@ -59,11 +75,10 @@ def test_ctrl_c_stops_it_with_exit_0(tmp_path: Path) -> None:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/?token={token}") as page:
             assert page.url == f"http://127.0.0.1:{port}/leaderboard/runs.html?token={token}"
             assert b'<span id="shown">0</span> of 0 runs' in page.read()
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=20)
+        ended = stop_with_ctrl_c(process)
     finally:
         process.kill()
-    assert (process.returncode, out, err) == (0, "", "")
+    assert ended == (0, "", "")
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == []  # the index not written
 
 
@@ -76,14 +91,7 @@ def test_open_hands_the_url_with_its_token_to_the_browser(tmp_path: Path) -> Non
     browser = tmp_path / "browser.sh"
     browser.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {given}\n')
     browser.chmod(0o755)
-    argv = [sys.executable, "-m", "evalfleet.cli.main", "view", "--store", str(tmp_path / "runs")]
-    process = subprocess.Popen(
-        [*argv, "--port", "0", "--open"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "BROWSER": str(browser)},
-    )
+    process = start_view(tmp_path / "runs", "--open", BROWSER=str(browser))
     try:
         url = process.stdout.readline().split()[2]
         deadline = time.monotonic() + 60
@@ -93,8 +101,7 @@ def test_open_hands_the_url_with_its_token_to_the_browser(tmp_path: Path) -> Non
         assert given.read_text() == f"{url}\n"
         with urllib.request.urlopen(url) as page:
             assert b'<span id="shown">0</span> of 0 runs' in page.read()
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=20)
+        ended = stop_with_ctrl_c(process)
     finally:
         process.kill()
-    assert (process.returncode, out, err) == (0, "", "")
+    assert ended == (0, "", "")
