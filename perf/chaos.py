@@ -171,12 +171,12 @@ class Chaos:
     # --- the world ------------------------------------------------------------------------
 
     def main(self) -> None:
-        from prefect.testing.utilities import prefect_test_harness
         from ray.cluster_utils import Cluster
 
         from evalfleet.benchmarks.answer_key import write_answer_key
         from evalfleet.simulator.process import start_simulator
         from perf.throughput import write_dataset
+        from tests.support.prefect_server import prefect_server
         from tests.support.s3_server import FAKE_AWS_ENV, Chaos, MotoS3Server
 
         os.environ.update(FAKE_AWS_ENV)
@@ -202,13 +202,11 @@ class Chaos:
         self.log = self.work / "sim-faults.jsonl"
         clean_log = self.work / "sim-clean.jsonl"
         try:
-            with prefect_test_harness(server_startup_timeout=120):
-                from prefect.settings import PREFECT_API_URL
-
+            with prefect_server() as prefect_api_url:
                 self.env = {
                     **os.environ,
                     "RAY_ADDRESS": cluster.address,
-                    "PREFECT_API_URL": PREFECT_API_URL.value(),
+                    "PREFECT_API_URL": prefect_api_url,
                     "EVALFLEET_SIMULATOR_API_KEY": CANARY,
                     "TQDM_DISABLE": "1",
                 }

@@ -48,8 +48,6 @@ def main() -> None:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     import ray
-    from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
 
     from evalfleet.benchmarks.answer_key import write_answer_key
     from evalfleet.benchmarks.zerobench.demo import write_demo_dataset
@@ -62,6 +60,7 @@ def main() -> None:
         run_case,
         summary,
     )
+    from tests.support.prefect_server import prefect_server
 
     work = Path(tempfile.mkdtemp(prefix="evalfleet-hostile-"))
     started = time.monotonic()
@@ -76,8 +75,8 @@ def main() -> None:
             _system_config=RAY_SYSTEM_CONFIG,
         )
         os.environ["RAY_ADDRESS"] = context.address_info["gcs_address"]
-        with prefect_test_harness(server_startup_timeout=120):
-            os.environ["PREFECT_API_URL"] = PREFECT_API_URL.value()
+        with prefect_server() as prefect_api_url:
+            os.environ["PREFECT_API_URL"] = prefect_api_url
             log = work / "requests.jsonl"
             with start_simulator(answers, SIMULATOR_CONFIG, log) as sim:
                 build_base(work / "base", dataset, sim.url)

@@ -68,11 +68,10 @@ def ray_address():
 
 @pytest.fixture(scope="session")
 def prefect_api_url():
-    from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
+    from tests.support.prefect_server import prefect_server
 
-    with prefect_test_harness(server_startup_timeout=120):
-        yield PREFECT_API_URL.value()
+    with prefect_server() as api_url:
+        yield api_url
 
 
 @pytest.fixture(scope="session")
