@@ -43,7 +43,8 @@ install: $(UV)
 demo: install
 	$(VENV)/bin/evalfleet demo
 
-# The slowest 25 tests are listed at the end: where the suite's time goes. Three workers on two
+# The slowest 25 tests are listed at the end, then the CPU-seconds of the costliest files
+# (tests/support/cpu_by_file.py): where the suite's time and CPU go. Three workers on two
 # cores: most tests wait on the processes they start (Ray, Prefect, the simulator), so a worker
 # waiting leaves the CPU to another; a fourth took as long (1,581 s against 1,565 s, the same
 # CPU-seconds) and its extra load made waits run out. The host's speed is printed beside the

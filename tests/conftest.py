@@ -16,6 +16,8 @@ import pytest
 
 from tests.support.leftovers import left_behind, remove_left_behind
 
+pytest_plugins = ["tests.support.cpu_by_file"]  # CPU-seconds by file at the end of a run
+
 # Importing prefect.main configures Prefect's console logging on the sys.stderr of that
 # moment. Here, that is pytest's own stream for the whole session; done first inside a test
 # that uses capsys, it would be that test's stream, closed once the test ends.
