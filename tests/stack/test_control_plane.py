@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from evalfleet.simulator.process import start_simulator
+from tests.support.cpu_busy import counters
 from tests.support.helpers import result_table, tagged_processes, wait_for_no_processes
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
@@ -83,8 +84,7 @@ class CpuLedger:
                 except OSError:
                     continue  # ended: its last figure stays counted
                 self._cpu[pid] = (int(fields[11]) + int(fields[12])) / self.hz
-            cpu = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
-            busy = (sum(map(int, cpu)) - int(cpu[3]) - int(cpu[4])) / self.hz  # less idle, iowait
+            busy = counters()[0] / self.hz
             self.samples.append((time.time(), busy, sum(self._cpu.values())))
 
     def cores_left(self, start: float, end: float) -> float:

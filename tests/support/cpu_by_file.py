@@ -23,7 +23,6 @@ SESSION = "(the session's services, as they stop after a worker's last test)"
 SHOWN = 15
 
 _started: dict[str, tuple[float, float]] = {}
-_last: set[str] = set()  # a worker's last test: the session's fixtures end in its teardown
 _session_from: dict[str, tuple[float, float]] = {}
 _by_file: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
 
@@ -44,15 +43,9 @@ def pytest_runtest_logstart(nodeid: str, location: object) -> None:
     _started[nodeid] = cpu_now()
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    if nextitem is None:
-        _last.add(item.nodeid)
-
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
-    if item.nodeid in _last:
+    if nextitem is None:  # a worker's last test: the session's fixtures end in its teardown
         _session_from[item.nodeid] = cpu_now()
     yield
 
