@@ -16,6 +16,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 STARTUP_TIMEOUT_S = 120  # a loaded 2-core machine
+START_ATTEMPTS = 3
 
 
 @contextmanager
@@ -44,8 +45,7 @@ def prefect_server() -> Iterator[str]:
                     }
                 )
             )
-            server = SubprocessASGIServer(port=free_port())
-            server.start(timeout=STARTUP_TIMEOUT_S)
+            server = _started(SubprocessASGIServer, free_port)
             stack.callback(server.stop)
             # Prefect's code that asks for "the" local server finds this one, not a second
             stack.enter_context(_default_server(SubprocessASGIServer, server))
@@ -62,6 +62,25 @@ def prefect_server() -> Iterator[str]:
             _send_what_is_queued()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _started(server_class, free_port):
+    """A server answering on a port picked free. Another program may take that port before
+    the server binds it: Prefect's start tries another port only when the server says so (exit
+    3); when the other program answers first (a CI run saw `illegal request line` from it),
+    this tries again on a new port."""
+    import httpx
+
+    for attempt in range(1, START_ATTEMPTS + 1):
+        server = server_class(port=free_port())
+        try:
+            server.start(timeout=STARTUP_TIMEOUT_S)
+            return server
+        except httpx.HTTPError:
+            server.stop()
+            if attempt == START_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
 
 
 @contextmanager
