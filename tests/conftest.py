@@ -1,7 +1,8 @@
 """Session-wide real components: one local Ray, one Prefect server, one demo dataset.
 
-Ray and the Prefect server each take 10-30 s to start on a 2-core machine, so every test
-shares one of each; subprocesses join them through RAY_ADDRESS and PREFECT_API_URL.
+Ray and the Prefect server each take 10-30 s to start on a 2-core machine and cost CPU while
+they idle, so every test of every xdist worker shares one of each (tests/support/
+shared_services.py); subprocesses join them through RAY_ADDRESS and PREFECT_API_URL.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 import prefect.main  # noqa: F401  (see below)
 import pytest
 
+from tests.support import shared_services
 from tests.support.leftovers import left_behind, remove_left_behind
 
 pytest_plugins = ["tests.support.cpu_by_file"]  # CPU-seconds by file at the end of a run
@@ -31,6 +33,7 @@ os.environ.setdefault(
 )  # no telemetry from the test server
 # never attach to a stack `evalfleet up` started on this machine (removed after the session)
 os.environ["EVALFLEET_STACK"] = tempfile.mkdtemp(prefix="evalfleet-test-stack-")
+shared_services.make_shared_folder()  # before xdist starts the workers, who inherit it
 for _var in (
     "RAY_ADDRESS",
     "PREFECT_API_URL",
@@ -45,35 +48,36 @@ for _var in (
 def ray_address():
     import ray
 
-    # A short folder of its own (Ray's socket paths are limited), removed afterwards.
-    sessions = tempfile.mkdtemp(prefix="evalfleet-test-ray-")
-    from evalfleet.tasks.ray_setup import RAY_SYSTEM_CONFIG
-
-    context = ray.init(
-        address="local",  # a new instance, never a `ray start` cluster a test left running
-        num_cpus=2,
-        include_dashboard=False,
-        ignore_reinit_error=True,
-        _temp_dir=sessions,
-        _system_config=RAY_SYSTEM_CONFIG,  # as the heads evalfleet starts
-    )
+    address = shared_services.ray_address()
+    ray.init(address=address)  # this worker is a driver of the session's Ray
     # Warm workers, as `evalfleet up --ray` keeps them (`tasks.pool`): a run of the session
     # borrows them instead of starting worker processes of its own, at ~2 CPU-s each.
     from evalfleet.engine.run.request import EvalRequest
     from evalfleet.tasks.pool import start_warm
 
-    start_warm(EvalRequest.model_fields["workers"].default)
-    yield context.address_info["gcs_address"]
+    shared_services.once(
+        "warm-workers", lambda: start_warm(EvalRequest.model_fields["workers"].default)
+    )
+    yield address
     ray.shutdown()
-    shutil.rmtree(sessions, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
 def prefect_api_url():
-    from tests.support.prefect_server import prefect_server
+    import prefect.context
+    from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    with prefect_server() as api_url:
-        yield api_url
+    from tests.support.prefect_server import send_what_is_queued
+
+    url = shared_services.prefect_api_url()
+    # As a test harness points a process at its server: the settings, and the global settings
+    # context that code in a context copied earlier reads.
+    with (
+        temporary_settings(updates={PREFECT_API_URL: url}),
+        prefect.context._temporary_global_settings_context(prefect.context.get_settings_context()),
+    ):
+        yield url
+        send_what_is_queued()
 
 
 @pytest.fixture(scope="session")
@@ -182,6 +186,11 @@ def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(os.environ["EVALFLEET_STACK"], ignore_errors=True)
     if hasattr(session.config, "workerinput"):
         return  # an xdist worker: the controller clears up once every worker has ended
+    spent = shared_services.stop_shared_services()
+    if spent is not None:
+        from tests.support.cpu_by_file import count_shared_services  # a plugin: imported late
+
+        count_shared_services(spent)
     remove_left_behind(_BEFORE)
 
 

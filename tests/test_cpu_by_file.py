@@ -27,5 +27,6 @@ def test_a_child_that_ended_is_counted_once_waited_for():
     burn = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass"
     subprocess.run([sys.executable, "-c", burn], check=True)
     own_after, children_after = cpu_now()
-    assert children_after - children_before >= 0.3
+    # the kernel counts in ticks of 0.01 s, rounded down: a CI run read 0.30 as 0.2999...
+    assert children_after - children_before >= 0.25
     assert own_after >= own_before

@@ -4,9 +4,10 @@ The suite is bound by its CPU, not by its waits (`make test` prints how busy the
 so a file's wall time says little: on two shared cores a test waiting on a server takes as
 long as one that keeps them busy. Each test's CPU is what its pytest process spent on it plus
 what the processes it started spent, once they ended and were waited for (the commands, runs,
-servers and Ray heads a test starts and stops). The session's own services (one Ray and one
-Prefect server per worker) are a row of their own, counted as they stop after a worker's last
-test. Not counted: processes handed to init (the daemons `evalfleet up` leaves running until
+servers and Ray heads a test starts and stops). The session's shared Ray and Prefect server
+(tests/support/shared_services.py) are a row of their own, counted as the controller stops
+them; what a worker's session fixtures spend as they end after its last test is another. Not
+counted: processes handed to init (the daemons `evalfleet up` leaves running until
 `down`), so the stack tests cost more than shown.
 """
 
@@ -19,7 +20,8 @@ from collections import defaultdict
 import pytest
 
 KEY = "cpu_s"  # (own, children) CPU-seconds of one test, on its teardown report
-SESSION = "(the session's services, as they stop after a worker's last test)"
+SESSION = "(a worker's session fixtures, as they end after its last test)"
+SHARED = "(the session's shared Ray and Prefect server)"
 SHOWN = 15
 
 _started: dict[str, tuple[float, float]] = {}
@@ -75,6 +77,11 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             add(_by_file, report.nodeid, value)
         elif key == SESSION:
             add(_by_file, SESSION, value)
+
+
+def count_shared_services(spent_s: float) -> None:
+    """In the process that stopped them: what the session's shared services spent."""
+    add(_by_file, SHARED, (0.0, spent_s))
 
 
 def add(by_file: dict[str, list[float]], nodeid: str, spent: tuple[float, float]) -> None:

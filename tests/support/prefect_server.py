@@ -4,7 +4,7 @@
 which it then migrates (Prefect's ~150 migrations): 10.4 CPU-seconds before it answers, where
 a copy of the template (`evalfleet.stack.prefect_template`, as evalfleet's own servers start)
 takes 4.5 (measured one at a time on 2026-11-29, host line 0.37 s). The suite starts one per
-xdist worker and some perf scripts one each.
+perf script that needs one (the suite shares one: tests/support/shared_services.py).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def prefect_server() -> Iterator[str]:
                 )
             )
             yield server.api_url
-            _send_what_is_queued()
+            send_what_is_queued()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -97,7 +97,7 @@ def _default_server(server_class, server) -> Iterator[None]:
             instances[None] = before
 
 
-def _send_what_is_queued() -> None:
+def send_what_is_queued() -> None:
     """Logs and events this process has not sent yet, sent while the server still answers."""
     import inspect
 
