@@ -55,9 +55,9 @@ def ray_address():
     from evalfleet.engine.run.request import EvalRequest
     from evalfleet.tasks.pool import start_warm
 
-    shared_services.once(
-        "warm-workers", lambda: start_warm(EvalRequest.model_fields["workers"].default)
-    )
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))  # each may run a run
+    per_run = EvalRequest.model_fields["workers"].default
+    shared_services.once("warm-workers", lambda: start_warm(workers * per_run))
     yield address
     ray.shutdown()
 
