@@ -10,7 +10,9 @@ both once every worker has ended (`stop_shared_services`).
 The Ray head is evalfleet's own (`evalfleet.stack.ray_head`: no API server, no autoscaler
 monitor, no idle workers started ahead) with the CPUs of the three heads it replaces, and the
 warm workers `evalfleet up --ray` keeps; the Prefect server is evalfleet's
-(`evalfleet.stack.prefect_app`) on a copy of the migrated empty database.
+(`evalfleet.stack.prefect_app`) on a copy of the migrated empty database. Both start, wait and
+stop as the stack's daemons do (`evalfleet.stack.state`: pid files in the folder, read back by
+the controller).
 """
 
 from __future__ import annotations
@@ -20,21 +22,17 @@ import fcntl
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 SHARED_VARIABLE = "EVALFLEET_TEST_SHARED"
 RAY_CPUS = 6  # as the three heads of two CPUs each it replaces
-START_TIMEOUT_S = 240
 # Nothing of a test's own may reach the services' environment (a test's tag would make them
-# look like its leftovers) and nothing may point them at another service.
-NOT_PASSED = ("EVALFLEET_TEST_TAG", "RAY_ADDRESS", "PREFECT_API_URL", "EVALFLEET_STORE")
+# look like its leftovers) and nothing may point them at another service (the Prefect server's
+# environment is the stack's, `stack.prefect_server.prefect_env`: its own URL only).
+NOT_PASSED = ("EVALFLEET_TEST_TAG", "RAY_ADDRESS", "EVALFLEET_STORE")
 
 
 def shared_folder() -> Path:
@@ -84,7 +82,12 @@ def ray_address() -> str:
 
 def once(name: str, action: Callable[[], object]) -> None:
     """`action` done by the first worker that gets here, the others waiting until it is."""
-    _shared(name, lambda _folder: (action(), {})[1])
+
+    def done(_folder: Path) -> dict:
+        action()
+        return {}
+
+    _shared(name, done)
 
 
 def prefect_api_url() -> str:
@@ -101,30 +104,8 @@ def _shared(name: str, start: Callable[[Path], dict]) -> dict:
         return json.loads(record.read_text())
 
 
-def _environment() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in NOT_PASSED}
-
-
-def _spawn(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            command,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,  # stopped whole, as a group, by the controller
-        )
-
-
-def _wait(process: subprocess.Popen, ready: Callable[[], bool], log: Path, what: str) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while not ready():
-        if process.poll() is not None or time.monotonic() > deadline:
-            _stop_group(process.pid)
-            tail = log.read_text(errors="replace")[-3000:]
-            raise RuntimeError(f"the session's {what} did not start:\n{tail}")
-        time.sleep(0.2)
+def _without_test_marks(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k not in NOT_PASSED}
 
 
 def _start_ray(folder: Path) -> dict:
@@ -132,70 +113,44 @@ def _start_ray(folder: Path) -> dict:
         ensure_token_if_auth_enabled,
     )
 
+    from evalfleet.core.interpreter import module_command
+    from evalfleet.stack.ray_head import STARTED
     from evalfleet.stack.services import free_port
+    from evalfleet.stack.state import logged_since, spawn, wait_ready
 
     # Ray's socket paths are limited in length: a short folder of its own.
     sessions = tempfile.mkdtemp(prefix="evalfleet-test-ray-")
     port = free_port()
-    command = [sys.executable, "-m", "evalfleet.stack.ray_head", "--port", str(port)]
-    command += ["--temp-dir", sessions, "--num-cpus", str(RAY_CPUS)]
-    command += ["--dashboard-agent-listen-port", str(free_port())]
+    command = [
+        *module_command("evalfleet.stack.ray_head", "--port", str(port)),
+        *("--temp-dir", sessions, "--num-cpus", str(RAY_CPUS)),
+        *("--dashboard-agent-listen-port", str(free_port())),
+    ]
     ensure_token_if_auth_enabled({}, create_token_if_missing=True)  # as ray.init() does
     log = folder / "ray.log"
-    process = _spawn(command, _environment(), log)
-    _wait(process, lambda: "Ray runtime started" in log.read_text(errors="replace"), log, "Ray")
-    return {"address": f"127.0.0.1:{port}", "pid": process.pid, "folder": sessions}
+    ready = logged_since(log, STARTED.encode())
+    daemon = spawn("Ray head", command, _without_test_marks(dict(os.environ)), log)
+    wait_ready(daemon, ready, "session's Ray head")
+    return {"address": f"127.0.0.1:{port}", "folder": sessions}
 
 
 def _start_prefect(folder: Path) -> dict:
+    from evalfleet.core.interpreter import module_command
     from evalfleet.stack import prefect_template
+    from evalfleet.stack.prefect_server import prefect_env, prefect_healthy
     from evalfleet.stack.services import reserve_port
+    from evalfleet.stack.state import spawn, wait_ready
 
-    database = folder / "prefect.db"
-    prefect_template.seed(database)  # migrated tables copied: no migration at start
-    env = {k: v for k, v in _environment().items() if not k.startswith("PREFECT_")}
-    env.update(
-        PREFECT_HOME=str(folder / "prefect-home"),
-        PREFECT_API_DATABASE_CONNECTION_URL=f"sqlite+aiosqlite:///{database}",
-        PREFECT_SERVER_ANALYTICS_ENABLED="false",
-        PREFECT_UI_ENABLED="0",
-        # SQLite shared by three workers' runs: wait for the lock rather than answer 503
-        PREFECT_SERVER_DATABASE_TIMEOUT="30",
-        PREFECT_SERVER_DATABASE_CONNECTION_TIMEOUT="30",
-    )
-    log = folder / "prefect.log"
+    prefect_template.seed(folder / "prefect.db")  # migrated tables copied: no migration
     with reserve_port() as hold:  # no other program takes the port before the server has it
         port = hold.getsockname()[1]
-        command = [sys.executable, "-m", "evalfleet.stack.prefect_app", str(port)]
-        process = _spawn(command, env, log)
+        # as the stack's server (its database under `folder`), without the UI no test opens
+        env = {**_without_test_marks(prefect_env(folder, port)), "PREFECT_UI_ENABLED": "0"}
+        command = module_command("evalfleet.stack.prefect_app", str(port))
+        daemon = spawn("Prefect server", command, env, folder / "prefect.log")
         api = f"http://127.0.0.1:{port}/api"
-        _wait(process, lambda: _healthy(api), log, "Prefect server")
-    return {"address": api, "pid": process.pid}
-
-
-def _healthy(api: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{api}/health", timeout=2) as answer:
-            return json.loads(answer.read()) is True
-    except (OSError, ValueError):
-        return False
-
-
-def _stop_group(pid: int, grace_s: float = 15.0) -> None:
-    """SIGTERM to the process group (Ray's head stops its node on it), SIGKILL after grace."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
-        try:
-            os.killpg(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.1)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
+        wait_ready(daemon, lambda: prefect_healthy(api), "session's Prefect server")
+    return {"address": api}
 
 
 def group_cpu_s(pgid: int) -> float:
@@ -219,18 +174,18 @@ def stop_shared_services() -> float | None:
     """Stop what any worker started: by the process that owns the folder, once every worker
     has ended. Returns the CPU-seconds the services spent (None when none was started): they
     are children of the worker that started them, which ended without waiting for them."""
+    from evalfleet.stack import pidfiles
+    from evalfleet.stack.state import stop
+
     if not owns_shared_folder():
         return None
     folder = shared_folder()
-    spent = None
-    for name in ("ray", "prefect"):
-        record = folder / f"{name}.json"
-        if not record.exists():
-            continue
-        found = json.loads(record.read_text())
-        spent = (spent or 0.0) + group_cpu_s(found["pid"])
-        _stop_group(found["pid"])
-        if "folder" in found:
-            shutil.rmtree(found["folder"], ignore_errors=True)
+    daemons, _ = pidfiles.recorded(folder)  # Ray's head first, the Prefect server last
+    spent = sum(group_cpu_s(daemon.pid) for daemon in daemons) if daemons else None
+    for daemon in daemons:
+        stop(daemon)
+    ray = folder / "ray.json"
+    if ray.exists():
+        shutil.rmtree(json.loads(ray.read_text())["folder"], ignore_errors=True)
     shutil.rmtree(folder, ignore_errors=True)
     return spent
