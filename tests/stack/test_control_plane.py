@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from evalfleet.simulator.process import start_simulator
-from tests.support.cpu_busy import counters
+from tests.support.cpu_busy import counters, process_stat
 from tests.support.helpers import result_table, tagged_processes, wait_for_no_processes
 
 pytestmark = pytest.mark.slow  # starts Ray, a Prefect server, a browser or a stack
@@ -79,11 +79,9 @@ class CpuLedger:
                 pids = [pid for pid, _ in tagged_processes(self.tag)]
                 rescan = time.monotonic() + 1.0
             for pid in pids:
-                try:
-                    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                except OSError:
-                    continue  # ended: its last figure stays counted
-                self._cpu[pid] = (int(fields[11]) + int(fields[12])) / self.hz
+                fields = process_stat(pid)
+                if fields is not None:  # else ended: its last figure stays counted
+                    self._cpu[pid] = (int(fields[11]) + int(fields[12])) / self.hz
             busy = counters()[0] / self.hz
             self.samples.append((time.time(), busy, sum(self._cpu.values())))
 

@@ -21,6 +21,15 @@ def counters() -> tuple[int, int]:
     return total - idle, total
 
 
+def process_stat(pid: int | str) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command's name (the state first: utime and
+    stime are [11] and [12], cutime and cstime [13] and [14], in clock ticks); None if gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 3 or argv[1] not in ("start", "end") or not Path("/proc/stat").exists():
         return 0  # not Linux, or called wrongly: the figure is a help, never a failure

@@ -156,18 +156,14 @@ def _start_prefect(folder: Path) -> dict:
 def group_cpu_s(pgid: int) -> float:
     """CPU-seconds of a process group's processes so far, with their children that ended and
     were waited for (Ray's workers, by their raylet)."""
-    ticks = os.sysconf("SC_CLK_TCK")
+    from tests.support.cpu_busy import process_stat
+
     spent = 0
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid:  # pgrp; then utime, stime, cutime, cstime
+        fields = process_stat(entry.name) if entry.name.isdigit() else None
+        if fields is not None and int(fields[2]) == pgid:  # [2]: the process group
             spent += sum(int(field) for field in fields[11:15])
-    return spent / ticks
+    return spent / os.sysconf("SC_CLK_TCK")
 
 
 def stop_shared_services() -> float | None:
