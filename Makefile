@@ -22,7 +22,7 @@ PYTHON_VERSION ?=
 PYENV_ROOT ?= $(HOME)/.pyenv
 ifeq ($(PYTHON_VERSION),)
 VENV := .venv
-export UV_PYTHON := $(PYTHON)
+VENV_PYTHON := $(PYTHON)
 else
 VENV := .venv-$(PYTHON_VERSION)
 candidates := $(wildcard $(PYENV_ROOT)/versions/$(PYTHON_VERSION).*/bin/python$(PYTHON_VERSION)) \
@@ -31,7 +31,7 @@ INTERPRETER := $(firstword $(foreach p,$(candidates),$(shell $(p) -c 'import sys
 ifeq ($(INTERPRETER),)
 $(error no Python $(PYTHON_VERSION) on this machine (looked in $(PYENV_ROOT)/versions, /usr/local/bin and /usr/bin))
 endif
-export UV_PYTHON := $(INTERPRETER)
+VENV_PYTHON := $(INTERPRETER)
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 endif
 
@@ -41,7 +41,7 @@ endif
 # Python never caches it, and every process (a run, a Ray worker, the Prefect server) spent
 # about 9 s compiling some 6,000 modules from source.
 install: $(UV)
-	$(UV) sync --frozen --inexact --compile-bytecode
+	UV_PYTHON=$(VENV_PYTHON) $(UV) sync --frozen --inexact --compile-bytecode
 	$(VENV)/bin/python -m compileall -q -j 0 src/evalfleet >/dev/null
 
 .bootstrap/bin/uv:
