@@ -116,7 +116,7 @@ perf: install
 
 # The interpreter `install` uses (fails, saying so, where PYTHON_VERSION names none here).
 python:
-	@echo $(or $(INTERPRETER),$(shell command -v $(PYTHON)))
+	@echo $(shell command -v $(VENV_PYTHON))
 
 # The documentation site: the CLI reference generated from the request model, then mkdocs with
 # --strict (a broken link or anchor, or a shell block without its runnable/skip mark, fails it)

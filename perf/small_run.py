@@ -72,13 +72,11 @@ def uv() -> str:
 def install_inspect(work: Path) -> Path:
     """inspect_ai in a virtual environment of its own: its `inspect` command."""
     venv = work / "inspect-venv"
-    # Named, not taken from the environment: a UV_PYTHON there (uv's setting for which Python
-    # to use) would point `uv pip install` at another interpreter than this environment's.
-    env = {k: v for k, v in os.environ.items() if k != "UV_PYTHON"}
-    subprocess.run([uv(), "venv", "-q", str(venv)], check=True, env=env)
+    subprocess.run([uv(), "venv", "-q", str(venv)], check=True)
+    # Named: a UV_PYTHON in the environment would win over VIRTUAL_ENV and point elsewhere.
     python = str(venv / "bin" / "python")
     install = [uv(), "pip", "install", "-q", "--python", python, "inspect-ai", "openai"]
-    subprocess.run(install, check=True, env=env)
+    subprocess.run(install, check=True)
     return venv / "bin" / "inspect"
 
 
