@@ -673,7 +673,7 @@ def test_a_run_links_to_its_flow_run_in_the_stack_ui(stack, demo_dataset):
         assert driver.current_url.startswith(stack.ui)
     finally:
         close(driver)
-    _until(lambda: leaderboard_with(stack, "linked"), 60, "run linked's rows")  # done before down
+    _until(lambda: leaderboard_with(stack, "linked"), 180, "run linked's rows")  # done before down
 
 
 def test_down_stops_everything_it_started(stack):
