@@ -30,10 +30,12 @@ def sim(answer_key, tmp_path_factory):
         yield handle
 
 
-def evalfleet(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def evalfleet(
+    *args: str, env: dict[str, str] | None = None, python: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess:
     here = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "PREFECT_API_URL")}
     return subprocess.run(
-        [sys.executable, "-m", "evalfleet.cli.main", *args],
+        [sys.executable, *python, "-m", "evalfleet.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=300,
@@ -41,12 +43,21 @@ def evalfleet(*args: str, env: dict[str, str] | None = None) -> subprocess.Compl
     )
 
 
-def small_run(store: Path, dataset: str, sim, run_id: str, *more: str, model: str = MODEL):
+def small_run(
+    store: Path, dataset: str, sim, run_id: str, *more: str, model: str = MODEL, python=()
+):
     return evalfleet(
         *("run", "-m", model, "-b", "zerobench", "--dataset-path", dataset, "--limit", "3"),
         *("--epochs", "1", "--protocol", "greedy", "--store", str(store), "--run-id", run_id),
         *("--simulator-url", sim.url, *more),
+        python=python,
     )
+
+
+def imported(stderr: str) -> set[str]:
+    """The top-level packages a command imported, from its `-X importtime` lines."""
+    lines = [line for line in stderr.splitlines() if line.startswith("import time:")]
+    return {line.rsplit("|", 1)[1].strip().split(".")[0] for line in lines[1:]}
 
 
 def answers(store: Path, run_id: str) -> dict[str, tuple[str, int, int]]:
@@ -67,10 +78,13 @@ def test_a_small_run_starts_no_service_and_its_leaderboard_keeps_its_rows(
     demo_dataset, sim, tmp_path
 ):
     store = tmp_path / "runs"
-    first = small_run(store, demo_dataset, sim, "small-a")
+    first = small_run(store, demo_dataset, sim, "small-a", python=("-X", "importtime"))
     assert first.returncode == 0, first.stderr[-2000:]
     assert "Flow run" not in first.stdout + first.stderr  # no Prefect flow run
     assert "Ray" not in first.stderr
+    # not even imported: each is half a second to a second of CPU at every small run
+    assert {"openai", "pandas"} <= imported(first.stderr)
+    assert {"ray", "prefect"} & imported(first.stderr) == set()
     assert len(answers(store, "small-a")) == 3
     second = small_run(store, demo_dataset, sim, "small-b", model="anthropic/sim-0.6")
     assert second.returncode == 0, second.stderr[-2000:]

@@ -17,7 +17,7 @@ from collections import Counter
 from tqdm import tqdm
 
 from evalfleet.engine.run import control
-from evalfleet.tasks.worker import Outcome
+from evalfleet.tasks.completions import Outcome
 
 log = logging.getLogger("evalfleet.progress")
 PUSH_EVERY_S = 1.0
