@@ -91,6 +91,54 @@ def test_bad_api_settings_are_refused(entry: dict[str, object], message: str) ->
     assert str(info.value) == message
 
 
+PRICE = ": give a number of at least 0"
+
+
+def price(**per_mtok: object) -> dict[str, object]:
+    return {"price_per_mtok": per_mtok}
+
+
+@pytest.mark.parametrize(
+    ("entry", "says"),
+    [
+        (price(input=1, output=-3), f"price_per_mtok.output -3{PRICE}"),
+        (price(input=float("nan")), f"price_per_mtok.input nan{PRICE}"),
+        (price(output=float("inf")), f"price_per_mtok.output inf{PRICE}"),
+        (price(output=1e308), f"price_per_mtok.output 1e+308{PRICE}"),
+        (price(input="abc"), f"price_per_mtok.input 'abc'{PRICE}"),
+        ({"max_concurrency": 0}, "max_concurrency 0: give a whole number above 0"),
+        ({"max_concurrency": 2.5}, "max_concurrency 2.5: give a whole number above 0"),
+        ({"rpm": -5}, "rpm -5: give a number above 0"),
+        ({"tpm": 0}, "tpm 0: give a number above 0"),
+        ({"timeout_s": 0}, "timeout_s 0: give a number above 0"),
+        ({"timeout_s": True}, "timeout_s True: give a number above 0"),
+    ],
+)
+def test_a_number_the_records_or_the_calls_cannot_hold_is_refused(entry, says, monkeypatch):
+    """A negative, endless or non-numeric price would be stored in records the reader refuses,
+    so each resume would pay for their answers again; a zero concurrency or rate stalls the
+    run: each is one line at resolve time, before any call."""
+    monkeypatch.setenv("EVALFLEET_MODELS", "/nowhere/models.yaml")
+    with pytest.raises(ConfigError) as info:
+        resolve_model("openai/x", registry={"models": {"openai/x": entry}})
+    assert str(info.value) == f"model 'openai/x' in /nowhere/models.yaml has {says}"
+
+
+def test_prices_must_be_a_mapping() -> None:
+    with pytest.raises(ConfigError) as info:
+        resolve_model("openai/x", registry={"models": {"openai/x": {"price_per_mtok": 5}}})
+    assert str(info.value) == (
+        "model 'openai/x' has price_per_mtok 5: give a mapping such as {input: 2.5, output: 10} "
+        "(US dollars per million tokens)"
+    )
+
+
+def test_zero_prices_and_absent_limits_are_taken() -> None:
+    entry = {"price_per_mtok": {"input": 0, "output": 0.0}, "rpm": None, "max_concurrency": 4}
+    config = resolve_model("openai/x", registry={"models": {"openai/x": entry}})
+    assert (config.price_in_per_mtok, config.rpm, config.max_concurrency) == (0.0, None, 4)
+
+
 def test_enabled_thinking_needs_a_budget() -> None:
     registry = {"models": {"anthropic/c": {"thinking": "enabled", "thinking_budget": 512}}}
     with pytest.raises(ConfigError) as info:

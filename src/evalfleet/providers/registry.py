@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from importlib import resources
@@ -269,6 +270,12 @@ def resolve_model(
 
 def _from_entry(model_id: str, provider: str, name: str, merged: dict[str, Any]) -> ModelConfig:
     prices = merged.get("price_per_mtok") or {}
+    if not isinstance(prices, dict):
+        raise ConfigError(
+            f"model '{model_id}' has price_per_mtok {prices!r}: give a mapping such as "
+            "{input: 2.5, output: 10} (US dollars per million tokens)"
+        )
+    _check_numbers(model_id, merged, prices)
     spec = plugins.get(provider, model_id)
     base_url = merged.get("base_url", spec.base_url)
     if spec.needs_base_url and not base_url:
@@ -337,6 +344,47 @@ def _batch_price_factor(model_id: str, merged: dict[str, Any]) -> float:
             "synchronous price above 0 and at most 1 (0.5 for half price)"
         )
     return factor
+
+
+# What each number of an entry may be: (whole number?, above zero rather than at least zero).
+# A price the record reader would refuse (below zero, not finite) would have its paid answers
+# stored as unreadable records and asked again at every resume: refused here, before any call.
+_NUMBERS = {
+    "rpm": (False, True),
+    "tpm": (False, True),
+    "max_concurrency": (True, True),
+    "timeout_s": (False, True),
+    "expected_output_tokens": (True, True),
+    "thinking_budget": (True, True),
+    "max_output_tokens": (True, True),
+    "context_window": (True, True),
+}
+_PRICES = ("input", "output", "cached_input")
+
+
+def _check_numbers(model_id: str, merged: dict[str, Any], prices: dict[str, Any]) -> None:
+    given = [(name, merged[name], *_NUMBERS[name]) for name in _NUMBERS if name in merged]
+    given += [(f"price_per_mtok.{k}", prices[k], False, False) for k in _PRICES if k in prices]
+    for name, value, whole, positive in given:
+        if value is None and not name.startswith("price"):
+            continue
+        if _number_ok(value, whole, positive):
+            continue
+        kind = "a whole number" if whole else "a number"
+        bound = "above 0" if positive else "of at least 0"
+        raise ConfigError(
+            f"model '{model_id}' in {registry_file()} has {name} {value!r}: give {kind} {bound}"
+        )
+
+
+def _number_ok(value: Any, whole: bool, positive: bool) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if whole and not float(value).is_integer():
+        return False
+    if not math.isfinite(value) or value > 1e12:
+        return False
+    return value > 0 if positive else value >= 0
 
 
 def _optional_int(value: Any) -> int | None:
