@@ -171,3 +171,22 @@ def test_an_unreadable_tags_file_reads_as_none(store):
     assert read_tags(open_store(str(store)), RUN) == RunTags()
     (store / RUN / "tags.json").write_text('["a list"]')
     assert read_tags(open_store(str(store)), RUN) == RunTags()
+
+
+@pytest.mark.parametrize("argv", [(), ("--add", "new"), ("--unset", "gpu")])
+def test_a_damaged_tags_file_is_named_and_never_written_over(store, capsys, argv):
+    """Read as none by a report, it would be written over by the next change with the labels
+    it held lost: `tag` names it instead, and changes nothing."""
+    whole = json.dumps({"tags": ["keep1", "keep2"], "note": "important", "metadata": {"gpu": "a"}})
+    (store / RUN / "tags.json").write_text(whole[:-15])  # cut short, as a full disk leaves it
+    before = snapshot(store)
+    assert tag(store, *argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"error: {store}/{RUN}/tags.json is damaged (")
+    assert err.endswith(
+        "), so its labels were left as they are: mend the file by hand, or move it aside to "
+        "label the run afresh\n"
+    )
+    assert err.count("\n") == 1
+    assert snapshot(store) == before

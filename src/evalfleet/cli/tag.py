@@ -60,7 +60,7 @@ def cmd_tag(args: argparse.Namespace) -> int:
     store = store_from(args)
     note = "" if args.clear_note else args.note
     changing = bool(args.add or args.remove or note is not None or pairs or args.unset)
-    old = read_tags(store, args.run_id)
+    old = read_tags(store, args.run_id, strict=True)
     labels = change_tags(store, args.run_id, args.add, args.remove, note, pairs, args.unset)
     # A typo removes nothing: say so (on stderr, exit 0: removing is idempotent).
     for absent in dict.fromkeys(t for t in args.remove if t not in old.tags):

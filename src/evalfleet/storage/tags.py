@@ -33,10 +33,13 @@ def tags_key(run_id: str) -> str:
     return f"{run_id}/tags.json"
 
 
-def read_tags(store: Store, run_id: str) -> RunTags:
-    """The run's tags and note; none when the file is absent or does not read (a label is
-    never a reason for a report or an index to fail)."""
-    data = store.get(tags_key(run_id))
+def read_tags(store: Store, run_id: str, *, strict: bool = False) -> RunTags:
+    """The run's tags and note; none when the file is absent. A file that does not read is
+    none to a report or an index (a label is never a reason for them to fail); `strict`, it
+    is an error naming the file, so that a change never writes over labels it could not
+    read."""
+    key = tags_key(run_id)
+    data = store.get(key)
     if data is None:
         return RunTags()
     try:
@@ -44,8 +47,14 @@ def read_tags(store: Store, run_id: str) -> RunTags:
         tags = tuple(str(tag) for tag in doc.get("tags", []))
         pairs = tuple((str(k), str(v)) for k, v in dict(doc.get("metadata") or {}).items())
         return RunTags(tags, str(doc.get("note") or ""), pairs)
-    except (ValueError, AttributeError, TypeError):
-        return RunTags()
+    except (ValueError, AttributeError, TypeError) as exc:
+        if not strict:
+            return RunTags()
+        reason = " ".join(str(exc).split())[:120]
+        raise ConfigError(
+            f"{store.url.rstrip('/')}/{key} is damaged ({reason}), so its labels were left as "
+            "they are: mend the file by hand, or move it aside to label the run afresh"
+        ) from None
 
 
 def check_tag(tag: str) -> str:
@@ -120,7 +129,7 @@ def change_tags(
     unset = check_metadata(set_, unset)
     if not store.exists(manifest_key(run_id)):
         raise ConfigError(f"no run {run_id!r} in {store.describe()}: `evalfleet runs` lists them")
-    old = read_tags(store, run_id)
+    old = read_tags(store, run_id, strict=True)
     tags = [t for t in old.tags if t not in remove]
     tags += [t for t in dict.fromkeys(add) if t not in tags]
     pairs = {k: v for k, v in old.metadata if k not in unset} | set_
