@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -277,3 +278,92 @@ def test_a_benchmark_command_on_a_run_without_results(capsys, store):
         "half` (or finish "
         "the run) first"
     )
+
+
+SIM = ("-m", "openai/sim-0.5")
+TWICE_MODEL = "model 'openai/sim-0.5' is named twice: name each model once"
+TWICE_BENCHMARK = "benchmark 'zerobench' is named twice: name each benchmark once"
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        ((*SIM, *SIM, "-b", "zerobench"), TWICE_MODEL),
+        ((*SIM, "-b", "zerobench", "-b", "zerobench"), TWICE_BENCHMARK),
+    ],
+)
+def test_a_model_or_benchmark_named_twice_is_refused(capsys, store, demo_dataset, argv, says):
+    """Named twice, each of its items was asked, and billed, twice (the tables counted both)."""
+    code, err = run_cli(
+        capsys, *argv, "--dataset-path", demo_dataset, "--store", str(store),
+        "--simulator-url", "http://127.0.0.1:9",
+    )  # fmt: skip
+    assert (code, err) == (2, f"error: invalid request: {says}")
+    assert not store.exists()
+
+
+def test_a_path_that_cannot_be_written_is_one_line(capsys, tmp_path, demo_dataset):
+    """A file the user names, in a folder that does not exist or that is a folder itself: the
+    path and what to do, not a traceback."""
+    missing = tmp_path / "nope" / "answers.jsonl"
+    argv = ["simulate", "--answers-for", demo_dataset, "--benchmark", "zerobench"]
+    assert main([*argv, "--answers", str(missing)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {missing}: no such file or folder: check the path (a file is written only "
+        "into a folder that exists)\n"
+    )
+    assert main([*argv, "--answers", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"error: {tmp_path}: it is a folder: give a file's path\n"
+    assert not missing.parent.exists()
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
+    """`evalfleet runs | head -1`: the pipe closed under the command is exit 141, as a shell
+    reports it, and no traceback."""
+    import subprocess
+    import sys
+
+    for n in range(3):
+        (tmp_path / "runs" / f"r{n}").mkdir(parents=True)
+    command = [
+        sys.executable,
+        "-m",
+        "evalfleet.cli.main",
+        "runs",
+        "--store",
+        str(tmp_path / "runs"),
+    ]
+    reader, writer = os.pipe()
+    os.close(reader)  # gone before the first line
+    done = subprocess.run(command, stdout=writer, stderr=subprocess.PIPE, text=True, timeout=60)
+    os.close(writer)
+    assert (done.returncode, done.stderr) == (141, "")
+
+
+ALONE = (
+    "holds a user name, password or query string, which would be stored with the run and "
+    "printed: give the address alone (such as http://127.0.0.1:8000/v1) and the key through "
+    "its environment variable"
+)
+
+
+SIM_URL = ("-m", "openai/sim-0.6", "--simulator-url")
+BASE_URL = ("-m", "openai-compatible/x", "--base-url")
+IN_SIM = "simulator_url: the simulator URL"
+IN_BASE = "endpoints.openai-compatible/x.base_url: the base URL"
+
+
+@pytest.mark.parametrize(
+    ("argv", "field"),
+    [
+        ((*SIM_URL, "http://u:sk-SECRET@127.0.0.1:9"), IN_SIM),
+        ((*SIM_URL, "http://127.0.0.1:9/?key=sk-SECRET"), IN_SIM),
+        ((*BASE_URL, "http://me:sk-SECRET@127.0.0.1:9/v1"), IN_BASE),
+    ],
+)
+def test_a_key_written_into_a_url_is_refused_unrepeated(capsys, store, demo_dataset, argv, field):
+    """The URL goes into the manifest and the run's lines: a key in it would too."""
+    code, err = run_cli(capsys, *argv, "-b", "zerobench", "--dataset-path", demo_dataset,
+                        "--store", str(store))  # fmt: skip
+    assert (code, err) == (2, f"error: invalid request: {field} {ALONE}")
+    assert "SECRET" not in err and not store.exists()

@@ -121,6 +121,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted: everything stored so far is kept", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `evalfleet runs | head`: the reader has what it wanted
+        return reader_gone()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
+        if exc.filename is None:
+            raise
+        print(f"error: {path_problem(exc)}", file=sys.stderr)
+        return 2
     except RuntimeError as exc:
         from evalfleet.stack.services import ServiceError
 
@@ -128,6 +135,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return 1
+
+
+def reader_gone() -> int:
+    """The pipe's reader ended: nothing more can be printed, and the interpreter's flush at exit
+    must not fail again. 141, as a shell reports a command a closed pipe stopped."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 141
+
+
+def path_problem(exc: OSError) -> str:
+    """A file or folder the user named that cannot be used, in one line with what to do."""
+    what = {
+        FileNotFoundError: "no such file or folder: check the path (a file is written only "
+        "into a folder that exists)",
+        IsADirectoryError: "it is a folder: give a file's path",
+        NotADirectoryError: "a part of the path is a file, not a folder: choose another path",
+        PermissionError: "permission denied: choose a path you may write, or change its rights",
+    }
+    fix = next((text for kind, text in what.items() if isinstance(exc, kind)), exc.strerror)
+    return f"{exc.filename}: {fix}"
 
 
 def check_run_ids(args: argparse.Namespace) -> None:

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -255,6 +256,20 @@ def _simulator_url() -> str | None:
     return url
 
 
+def address_alone(url: str, what: str) -> str:
+    """`url` if it names no user, password, query or fragment: the URL is stored in the run's
+    manifest and printed in its lines, so a key written into it would be too (the URL is not
+    repeated in the error, for the same reason)."""
+    parts = urlsplit(url)
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise ValueError(
+            f"{what} holds a user name, password or query string, which would be stored with "
+            "the run and printed: give the address alone (such as http://127.0.0.1:8000/v1) "
+            "and the key through its environment variable"
+        )
+    return url
+
+
 class EndpointSpec(BaseModel):
     """An OpenAI-compatible server of your own (vLLM, SGLang, a gateway)."""
 
@@ -264,6 +279,12 @@ class EndpointSpec(BaseModel):
         pattern=r"^https?://\S+$",
         description="its OpenAI API root, e.g. http://127.0.0.1:8000/v1",
     )
+
+    @field_validator("base_url")
+    @classmethod
+    def _address_alone(cls, value: str) -> str:
+        return address_alone(value, "the base URL")
+
     api_key_env: str | None = Field(
         default=None,
         pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
@@ -292,8 +313,13 @@ class EvalRequest(BaseModel):
     """What to evaluate, how, and where to keep it."""
 
     # nan and inf are no setting: pydantic would otherwise take inf as a timeout or a rate
+    # hide_input_in_errors: a value put in the wrong field (a key as api_key_env) is not
+    # repeated in the error a script prints
     model_config = ConfigDict(
-        extra="forbid", allow_inf_nan=False, json_schema_extra=plain_optionals
+        extra="forbid",
+        allow_inf_nan=False,
+        hide_input_in_errors=True,
+        json_schema_extra=plain_optionals,
     )
 
     models: Annotated[ModelList, Flag(("--model", "-m"), "PROVIDER/MODEL")] = Field(
@@ -503,6 +529,7 @@ class EvalRequest(BaseModel):
                     f"{value!r} is not an http:// or https:// URL with a host, such as "
                     "http://127.0.0.1:8765 (what `evalfleet simulate` prints)"
                 ) from None
+            address_alone(value, "the simulator URL")
         return value or None
 
     @field_validator("reuse_from")
@@ -556,6 +583,10 @@ class EvalRequest(BaseModel):
         judges = self.judges()
         if len(set(judges)) != len(judges):
             raise ValueError(f"a judge is named twice: {', '.join(judges)}")
+        for kind, names in (("model", self.models), ("benchmark", self.benchmarks)):
+            twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+            if twice is not None:  # else each of its items is asked, and billed, twice
+                raise ValueError(f"{kind} {twice!r} is named twice: name each {kind} once")
         for model_id in self.batch_models:
             if model_id not in self.models and model_id not in judges:
                 raise ValueError(
