@@ -355,6 +355,27 @@ def test_latest_complete_result_per_key_wins(board, expected):
 
 
 @pytest.mark.slow
+def test_an_old_run_aggregated_again_does_not_displace_a_newer_one(board, tmp_path):
+    """`evalfleet aggregate a-first` long after b-redo writes a-first's results anew: the board
+    still takes b-redo's sim-0.3, the newer run, not the newer file (as history and drift do)."""
+    store, _ = board
+    copy = tmp_path / "runs"
+    shutil.copytree(store, copy)
+    opened = open_store(str(copy))
+    aggregate_run(opened, "a-first")
+    written = {
+        run_id: json.loads((copy / run_id / "results" / "latest.json").read_text())["written_at"]
+        for run_id in ("a-first", "b-redo")
+    }
+    assert written["a-first"] > written["b-redo"]  # the older run's file is now the newer
+    for board_now in (update(opened, "a-first")[0], update(opened)[0]):  # as a run, as the CLI
+        got = board_now.table.set_index(["model", "benchmark", "scoring"])
+        for benchmark in BENCHMARKS:
+            for scoring in SCORINGS:
+                assert got.loc[("openai/sim-0.3", benchmark, scoring), "run_id"] == "b-redo"
+
+
+@pytest.mark.slow
 def test_new_flags_only_the_model_absent_from_the_previous_board(board, expected, tmp_path):
     store, seen = board
     # the first board of a store has nothing to compare with: nobody is new

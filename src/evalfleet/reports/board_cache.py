@@ -24,7 +24,7 @@ from evalfleet.metrics.intervals import UnitValues
 from evalfleet.reports.board_rows import SKIPPED, StoreRows, run_rows
 from evalfleet.storage.base import Store
 
-FORMAT = 1
+FORMAT = 2  # 2: each row has its run's run_created_at
 CACHE = "rows.json"
 PLOTTED = [  # the columns a group's plots are drawn from
     "model",

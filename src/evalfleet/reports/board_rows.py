@@ -131,6 +131,9 @@ def run_rows(
                     "run_id": run_id,
                     "version": version,
                     "written_at": about.written_at or "",
+                    # when the run began: which of two runs is the newer (its results may be
+                    # written again long after, by an `aggregate` of an old run)
+                    "run_created_at": manifest.created_at or about.written_at or "",
                 }
             )
     line = needs_line(manifest)

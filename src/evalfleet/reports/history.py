@@ -63,7 +63,7 @@ def points(
 ) -> list[Point]:
     """Every run's points (of `models` only, if given), in time order. `found`: the store's
     rows when read already. Without `versions` nothing more is read (the leaderboard's
-    plots): no record, no manifest; a point's time is when its results were written."""
+    plots): no record, no manifest; a point's time is when its run began (the rows keep it)."""
     wanted = set(models) if models is not None else None
     found = found if found is not None else read_runs(store)
     if not versions:
@@ -128,7 +128,7 @@ def _bare(row: dict, found: StoreRows) -> Point:
         item_set=row["item_set"],
         items=row["items"],
         run_id=row["run_id"],
-        when=row["written_at"],
+        when=row.get("run_created_at") or row["written_at"],
         value=row["value"],
         low=interval.low if interval else None,
         high=interval.high if interval else None,

@@ -97,8 +97,10 @@ def build(
     if not read.rows:
         return Board(pd.DataFrame(columns=COLUMNS), [], read.runs, {}, damaged=read.damaged)
     frame = pd.DataFrame(read.rows)
-    # the latest complete result per key; the latest partial one where none is complete
-    frame = frame.sort_values(["complete", "written_at"], ascending=[False, False], kind="stable")
+    # the newest run's complete result per key (by when the run began, not when its results
+    # were last written); the newest partial one where none is complete
+    newest = ["complete", "run_created_at", "written_at"]
+    frame = frame.sort_values(newest, ascending=[False] * 3, kind="stable")
     frame = frame.drop_duplicates(KEY, keep="first").reset_index(drop=True)
     intervals = [read.units[row_units(r)].interval() for r in frame.itertuples(index=False)]
     frame["ci95_low"] = [i.low if i else None for i in intervals]
