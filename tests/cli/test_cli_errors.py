@@ -157,6 +157,39 @@ def test_datbench_flags_apply_to_the_blind_variant_too(tmp_path):
     assert options == {"datbench": expected, "datbench_blind": expected}
 
 
+@pytest.mark.parametrize(
+    ("named", "expected"),
+    [
+        (["-b", "datbench"], ["datbench"]),
+        (["-b", "datbench_blind"], ["datbench_blind"]),
+        (["-b", "datbench,zerobench"], ["datbench"]),
+    ],
+)
+def test_datbench_flags_go_to_the_variant_the_run_names(named, expected):
+    """The flags are shared; a run of one of the two gets them alone (they were also given to
+    the other, and the request refused options of a benchmark it does not run)."""
+    from evalfleet.cli.main import build_parser
+    from evalfleet.cli.run import request_from_args
+
+    args = build_parser().parse_args(
+        ["run", "-m", "openai/sim-0.5", *named, "--datbench-capabilities", "chart,math"]
+    )
+    options = request_from_args(args).benchmark_options
+    assert options == {name: {"capabilities": ["chart", "math"]} for name in expected}
+
+
+def test_datbench_flags_without_datbench_are_refused(capsys, store):
+    code, err = run_cli(
+        capsys, "-m", "openai/sim-0.5", "-b", "zerobench", "--datbench-capabilities", "math",
+        "--store", str(store),
+    )  # fmt: skip
+    assert (code, err) == (
+        2,
+        "error: invalid request: options given for benchmark 'datbench', which this request "
+        "does not run: add datbench to the benchmarks or clear its options",
+    )
+
+
 def test_subset_needs_a_benchmark_that_takes_one(capsys, store):
     code, err = run_cli(capsys, "-m", "openai/sim-0.5", "--subset", "s.json")
     assert code == 2

@@ -357,6 +357,21 @@ def benchmark_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             options.setdefault(bench.name, {})[field_name] = value
         if bench.name in options:
             bench.options(options[bench.name], named=functools.partial(option_flag, flags))
+    return _for_the_run(options, split_list(getattr(args, "request__benchmarks", None)))
+
+
+def _for_the_run(options: dict[str, dict[str, Any]], chosen: list[str]) -> dict[str, Any]:
+    """The options of benchmarks that share their flags (datbench and datbench_blind), kept
+    for those of them the run names. Where it names none of them, all are kept: the request
+    then refuses options of a benchmark it does not run."""
+    groups: dict[str, list[str]] = {}
+    for bench in registry.all_benchmarks():
+        groups.setdefault(bench.option_flags_from or bench.name, []).append(bench.name)
+    for names in groups.values():
+        if any(name in chosen for name in names):
+            for name in names:
+                if name not in chosen:
+                    options.pop(name, None)
     return options
 
 
