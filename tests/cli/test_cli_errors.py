@@ -400,3 +400,23 @@ def test_a_key_written_into_a_url_is_refused_unrepeated(capsys, store, demo_data
                         "--store", str(store))  # fmt: skip
     assert (code, err) == (2, f"error: invalid request: {field} {ALONE}")
     assert "SECRET" not in err and not store.exists()
+
+
+def test_a_cost_cap_over_a_model_without_a_price_is_refused(
+    capsys, store, demo_dataset, tmp_path, monkeypatch
+):
+    """Its answers would count as free: the cap would not hold, without a word."""
+    registry = tmp_path / "models.yaml"
+    registry.write_text("models:\n  openai/noprice:\n    api_model: gpt-x\n")
+    monkeypatch.setenv("EVALFLEET_MODELS", str(registry))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
+    code, err = run_cli(
+        capsys, "-m", "openai/noprice", "-b", "zerobench", "--dataset-path", demo_dataset,
+        "--max-cost-usd", "1", "--store", str(store),
+    )  # fmt: skip
+    assert (code, err) == (
+        2,
+        "error: --max-cost-usd cannot limit openai/noprice: it has no price, so its answers "
+        f"would count as free; give its price_per_mtok in {registry}, or leave the cap out",
+    )
+    assert not store.exists()

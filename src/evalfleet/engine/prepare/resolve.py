@@ -15,7 +15,13 @@ from evalfleet.engine.run.request import EvalRequest
 from evalfleet.engine.store import manifest as manifests
 from evalfleet.engine.store.manifest_types import Manifest
 from evalfleet.engine.store.storable import check_storable
-from evalfleet.providers.registry import ModelConfig, load_registry, resolve_api_key, resolve_model
+from evalfleet.providers.registry import (
+    ModelConfig,
+    load_registry,
+    registry_file,
+    resolve_api_key,
+    resolve_model,
+)
 from evalfleet.storage import Store, open_store
 from evalfleet.tasks.secrets import Secret
 
@@ -80,9 +86,28 @@ def resolve(
     check_storable(run_id, store, request.models, request.judges(), data)
     check_modalities(request, configs, data)
     check_batch_modes(request, configs)
+    check_cap_can_count(request, configs)
     manifest = manifests.build_manifest(request, run_id, configs, data)
     manifests.precheck_run(store, manifest, request.extend)
     return ResolvedRun(request, run_id, store, configs, keys, data, manifest)
+
+
+PAID_APIS = ("openai", "anthropic", "google")  # no free model: a zero price is a missing one
+
+
+def check_cap_can_count(request: EvalRequest, configs: dict[str, ModelConfig]) -> None:
+    """A cost cap counts each answer at its model's price: a model of a paid API with none
+    would be asked without limit under a cap the user relies on (one line if so)."""
+    if request.max_cost_usd is None:
+        return
+    for model_id, config in configs.items():
+        unpriced = config.price_in_per_mtok == 0 and config.price_out_per_mtok == 0
+        if unpriced and config.provider in PAID_APIS and not config.simulated:
+            raise ConfigError(
+                f"--max-cost-usd cannot limit {model_id}: it has no price, so its answers "
+                f"would count as free; give its price_per_mtok in {registry_file()}, or leave "
+                "the cap out"
+            )
 
 
 def check_batch_modes(request: EvalRequest, configs: dict[str, ModelConfig]) -> None:
