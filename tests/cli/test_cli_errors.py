@@ -42,8 +42,13 @@ def test_unknown_model(capsys, store):
     )
 
 
-def test_missing_api_key(capsys, store, monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+@pytest.mark.parametrize("key", [None, "", "   \t"])
+def test_missing_api_key(capsys, store, monkeypatch, key):
+    """Unset, empty or blank (a stray `export OPENAI_API_KEY=" "`): no key, before any call."""
+    if key is None:
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    else:
+        monkeypatch.setenv("OPENAI_API_KEY", key)
     code, err = run_cli(capsys, "-m", "openai/gpt-4o-2024-11-20", "--store", str(store))
     assert code == 2
     assert err == "error: missing API key for openai/gpt-4o-2024-11-20: set OPENAI_API_KEY"

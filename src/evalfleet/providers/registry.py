@@ -460,7 +460,7 @@ def resolve_api_key(config: ModelConfig, environ: dict[str, str] | None = None) 
     environ = environ if environ is not None else dict(os.environ)
     if config.simulated:
         return SIMULATOR_API_KEY.get(environ)
-    key = environ.get(config.api_key_env, "")
+    key = environ.get(config.api_key_env, "").strip()  # blanks are no key (a stray export)
     if not key and config.extra.get("key_optional"):
         return "EMPTY"  # a server without auth (vLLM's default); the SDK wants some string
     if not key:
