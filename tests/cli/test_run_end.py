@@ -19,15 +19,29 @@ COUNTS = {"done": 16, "failed": 6, "stale": 1, "missing": 1}
 
 
 def test_a_run_without_errors_says_so_and_exits_0():
-    counts = {**COUNTS, "failed": 0}
+    counts = {**COUNTS, "failed": 0, "stale": 0, "missing": 0}
     assert end_line("r1", counts, Counter(), allow_errors=False, rerun=RERUN) == (
-        "run r1: 18 items, none ended in an error",
+        "run r1: 16 items, none ended in an error",
         0,
     )
     one = {"done": 1}
     assert end_line("r1", one, Counter(), allow_errors=False, rerun=RERUN) == (
         "run r1: 1 item, none ended in an error",
         0,
+    )
+
+
+def test_a_run_its_cost_cap_stopped_counts_what_is_done():
+    """Not "18 items, none ended in an error" when 2 were never asked (the cap's exit 3)."""
+    counts = {**COUNTS, "failed": 0}
+    assert end_line("r1", counts, Counter(), allow_errors=False, rerun=RERUN, code=3) == (
+        "run r1: 16 of 18 items done, none ended in an error",
+        3,
+    )
+    nothing = {"done": 0, "missing": 8}
+    assert end_line("r1", nothing, Counter(), allow_errors=False, rerun=RERUN, code=3) == (
+        "run r1: 0 of 8 items done, none ended in an error",
+        3,
     )
 
 

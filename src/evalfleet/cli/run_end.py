@@ -26,6 +26,12 @@ def end_line(
     failed = int(tables.get("failed") or 0)
     total = sum(int(tables.get(key) or 0) for key in ("done", "failed", "stale", "missing"))
     if not failed:
+        done = int(tables.get("done") or 0)
+        if done < total:  # a cost cap, or a run stopped early: not "N items" as if all were
+            return (
+                f"run {run_id}: {done} of {total} {_items(total)} done, none ended in an error",
+                code,
+            )
         return f"run {run_id}: {total} {_items(total)}, none ended in an error", code
     # the kinds of this command's errors: shown when they are all of them (not on a resume
     # that kept earlier errors)

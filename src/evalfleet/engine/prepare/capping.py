@@ -14,18 +14,26 @@ MARGIN = 1.1  # the suggested cap leaves this much room over the estimate of wha
 def budget_stop(run: ResolvedRun, spent_usd: float, cap_usd: float) -> tuple[str, float | None]:
     """The line the run ends with, and a cap that would finish the run (None when what is
     left could not be estimated)."""
-    said = f"spent ${spent_usd:.4f} of the ${cap_usd:.4f} cap"
+    said = f"spent {dollars(spent_usd)} of the {dollars(cap_usd)} cap"
     if spent_usd > cap_usd:
         said += (
-            f" (${spent_usd - cap_usd:.4f} over: the calls in flight when it was reached cost "
-            "more than their estimate)"
+            f" ({dollars(spent_usd - cap_usd)} over: the calls in flight when it was reached "
+            "cost more than their estimate)"
         )
     left = _left(run)
     if left is None:
         return said, None
     requests, usd = left
     finish = round_up((spent_usd + usd) * MARGIN)
-    return f"{said}; {requests} requests left to ask, expected ${usd:.4f} more", finish
+    return f"{said}; {requests} requests left to ask, expected {dollars(usd)} more", finish
+
+
+def dollars(usd: float) -> str:
+    """Four decimals, or as many as show two significant digits of a smaller sum: a cap of
+    $0.00001 is not "$0.0000"."""
+    small = 0 < abs(usd) < 0.001
+    places = min(10, 1 - math.floor(math.log10(abs(usd)))) if small else 4
+    return f"${usd:.{places}f}"
 
 
 def _left(run: ResolvedRun) -> tuple[int, float] | None:
