@@ -130,3 +130,32 @@ def test_the_store_names_a_damaged_about_with_its_repair(tmp_path):
         f"{tmp_path}/r1/results/latest.json is damaged (files[0] is a number, not text): "
         "`evalfleet aggregate r1` rebuilds the results from the run's records"
     )
+
+
+@pytest.mark.parametrize(
+    ("blob", "problem"),
+    [
+        (b"", "not JSON: Expecting value: line 1 column 1 (char 0)"),
+        (None, "missing from its results version"),
+    ],
+)
+def test_a_damaged_version_json_is_named_though_latest_reads(tmp_path, blob, problem):
+    """latest.json is its copy, so `status` took the results for whole: `report` then failed
+    on the version's own file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    store = results_store(tmp_path, {**OLDER, "files": ["samples.parquet", "version.json"]})
+    table = tmp_path / "r1" / "results" / VERSION / "samples.parquet"
+    pq.write_table(pa.table({"a": [1]}), table)  # whole: only version.json is damaged
+    own = tmp_path / "r1" / "results" / VERSION / "version.json"
+    if blob is None:
+        own.unlink()
+    else:
+        own.write_bytes(blob)
+    with pytest.raises(DamagedFile) as caught:
+        check_results(store, "r1")
+    assert str(caught.value) == (
+        f"{own} is damaged ({problem}): `evalfleet aggregate r1` rebuilds the results from the "
+        "run's records"
+    )

@@ -120,6 +120,12 @@ def check_results(store: Store, run_id: str) -> ResultsAbout | None:
         return None
     version = about.version
     names = about.files or ("samples.parquet", "metrics.parquet", "usage.parquet")
+    own = layout.results_key(run_id, version, "version.json")  # latest.json is its copy
+    blob = store.get(own)
+    if blob is not None:
+        _about(store, own, blob)
+    elif "version.json" in names:
+        raise results_damaged(store, own, "missing from its results version")
     for name in names:
         if not name.endswith(".parquet"):
             continue
