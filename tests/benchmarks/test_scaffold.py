@@ -31,17 +31,32 @@ def test_scaffold_benchmark_loads_scores_and_answers(tmp_path: Path) -> None:
     assert bench.answer_key(data.samples[0], bench.options())[0]["target"] == "5"
 
 
+NOT_A_NAME = (
+    "is not a Python name of at most 64 ASCII letters, digits and '_' (not starting with a "
+    "digit): choose one such as my_bench"
+)
+HAD = "is a module this Python already has: choose another (the new package would hide it)"
+
+
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        ("my-bench", "benchmark name 'my-bench' is not a Python identifier"),
+        ("my-bench", f"benchmark name 'my-bench' {NOT_A_NAME}"),
+        ("évalué", f"benchmark name 'évalué' {NOT_A_NAME}"),
+        ("b" * 65, f"benchmark name '{'b' * 30}...' {NOT_A_NAME}"),
+        ("class", "benchmark name 'class' is a Python keyword: choose another"),
+        ("None", "benchmark name 'None' is a Python keyword: choose another"),
+        ("match", "benchmark name 'match' is a Python keyword: choose another"),
+        ("evalfleet", f"benchmark name 'evalfleet' {HAD}"),
+        ("os", f"benchmark name 'os' {HAD}"),
+        ("datasets", f"benchmark name 'datasets' {HAD}"),
         ("zerobench", "benchmark name 'zerobench' is a shipped benchmark's: choose another"),
     ],
 )
 def test_scaffold_refuses_bad_names(tmp_path: Path, name: str, message: str) -> None:
     with pytest.raises(ConfigError) as raised:
         write_scaffold(name, tmp_path)
-    assert str(raised.value).startswith(message)
+    assert str(raised.value) == message
     assert list(tmp_path.iterdir()) == []
 
 

@@ -6,6 +6,9 @@ is the answer key, and a test. Nothing existing is ever overwritten."""
 
 from __future__ import annotations
 
+import importlib.util
+import keyword
+import sys
 from pathlib import Path
 
 from evalfleet.benchmarks.registry import BUILTIN
@@ -98,13 +101,34 @@ def test_loads_and_scores() -> None:
 """
 
 
+MAX_NAME = 64
+
+
+def check_package_name(name: str) -> str:
+    """A name that makes an importable package of its own: ASCII letters, digits and '_' (a
+    distribution's name too), not a Python keyword, and not a module this environment already
+    has (the package would hide it, or `make plugin` would install over it: `evalfleet`, `os`,
+    `datasets`)."""
+    shown = f"'{name[:30]}...'" if len(name) > 30 else f"'{name}'"
+    if not (name.isascii() and name.isidentifier()) or len(name) > MAX_NAME:
+        raise ConfigError(
+            f"benchmark name {shown} is not a Python name of at most {MAX_NAME} ASCII letters, "
+            "digits and '_' (not starting with a digit): choose one such as my_bench"
+        )
+    if keyword.iskeyword(name) or keyword.issoftkeyword(name) or name in ("None", "True"):
+        raise ConfigError(f"benchmark name {shown} is a Python keyword: choose another")
+    if name in sys.stdlib_module_names or importlib.util.find_spec(name) is not None:
+        raise ConfigError(
+            f"benchmark name {shown} is a module this Python already has: choose another "
+            "(the new package would hide it)"
+        )
+    return name
+
+
 def write_scaffold(name: str, parent: Path) -> Path:
     """Write the package folder `parent/NAME` and return it; ConfigError (one line) when the
     name is not an identifier, is a shipped benchmark's, or the folder exists."""
-    if not name.isidentifier():
-        raise ConfigError(
-            f"benchmark name '{name}' is not a Python identifier: use letters, digits and '_'"
-        )
+    check_package_name(name)
     if name in {b.name for b in BUILTIN}:
         raise ConfigError(f"benchmark name '{name}' is a shipped benchmark's: choose another")
     folder = parent / name
