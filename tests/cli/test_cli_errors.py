@@ -425,3 +425,28 @@ def test_a_cost_cap_over_a_model_without_a_price_is_refused(
         f"would count as free; give its price_per_mtok in {registry}, or leave the cap out",
     )
     assert not store.exists()
+
+
+def test_a_dataset_path_for_a_benchmark_not_run_is_refused(capsys, store, demo_dataset):
+    """Given for omnibench in a zerobench run, it was dropped and zerobench read from the Hub."""
+    code, err = run_cli(
+        capsys, "-m", "openai/sim-0.5", "-b", "zerobench", "--dataset-path",
+        f"omnibench={demo_dataset}", "--simulator-url", "http://127.0.0.1:9", "--store", str(store),
+    )  # fmt: skip
+    assert (code, err) == (
+        2,
+        "error: invalid request: a dataset path given for benchmark 'omnibench', which this "
+        "request does not run: add omnibench to the benchmarks or drop its path",
+    )
+    assert not store.exists()
+
+
+def test_an_empty_dataset_path_of_a_benchmark_not_run_is_dropped(demo_dataset):
+    """The UI form's empty field for a benchmark not chosen is no choice."""
+    from evalfleet.engine.run.request import EvalRequest
+
+    request = EvalRequest(
+        models=["openai/sim-0.5"], benchmarks=["zerobench"],
+        dataset_paths={"zerobench": demo_dataset, "omnibench": ""},
+    )  # fmt: skip
+    assert request.dataset_paths == {"zerobench": demo_dataset}

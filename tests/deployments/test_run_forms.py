@@ -85,7 +85,13 @@ def test_what_a_form_leaves_empty_is_valid(deployments):
     from evalfleet.flows.aggregate import aggregate
 
     form = deployments["evaluate"]._parameter_openapi_schema.model_dump()
-    omitted = {"request": {"models": ["openai/sim-0.3"], "dataset_paths": {"rome": "/data"}}}
+    omitted = {
+        "request": {
+            "models": ["openai/sim-0.3"],
+            "benchmarks": ["rome"],
+            "dataset_paths": {"rome": "/data"},
+        }
+    }
     nulls = {"request": {"models": ["openai/sim-0.3"], "limit": None, "run_id": None}}
     assert validate(omitted, form) == []
     assert validate(nulls, form) == []

@@ -568,8 +568,17 @@ class EvalRequest(BaseModel):
                 f"options given for benchmark {name!r}, which this request does not run: "
                 f"add {name} to the benchmarks or clear its options"
             )
-        for name in self.dataset_paths:
+        for name, path in list(self.dataset_paths.items()):
             _known_benchmark(name)
+            if name in self.benchmarks:
+                continue
+            if not path:  # the UI form's empty field of a benchmark not chosen
+                del self.dataset_paths[name]
+                continue
+            raise ValueError(  # else the run reads that benchmark from the Hub, unasked
+                f"a dataset path given for benchmark {name!r}, which this request does not "
+                f"run: add {name} to the benchmarks or drop its path"
+            )
         for model_id in self.endpoints:
             if not model_id.startswith("openai-compatible/"):
                 raise ValueError(
