@@ -203,7 +203,8 @@ def limits_of(facts: dict[str, Any]) -> str:
 
 def benchmark_options() -> list[str]:
     from evalfleet.benchmarks import registry
-    from evalfleet.cli.options import _base, _inline, option_flag, schema_facts
+    from evalfleet.cli.benchmark_flags import _inline, option_flag
+    from evalfleet.cli.field_flags import _base, schema_facts
 
     lines = []
     for bench in registry.all_benchmarks():

@@ -10,8 +10,9 @@ import pytest
 from pydantic import ValidationError
 
 from evalfleet.benchmarks import registry
+from evalfleet.cli.field_flags import schema_facts
 from evalfleet.cli.main import build_parser
-from evalfleet.cli.options import PREFIX, flag_names, schema_facts
+from evalfleet.cli.options import PREFIX, flag_names
 from evalfleet.cli.run import request_from_args
 from evalfleet.engine.run.request import EvalRequest, Flag
 from evalfleet.storage import store_url

@@ -69,7 +69,8 @@ def setting_cases() -> list[Case]:
 
 def _numeric_run_flags() -> list[str]:
     """Every run flag of a number: the request's numeric fields, as `cli.options` makes them."""
-    from evalfleet.cli.options import _base, _flag, flag_names
+    from evalfleet.cli.field_flags import _base
+    from evalfleet.cli.options import _flag, flag_names
     from evalfleet.engine.run.request import EvalRequest
 
     flags = []

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import argparse
 import functools
-import types
 import typing
 from typing import Any
 
 from evalfleet.benchmarks import registry
+from evalfleet.cli.benchmark_flags import add_benchmark_options, benchmark_options
+from evalfleet.cli.field_flags import _base, help_text, schema_facts, split_list
 from evalfleet.core import settings
 from evalfleet.core.settings import flag_type
 from evalfleet.core.types import UsageError
@@ -36,40 +37,6 @@ def flag_names(name: str, info) -> tuple[str, ...]:
     return _flag(info).names or ("--" + name.replace("_", "-"),)
 
 
-def _unwrap_optional(annotation: Any) -> Any:
-    """`X | None` -> X (a flag left out is None anyway)."""
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        inner = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if len(inner) == 1:
-            return inner[0]
-    return annotation
-
-
-def _base(annotation: Any) -> Any:
-    """The annotation without Optional and Annotated metadata."""
-    annotation = _unwrap_optional(annotation)
-    while typing.get_origin(annotation) is typing.Annotated:
-        annotation = typing.get_args(annotation)[0]
-    return _unwrap_optional(annotation)
-
-
-def schema_facts(prop: dict[str, Any]) -> dict[str, Any]:
-    """From a field's JSON schema: its choices, bounds and default (Optional unwrapped)."""
-    variants = [v for v in prop.get("anyOf", [prop]) if v.get("type") != "null"]
-    facts: dict[str, Any] = {}
-    enums = [v.get("enum") or (v.get("items") or {}).get("enum") for v in variants]
-    first = enums[0] if enums else None
-    if first and all(enums):  # none where a variant takes any text (models)
-        facts["choices"] = list(first)
-    for variant in variants:
-        for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-            if key in variant:
-                facts[key] = variant[key]
-    if "default" in prop:
-        facts["default"] = prop["default"]
-    return facts
-
-
 def number_kind(base: type, facts: dict[str, Any]) -> settings.Kind:
     """What a numeric field takes, from its schema's bounds: its flag refuses the rest in
     one line with the range (`--max-in-flight takes a whole number from 1 to 65536, not
@@ -78,31 +45,6 @@ def number_kind(base: type, facts: dict[str, Any]) -> settings.Kind:
     low = facts.get("exclusiveMinimum", facts.get("minimum"))
     high = facts.get("maximum", facts.get("exclusiveMaximum"))
     return settings.number(base, low, high, above=above)
-
-
-def help_text(description: str | None, facts: dict[str, Any], *, repeatable: bool = False) -> str:
-    """A flag's help from its field's description and schema facts."""
-    bounds = []
-    if "minimum" in facts:
-        bounds.append(f">= {facts['minimum']}")
-    if "exclusiveMinimum" in facts:
-        bounds.append(f"> {facts['exclusiveMinimum']}")
-    if "maximum" in facts:
-        bounds.append(f"<= {facts['maximum']}")
-    if "exclusiveMaximum" in facts:
-        bounds.append(f"< {facts['exclusiveMaximum']}")
-    text = (description or "").replace("%", "%%")
-    if bounds:
-        text += f" ({', '.join(bounds)})"
-    if repeatable and facts.get("choices"):
-        text += f"; one or more of {', '.join(map(str, facts['choices']))}"
-    if repeatable:
-        text += " (repeatable, or comma-separated)"
-    default = facts.get("default")
-    if default not in (None, [], {}, False):
-        shown = ", ".join(default) if isinstance(default, list) else default
-        text += f" (default: {shown})"
-    return text
 
 
 @functools.cache
@@ -151,7 +93,7 @@ def add_request_options(parser: argparse.ArgumentParser) -> None:
             kwargs["help"] = help_text(info.description, facts)
         parser.add_argument(*flag_names(name, info), **kwargs)
     _add_composite_options(parser, fields, schema)
-    _add_benchmark_options(parser)
+    add_benchmark_options(parser)
 
 
 def _add_composite_options(parser: argparse.ArgumentParser, fields, schema) -> None:
@@ -223,10 +165,6 @@ def request_fields(args: argparse.Namespace) -> dict[str, Any]:
     return fields
 
 
-def split_list(values: list[str] | None) -> list[str]:
-    return [v.strip() for value in values or [] for v in value.split(",") if v.strip()]
-
-
 def model_limits(
     values: list[str] | None, flag: str, kind: settings.Kind | None = None
 ) -> dict[str, int]:
@@ -293,86 +231,6 @@ def _endpoints(args: argparse.Namespace, models: list[str]) -> dict[str, dict[st
         }
         for model, url in urls.items()
     }
-
-
-# --- benchmark options as flags ------------------------------------------------------------
-
-
-def option_flag(benchmark: str, field: str) -> str:
-    return f"--{benchmark.replace('_', '-')}-{field.replace('_', '-')}"
-
-
-def _option_dest(benchmark: str, field: str) -> str:
-    return f"bopt__{benchmark}__{field}"
-
-
-def _add_benchmark_options(parser: argparse.ArgumentParser) -> None:
-    """One flag per field of each registered benchmark's options (`--omnibench-...`)."""
-    for bench in registry.all_benchmarks():
-        fields = bench.options_model.model_fields
-        if not fields or bench.option_flags_from:
-            continue
-        variants = [b.name for b in registry.all_benchmarks() if b.option_flags_from == bench.name]
-        title = f"{bench.name} options" + (f" (also {', '.join(variants)})" if variants else "")
-        group = parser.add_argument_group(title, bench.description)
-        schema = bench.options_model.model_json_schema()
-        for field_name, info in fields.items():
-            facts = schema_facts(_inline(schema, schema["properties"][field_name]))
-            kwargs: dict[str, Any] = {"dest": _option_dest(bench.name, field_name), "default": None}
-            annotation = _base(info.annotation)
-            origin = typing.get_origin(annotation)
-            if annotation is bool:
-                kwargs.update(action="store_true", help=help_text(info.description, {}))
-            elif origin is list:
-                kwargs.update(action="append", metavar="VALUE[,VALUE]")
-                kwargs["help"] = help_text(info.description, facts, repeatable=True)
-            elif facts.get("choices"):
-                kwargs.update(choices=facts["choices"], help=help_text(info.description, facts))
-            else:
-                kwargs.update(metavar="VALUE", help=help_text(info.description, facts))
-            group.add_argument(option_flag(bench.name, field_name), **kwargs)
-
-
-def _inline(schema: dict[str, Any], prop: dict[str, Any]) -> dict[str, Any]:
-    """A property with its local `$ref` (an enum of its own) resolved."""
-    ref = prop.get("$ref") or (prop.get("items") or {}).get("$ref")
-    if not ref:
-        return prop
-    target = schema.get("$defs", {}).get(ref.split("/")[-1], {})
-    return {**prop, **({"items": target} if "items" in prop else target)}
-
-
-def benchmark_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    """Each benchmark's options from its flags; a value an option does not take is refused
-    here, naming the flag and the values it takes (`--rome-tasks 'bogus' is not valid: ...`)."""
-    options: dict[str, dict[str, Any]] = {}
-    for bench in registry.all_benchmarks():
-        flags = bench.option_flags_from or bench.name
-        for field_name, info in bench.options_model.model_fields.items():
-            value = getattr(args, _option_dest(flags, field_name), None)
-            if value is None:
-                continue
-            if typing.get_origin(_base(info.annotation)) is list:
-                value = split_list(value)
-            options.setdefault(bench.name, {})[field_name] = value
-        if bench.name in options:
-            bench.options(options[bench.name], named=functools.partial(option_flag, flags))
-    return _for_the_run(options, split_list(getattr(args, "request__benchmarks", None)))
-
-
-def _for_the_run(options: dict[str, dict[str, Any]], chosen: list[str]) -> dict[str, Any]:
-    """The options of benchmarks that share their flags (datbench and datbench_blind), kept
-    for those of them the run names. Where it names none of them, all are kept: the request
-    then refuses options of a benchmark it does not run."""
-    groups: dict[str, list[str]] = {}
-    for bench in registry.all_benchmarks():
-        groups.setdefault(bench.option_flags_from or bench.name, []).append(bench.name)
-    for names in groups.values():
-        if any(name in chosen for name in names):
-            for name in names:
-                if name not in chosen:
-                    options.pop(name, None)
-    return options
 
 
 # --- the store -------------------------------------------------------------------------------
