@@ -450,3 +450,14 @@ def test_an_empty_dataset_path_of_a_benchmark_not_run_is_dropped(demo_dataset):
         dataset_paths={"zerobench": demo_dataset, "omnibench": ""},
     )  # fmt: skip
     assert request.dataset_paths == {"zerobench": demo_dataset}
+
+
+def test_drift_on_a_folder_without_results_writes_nothing(capsys, tmp_path):
+    """A typo in --store: one line, and no leaderboard/drift.csv made in that folder."""
+    where = tmp_path / "not-a-store"
+    assert main(["drift", "--store", str(where)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: no run in local directory {where} has results yet: run `evalfleet run` "
+        "first, or give the store that holds them (--store)\n"
+    )
+    assert not where.exists()

@@ -107,11 +107,12 @@ def test_three_weeks_flag_the_model_that_drifted_and_post_once(tmp_path, session
         server.shutdown()
 
     # week 2: the drifted model flagged, in both scoring modes; week 3: nothing
-    table = "leaderboard/drift.csv"
-    assert drifts[0].stdout.splitlines()[0] == f"4 pairs of runs, 2 flagged: {table}"
+    table = f"{store}/leaderboard/drift.csv"
+    said = "4 comparisons of a run with the one before it (by model, benchmark and scoring)"
+    assert drifts[0].stdout.splitlines()[0] == f"{said}, 2 flagged: {table}"
     assert drifts[0].stdout.splitlines()[-1] == f"notified {hook}"
     assert drifts[1].stdout.splitlines() == [
-        f"4 pairs of runs, 0 flagged: {table}",
+        f"{said}, 0 flagged: {table}",
         "nothing flagged: nothing sent",
     ]
     assert len(Receiver.posts) == 1

@@ -75,11 +75,23 @@ def cmd_drift(args: argparse.Namespace) -> int:
                 f"--notify {args.notify!r} is not an http:// or https:// URL with a host: "
                 "give the webhook's URL"
             ) from None
+    from evalfleet.reports.board_rows import read_runs
+
     store = store_from(args)
-    rows = drift.drift_rows(store)
+    stored = read_runs(store)
+    if not stored.rows and not stored.damaged:  # another folder, or a typo: write nothing there
+        raise ConfigError(
+            f"no run in {store.describe()} has results yet: run `evalfleet run` first, "
+            "or give the store that holds them (--store)"
+        )
+    rows = drift.drift_rows(store, stored)
     key = drift.write_drift(store, rows)
     flagged = [row for row in rows if row["flagged"]]
-    print(f"{len(rows)} pairs of runs, {len(flagged)} flagged: {key}")
+    where = f"{store.url.rstrip('/')}/{key}"
+    print(
+        f"{len(rows)} comparisons of a run with the one before it (by model, benchmark and "
+        f"scoring), {len(flagged)} flagged: {where}"
+    )
     if flagged:
         print(drift.summary_text(flagged))
     if args.notify:

@@ -27,7 +27,7 @@ import pandas as pd
 
 from evalfleet.metrics.intervals import UnitValues, paired
 from evalfleet.metrics.paired import paired_test
-from evalfleet.reports.board_rows import read_runs, units_key
+from evalfleet.reports.board_rows import StoreRows, read_runs, units_key
 from evalfleet.reports.history import Point, points
 from evalfleet.storage.base import Store
 
@@ -63,10 +63,10 @@ class NotifyError(Exception):
     """The webhook did not take the drift document (one line: the URL and why)."""
 
 
-def drift_rows(store: Store) -> list[dict[str, Any]]:
+def drift_rows(store: Store, stored: StoreRows | None = None) -> list[dict[str, Any]]:
     """One row per (model, benchmark, scoring) with at least two runs: the latest and the
-    one before it."""
-    stored = read_runs(store)
+    one before it. `stored`: the store's rows, when read already."""
+    stored = stored if stored is not None else read_runs(store)
     found, units = points(store, found=stored), stored.units
     by_key: dict[tuple[str, str, str], list[Point]] = {}
     for p in found:  # in time order
