@@ -166,3 +166,14 @@ def test_three_weeks_flag_the_model_that_drifted_and_post_once(tmp_path, session
     assert one.models == [STEADY] and list(one.endpoints) == [STEADY]
     with pytest.raises(ConfigError, match="^no results of openai/nope in "):
         ranked_requests(open_store(store), ["openai/nope"], "20261130")
+
+    # week 2's manifest damaged: drift pairs week1 with week3 and history lacks week2, and both
+    # say so (without a word, the pair read as if week2 had never run)
+    (tmp_path / "runs" / "week2" / "manifest.json").write_text("")
+    damaged = f"{store}/week2/manifest.json is damaged (not JSON: Expecting value: line 1"
+    for argv in (("drift", "--store", store), ("history", DRIFTY, "--store", store)):
+        said = evalfleet(*argv)
+        assert said.returncode == 0, said.stderr[-2000:]
+        assert [line[: len("left out: ") + len(damaged)] for line in said.stderr.splitlines()] == [
+            f"left out: {damaged}"
+        ]

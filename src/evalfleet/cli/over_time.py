@@ -41,12 +41,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 def cmd_history(args: argparse.Namespace) -> int:
     from evalfleet.cli.options import store_from
     from evalfleet.core.types import ConfigError
+    from evalfleet.reports.board_rows import read_runs
     from evalfleet.reports.history import history_text, points
 
     store = store_from(args)
-    found = points(store, [args.model])
+    stored = read_runs(store)
+    found = points(store, [args.model], stored)
     if not found:  # a typo or another store: say which models it has
-        models = sorted({p.model for p in points(store, versions=False)})
+        models = sorted({p.model for p in points(store, found=stored, versions=False)})
         if not models:
             raise ConfigError(
                 f"no run in {store.describe()} has results yet: run `evalfleet run` first, "
@@ -58,7 +60,15 @@ def cmd_history(args: argparse.Namespace) -> int:
             f"{', '.join(models[:8])}{more}"
         )
     print(history_text(args.model, found))
+    left_out(stored.damaged)
     return 0
+
+
+def left_out(damaged: list[str]) -> None:
+    """The runs that could not be read, on stderr: a history or a drift pair without a word
+    of them would read as if they had never been made."""
+    for line in damaged:
+        print(f"left out: {line}", file=sys.stderr)
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
@@ -94,6 +104,7 @@ def cmd_drift(args: argparse.Namespace) -> int:
     )
     if flagged:
         print(drift.summary_text(flagged))
+    left_out(stored.damaged)
     if args.notify:
         try:
             sent = drift.notify(args.notify, drift.document(store, rows))
