@@ -48,3 +48,21 @@ def test_case_10_the_subquestion_pass_at_1_is_the_grouped_headline():
         rows["n_epochs"].note
         == "epochs: every column reads all epochs (1); pass@1 is the mean of c/n"
     )
+
+
+def test_one_sampled_epoch_is_named_as_its_one_column():
+    """--epochs 1 on zerobench-paper: the greedy epoch and one sampled one. The pass@1 column
+    is the greedy epoch's; the sampled epoch has 1/1 alone (its own pass@1 would be the same
+    figure): the note said "pass@1 and 1/1 the sampled epochs 1–1"."""
+    groups = {"q0": "q0", "q1": "q1", "q2": "q2", "q3": "q3"}
+    items = [item(s, 0, s != "q3") for s in groups] + [item(s, 1, s == "q0") for s in groups]
+    rows = {
+        r.metric: r
+        for r in metric_rows(items, groups, protocol="zerobench-paper", epochs=2, grouped=False)
+    }
+    assert "pass@1" in rows and not any(m.startswith("pass@") and m != "pass@1" for m in rows)
+    assert (rows["pass@1"].value, rows["1/1"].value) == (0.75, 0.25)
+    assert rows["n_epochs"].note == (
+        "epochs: pass@1 and num_correct read the greedy epoch 0; 1/1 the sampled epoch 1 (the "
+        "sampled pass@1: the same figure)"
+    )

@@ -136,7 +136,11 @@ def metric_rows(
 def _epochs_read(protocol: str, k: int) -> str:
     """Which epochs each column reads, said under the table."""
     if protocol == "zerobench-paper":
-        sampled = f"pass@{k} and {k}/{k} the sampled epochs 1–{k}" if k else "no sampled epoch"
+        sampled = f"pass@{k} and {k}/{k} the sampled epochs 1–{k}"
+        if k == 1:  # one sampled epoch: its pass@1 is 1/1, and the pass@1 column is greedy's
+            sampled = "1/1 the sampled epoch 1 (the sampled pass@1: the same figure)"
+        elif k == 0:
+            sampled = "no sampled epoch"
         return f"epochs: pass@1 and num_correct read the greedy epoch 0; {sampled}"
     return f"epochs: every column reads all epochs ({k}); pass@1 is the mean of c/n"
 
