@@ -293,6 +293,19 @@ def test_without_inspect_ai_one_line_names_the_extra(monkeypatch, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_an_unknown_run_is_named_as_such(tmp_path):
+    """Not "run zzz has no results ... run `evalfleet aggregate zzz`": there is no run zzz."""
+    argv = ["export", "zzz", "--store", str(tmp_path), "--format", "hf"]
+    argv += ["--out", str(tmp_path / "out")]
+    code, out, err, crashed = call_in_process(argv)
+    assert (code, out, crashed) == (2, "", False)
+    assert err == (
+        f"error: no run 'zzz' in local directory {tmp_path}: `evalfleet runs --store "
+        f"{tmp_path}` lists the runs there\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_command_line_starts_without_inspect_ai_or_datasets():
     code = (
         "import sys; from evalfleet.cli.main import build_parser; build_parser(); "

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalfleet.engine.store.manifest import require_manifest
 from evalfleet.engine.store.results import read_version_table, results_about
 from evalfleet.engine.store.stored import StoredRun, load_run
 from evalfleet.storage.base import Store
@@ -53,6 +54,7 @@ class ExportRun:
 
 def gather_export(store: Store, run_id: str, version: str | None = None) -> ExportRun:
     """The rows of `run_id`'s latest results (or `version`) and their metrics."""
+    require_manifest(store, run_id)  # no such run: said as such, not as "no results yet"
     about = results_about(store, run_id, version)
     samples = read_version_table(store, run_id, about.version, "samples.parquet")
     metrics = read_version_table(store, run_id, about.version, "metrics.parquet")
