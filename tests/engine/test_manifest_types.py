@@ -268,6 +268,16 @@ def test_a_manifest_of_another_version_is_refused(version, newer):
     assert caught.value.version == 1
 
 
+def test_an_empty_object_is_no_manifest_of_an_older_version():
+    """`{}` was read as version 1: "written by an older evalfleet: choose a new --run-id"."""
+    with pytest.raises(UnreadableManifest) as caught:
+        Manifest.from_bytes(b"{}", SOURCE)
+    assert not isinstance(caught.value, OtherManifestVersion)
+    assert str(caught.value) == (
+        f"{SOURCE} is not a manifest (neither manifest_version nor run_id)"
+    )
+
+
 def store_with(tmp_path: Path, blob: bytes) -> LocalStore:
     (tmp_path / "r1").mkdir()
     (tmp_path / "r1" / layout.manifest_key("r1").split("/", 1)[1]).write_bytes(blob)

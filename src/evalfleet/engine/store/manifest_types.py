@@ -250,7 +250,9 @@ class Manifest:
             raise UnreadableManifest(source, f"not JSON: {problem_of(exc)}") from None
         if not isinstance(raw, dict):
             raise UnreadableManifest(source, "not a JSON object")
-        version = raw.get("manifest_version", 1)
+        if "manifest_version" not in raw and "run_id" not in raw:  # `{}`: no run's at all
+            raise UnreadableManifest(source, "neither manifest_version nor run_id")
+        version = raw.get("manifest_version", 1)  # the first manifests had none: version 1
         if isinstance(version, bool) or not isinstance(version, int):
             raise UnreadableManifest(source, "manifest_version is not an integer")
         if version != MANIFEST_VERSION:
