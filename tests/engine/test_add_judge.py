@@ -112,8 +112,8 @@ def test_a_judge_with_a_bad_name_is_refused_before_the_run_changes(judged, capsy
     assert main(["judge", "rome", "--judge", bad, "--store", str(runs)]) == 2
     assert capsys.readouterr().err == (
         f"error: judge {bad!r} has the character '<': a simulated model is "
-        "sim-<accuracy>[-<tag>], the accuracy a number and the tag letters, digits and - . _ "
-        "(e.g. openai/sim-0.5-think)\n"
+        "sim-<accuracy>[-<tag>], the accuracy a number from 0 to 1 and the tag letters, digits "
+        "and - . _ (e.g. openai/sim-0.5-think)\n"
     )
     after = {p: p.read_bytes() for p in (runs / "rome").rglob("*") if p.is_file()}
     assert after == before

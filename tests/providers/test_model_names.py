@@ -26,8 +26,8 @@ GOOD = [
     "openai/sim-0.5-m0-bare",
 ]
 SIMULATED_RULE = (
-    "a simulated model is sim-<accuracy>[-<tag>], the accuracy a number and the tag letters, "
-    "digits and - . _ (e.g. openai/sim-0.5-think)"
+    "a simulated model is sim-<accuracy>[-<tag>], the accuracy a number from 0 to 1 and the "
+    "tag letters, digits and - . _ (e.g. openai/sim-0.5-think)"
 )
 NAME_RULE = (
     "after provider/ a model name has only letters, digits and - . _ : @ /, and starts with a "
@@ -38,6 +38,8 @@ BAD = {
     "openai/sim-0.9|x": f"has the character '|': {SIMULATED_RULE}",
     "openai/sim-0.9x": f"is not a simulated model name: {SIMULATED_RULE}",
     "openai/sim-abc": f"is not a simulated model name: {SIMULATED_RULE}",
+    "openai/sim-1.5": f"has accuracy 1.5: {SIMULATED_RULE}",
+    "openai/sim-2-think": f"has accuracy 2: {SIMULATED_RULE}",
     "openai/sim-0.5-th:ink": f"has the character ':': {SIMULATED_RULE}",
     "openai/gpt 4o": f"has a space: {NAME_RULE}",
     "openai/gpt-4o$(id)": f"has the character '$': {NAME_RULE}",

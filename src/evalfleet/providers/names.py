@@ -22,8 +22,9 @@ SIMULATED = re.compile(r"sim-(\d+(?:\.\d+)?)(?:-([A-Za-z0-9][A-Za-z0-9._-]*))?")
 _ALLOWED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:@/-")
 _TAG_ALLOWED = _ALLOWED - {":", "@", "/"}
 # For forms (JSON schema `pattern`, JavaScript syntax): the same rule as `check_model_id`.
-_NAME_PATTERN = (
-    r"(sim-\d+(\.\d+)?(-[A-Za-z0-9][A-Za-z0-9._-]*)?|(?!sim-)[A-Za-z0-9][A-Za-z0-9._:@/-]*)$"
+_NAME_PATTERN = (  # an accuracy from 0 to 1: 0, 0.x, 1, 1.0 (leading zeros as float() reads)
+    r"(sim-(0*(0(\.\d+)?|1(\.0+)?))(-[A-Za-z0-9][A-Za-z0-9._-]*)?"
+    r"|(?!sim-)[A-Za-z0-9][A-Za-z0-9._:@/-]*)$"
 )
 
 
@@ -57,12 +58,15 @@ def check_model_id(model_id: str, what: str = "model") -> str:
 
 
 def _check_simulated(model_id: str, name: str, what: str) -> str:
-    if SIMULATED.fullmatch(name):
-        return model_id
     rule = (
-        "a simulated model is sim-<accuracy>[-<tag>], the accuracy a number and the tag "
-        "letters, digits and - . _ (e.g. openai/sim-0.5-think)"
+        "a simulated model is sim-<accuracy>[-<tag>], the accuracy a number from 0 to 1 and "
+        "the tag letters, digits and - . _ (e.g. openai/sim-0.5-think)"
     )
+    found = SIMULATED.fullmatch(name)
+    if found and float(found.group(1)) > 1:  # the share of answers it gets right
+        raise ConfigError(f"{what} {model_id!r} has accuracy {found.group(1)}: {rule}")
+    if found:
+        return model_id
     bad = _first_bad(name, _TAG_ALLOWED)
     if bad is not None:
         raise ConfigError(f"{what} {model_id!r} has {_show(bad)}: {rule}")
