@@ -190,3 +190,12 @@ def test_a_damaged_tags_file_is_named_and_never_written_over(store, capsys, argv
     )
     assert err.count("\n") == 1
     assert snapshot(store) == before
+
+
+def test_a_tag_both_added_and_removed_is_refused(store, capsys):
+    before = snapshot(store)
+    assert tag(store, "--add", "x", "--remove", "x") == 2
+    assert capsys.readouterr().err == (
+        "error: tag 'x' is both added and removed: give one of the two\n"
+    )
+    assert snapshot(store) == before

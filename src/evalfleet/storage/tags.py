@@ -123,6 +123,9 @@ def change_tags(
     """Add and remove tags, set (`note`, "" clears it) the note and set and unset metadata pairs
     of a stored run; every argument is checked before anything is written. The new labels."""
     add, remove = [check_tag(t) for t in add], [check_tag(t) for t in remove]
+    both = [t for t in add if t in remove]
+    if both:  # as a metadata key both set and unset: which was meant is not ours to guess
+        raise ConfigError(f"tag {both[0]!r} is both added and removed: give one of the two")
     if note is not None:
         check_note(note)
     set_ = dict(set_ or {})
