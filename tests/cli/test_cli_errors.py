@@ -461,3 +461,14 @@ def test_drift_on_a_folder_without_results_writes_nothing(capsys, tmp_path):
         "first, or give the store that holds them (--store)\n"
     )
     assert not where.exists()
+
+
+def test_a_demo_with_a_bad_store_writes_nothing_first(capsys, tmp_path, monkeypatch):
+    """It wrote ./demo-data and started a simulator before the store was refused."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["demo", "--store", "ftp://x"]) == 2
+    assert capsys.readouterr().err == (
+        "error: unsupported store URL scheme 'ftp' in 'ftp://x': use a directory path, "
+        "file:///absolute/path or s3://bucket/prefix\n"
+    )
+    assert list(tmp_path.iterdir()) == []

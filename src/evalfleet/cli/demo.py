@@ -11,7 +11,7 @@ from evalfleet.benchmarks import registry
 from evalfleet.benchmarks.answer_key import write_answer_key
 from evalfleet.core.types import ConfigError
 from evalfleet.engine.run.request import EvalRequest, check_run_id
-from evalfleet.storage import store_url
+from evalfleet.storage import open_store, store_url
 
 if TYPE_CHECKING:
     from evalfleet.api.result import RunResult
@@ -45,7 +45,8 @@ def run_demo(
             f"benchmark {benchmark} has no demo: use one of {', '.join(demo_choices())}"
         )
     run_id = check_run_id(run_id or datetime.now(UTC).strftime(f"demo-{benchmark}-%Y%m%d-%H%M%S"))
-    work = Path(workdir).resolve()  # written only once the run id is known to be good
+    open_store(store_url(store), s3_endpoint_url=s3_endpoint_url)  # a bad store: said first
+    work = Path(workdir).resolve()  # written only once the run id and store are known good
     work.mkdir(parents=True, exist_ok=True)
     dataset_path = str(demo.write(work / benchmark))
     benchmarks = list(demo.benchmarks)

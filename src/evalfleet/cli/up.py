@@ -124,7 +124,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         default=choices[0] if choices else None,
         help=f"which benchmark's demo (default {choices[0] if choices else 'none'})",
     )
-    demo.add_argument("--run-id", default=None)
+    demo.add_argument(
+        "--run-id",
+        default=None,
+        help="the demo run's id (default demo-BENCHMARK-DATE-TIME); the same id resumes it",
+    )
     add_store_options(demo)
     add_history_option(demo)
     demo.set_defaults(func=cmd_demo)
