@@ -106,6 +106,7 @@ def price(**per_mtok: object) -> dict[str, object]:
         (price(output=float("inf")), f"price_per_mtok.output inf{PRICE}"),
         (price(output=1e308), f"price_per_mtok.output 1e+308{PRICE}"),
         (price(input="abc"), f"price_per_mtok.input 'abc'{PRICE}"),
+        (price(output=None), f"price_per_mtok.output None{PRICE}"),
         ({"max_concurrency": 0}, "max_concurrency 0: give a whole number above 0"),
         ({"max_concurrency": 2.5}, "max_concurrency 2.5: give a whole number above 0"),
         ({"rpm": -5}, "rpm -5: give a number above 0"),
@@ -134,9 +135,11 @@ def test_prices_must_be_a_mapping() -> None:
 
 
 def test_zero_prices_and_absent_limits_are_taken() -> None:
-    entry = {"price_per_mtok": {"input": 0, "output": 0.0}, "rpm": None, "max_concurrency": 4}
+    prices = {"input": 0, "output": 0.0, "cached_input": None}  # none: the input price
+    entry = {"price_per_mtok": prices, "rpm": None, "max_concurrency": 4}
     config = resolve_model("openai/x", registry={"models": {"openai/x": entry}})
     assert (config.price_in_per_mtok, config.rpm, config.max_concurrency) == (0.0, None, 4)
+    assert config.price_cached_in_per_mtok is None
 
 
 def test_enabled_thinking_needs_a_budget() -> None:

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evalfleet.core.types import ConfigError
+    from evalfleet.storage.base import Store
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -50,10 +55,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     if not found:  # a typo or another store: say which models it has
         models = sorted({p.model for p in points(store, found=stored, versions=False)})
         if not models:
-            raise ConfigError(
-                f"no run in {store.describe()} has results yet: run `evalfleet run` first, "
-                "or give the store that holds them (--store)"
-            )
+            raise no_results_yet(store)
         more = f" (and {len(models) - 8} more)" if len(models) > 8 else ""
         raise ConfigError(
             f"no results of {args.model} in {store.describe()}: give one of its models, "
@@ -62,6 +64,16 @@ def cmd_history(args: argparse.Namespace) -> int:
     print(history_text(args.model, found))
     left_out(stored.damaged)
     return 0
+
+
+def no_results_yet(store: Store) -> ConfigError:
+    """A store with no run's results (another folder, or a typo), said in one line."""
+    from evalfleet.core.types import ConfigError
+
+    return ConfigError(
+        f"no run in {store.describe()} has results yet: run `evalfleet run` first, or give "
+        "the store that holds them (--store)"
+    )
 
 
 def left_out(damaged: list[str]) -> None:
@@ -76,6 +88,7 @@ def cmd_drift(args: argparse.Namespace) -> int:
     from evalfleet.core.settings import check_http_url
     from evalfleet.core.types import ConfigError
     from evalfleet.reports import drift
+    from evalfleet.reports.board_rows import read_runs
 
     if args.notify:
         try:
@@ -85,15 +98,10 @@ def cmd_drift(args: argparse.Namespace) -> int:
                 f"--notify {args.notify!r} is not an http:// or https:// URL with a host: "
                 "give the webhook's URL"
             ) from None
-    from evalfleet.reports.board_rows import read_runs
-
     store = store_from(args)
     stored = read_runs(store)
     if not stored.rows and not stored.damaged:  # another folder, or a typo: write nothing there
-        raise ConfigError(
-            f"no run in {store.describe()} has results yet: run `evalfleet run` first, "
-            "or give the store that holds them (--store)"
-        )
+        raise no_results_yet(store)
     rows = drift.drift_rows(store, stored)
     key = drift.write_drift(store, rows)
     flagged = [row for row in rows if row["flagged"]]

@@ -360,13 +360,14 @@ _NUMBERS = {
     "context_window": (True, True),
 }
 _PRICES = ("input", "output", "cached_input")
+_REQUIRED_IF_GIVEN = ("price_per_mtok.input", "price_per_mtok.output")  # no default for None
 
 
 def _check_numbers(model_id: str, merged: dict[str, Any], prices: dict[str, Any]) -> None:
     given = [(name, merged[name], *_NUMBERS[name]) for name in _NUMBERS if name in merged]
     given += [(f"price_per_mtok.{k}", prices[k], False, False) for k in _PRICES if k in prices]
     for name, value, whole, positive in given:
-        if value is None and not name.startswith("price"):
+        if value is None and name not in _REQUIRED_IF_GIVEN:  # none: the default
             continue
         if _number_ok(value, whole, positive):
             continue

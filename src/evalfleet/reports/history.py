@@ -80,7 +80,7 @@ def points(
             continue
         if run_id not in created:
             manifest = read_manifest(store, run_id)
-            created[run_id] = (manifest.created_at if manifest else None) or row["written_at"]
+            created[run_id] = row["run_created_at"]  # the manifest's, as the rows keep it
             judge = manifest.identity.judge_model if manifest else None
             created[run_id + "\0judge"] = judge or ""
         judge = created[run_id + "\0judge"]
@@ -128,7 +128,7 @@ def _bare(row: dict, found: StoreRows) -> Point:
         item_set=row["item_set"],
         items=row["items"],
         run_id=row["run_id"],
-        when=row.get("run_created_at") or row["written_at"],
+        when=row["run_created_at"],
         value=row["value"],
         low=interval.low if interval else None,
         high=interval.high if interval else None,

@@ -62,6 +62,7 @@ def quick_checks(request: EvalRequest, store: Store | None = None) -> dict[str, 
     store = store or open_store(request.store, s3_endpoint_url=request.s3_endpoint_url)
     configs = resolve_models(request)
     collect_keys(configs)
+    check_cap_can_count(request, configs)
     store.check_writable()
     source_runs(store, request.run_id or "", request.reuse_from)  # each named run exists
     return configs
@@ -86,7 +87,6 @@ def resolve(
     check_storable(run_id, store, request.models, request.judges(), data)
     check_modalities(request, configs, data)
     check_batch_modes(request, configs)
-    check_cap_can_count(request, configs)
     manifest = manifests.build_manifest(request, run_id, configs, data)
     manifests.precheck_run(store, manifest, request.extend)
     return ResolvedRun(request, run_id, store, configs, keys, data, manifest)

@@ -280,11 +280,6 @@ class EndpointSpec(BaseModel):
         description="its OpenAI API root, e.g. http://127.0.0.1:8000/v1",
     )
 
-    @field_validator("base_url")
-    @classmethod
-    def _address_alone(cls, value: str) -> str:
-        return address_alone(value, "the base URL")
-
     api_key_env: str | None = Field(
         default=None,
         pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
@@ -296,6 +291,11 @@ class EndpointSpec(BaseModel):
         description="what the model takes; empty: what the server's /v1/models says, else "
         "text and image",
     )
+
+    @field_validator("base_url")
+    @classmethod
+    def _address_alone(cls, value: str) -> str:
+        return address_alone(value, "the base URL")
 
 
 DAY_S = 86_400.0  # the longest wait a setting may ask for
