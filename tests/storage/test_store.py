@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import pickle
+import socket
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -323,7 +325,9 @@ def test_s3_requests_go_over_http(moto_server: MotoS3Server, s3_store: S3Store) 
     before = moto_server.requests
     s3_store.put("run1/a.json", b"A")
     assert s3_store.get("run1/a.json") == b"A"
-    assert moto_server.requests - before == 2
+    # The store's first contact in this process (a HEAD of the bucket, short waits), the PUT,
+    # the GET.
+    assert moto_server.requests - before == 3
     assert s3_store.client.meta.endpoint_url == moto_server.endpoint
 
 
@@ -430,6 +434,32 @@ def test_s3_unreachable_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
         "list '' in s3://evalfleet-nowhere: cannot reach S3 s3://evalfleet-nowhere via "
         "endpoint http://127.0.0.1:9; check the endpoint URL and that the server is up"
     )
+
+
+def test_s3_endpoint_that_never_answers_is_named_in_seconds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server that takes the connection and never answers (a wrong port of some other
+    program): the store's first contact gives up after its short waits, where botocore's own
+    (60 s, five times) held a command six minutes."""
+    apply_fake_aws_env(monkeypatch)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        found = {}
+        for op, call in (("write", "check_writable"), ("list", "list")):
+            store = S3Store("evalfleet-silent", endpoint_url=endpoint, probe_timeout_s=0.5)
+            started = time.monotonic()
+            with pytest.raises(StoreError) as info:
+                getattr(store, call)(*(() if call == "check_writable" else ("run1/",)))
+            found[op] = (str(info.value), time.monotonic() - started)
+    where = f"S3 s3://evalfleet-silent via endpoint {endpoint}"
+    fix = "did not answer in time; check that the endpoint URL names a running S3 server"
+    assert found["write"][0] == f"write '(bucket)' in s3://evalfleet-silent: {where} {fix}"
+    assert found["list"][0] == f"list 'run1/' in s3://evalfleet-silent: {where} {fix}"
+    for _, waited in found.values():  # two attempts of two 0.5 s waits each, and a backoff
+        assert 1.0 <= waited < 10.0
 
 
 def test_s3_describe_hides_secrets() -> None:

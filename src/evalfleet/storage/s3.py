@@ -21,8 +21,10 @@ from botocore.config import Config
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
+    ConnectTimeoutError,
     EndpointConnectionError,
     NoCredentialsError,
+    ReadTimeoutError,
 )
 
 from evalfleet.storage.base import Store, StoreError
@@ -34,6 +36,15 @@ _CONFLICT_CODES = frozenset({"ConditionalRequestConflict", "409"})
 _BUCKET = "(bucket)"  # pseudo-key for bucket-level calls in error messages
 _CONFLICT_ATTEMPTS = 5  # 409 ConditionalRequestConflict: another conditional write in flight
 _CONFLICT_BACKOFF_S = 0.02
+# botocore waits 60 s to connect and 60 s for each answer, five times over: an endpoint that
+# takes the connection and never answers held a command for six minutes. Work keeps the 60 s
+# answer wait (a large PUT on a loaded server); a connection is given 10 s. A store's first
+# contact in a process (`_first_contact`) is a HEAD that waits PROBE_TIMEOUT_S, twice: an
+# endpoint that never answers is named after about 17 s (measured: botocore waits out the
+# timeout twice an attempt), before anything is bought.
+CONNECT_TIMEOUT_S = 10.0
+PROBE_TIMEOUT_S = 5.0
+_PROBE_ATTEMPTS = 2
 
 
 class S3Store(Store):
@@ -54,6 +65,7 @@ class S3Store(Store):
         endpoint_url: str | None = None,
         max_pool_connections: int = 64,
         max_attempts: int = 5,
+        probe_timeout_s: float = PROBE_TIMEOUT_S,
     ) -> None:
         self.bucket = bucket
         self.prefix = norm_prefix(prefix)  # '' or 'a/b/'
@@ -61,6 +73,7 @@ class S3Store(Store):
         self.endpoint_url = endpoint_url
         self.max_pool_connections = max_pool_connections
         self.max_attempts = max_attempts
+        self.probe_timeout_s = probe_timeout_s
         self.url = f"s3://{bucket}/{self.prefix}".rstrip("/")
         self._lock = threading.Lock()
         self._client: Any = None
@@ -80,18 +93,38 @@ class S3Store(Store):
 
     @property
     def client(self) -> Any:
-        """The process-wide boto3 S3 client of this store (created on first use)."""
+        """The process-wide boto3 S3 client of this store (created on first use), once the
+        endpoint has answered this process (`_first_contact`)."""
         if self._client is None or self._client_pid != os.getpid():
             with self._lock:
                 if self._client is None or self._client_pid != os.getpid():
+                    self._first_contact()
                     self._client = self._make_client()
                     self._client_pid = os.getpid()
         return self._client
 
-    def _make_client(self) -> Any:
+    def _first_contact(self) -> None:
+        """One HEAD of the bucket with short waits: an endpoint that takes the connection
+        and never answers is named in seconds (by the caller's `_errors`), not after the
+        work's waits. Any answer will do, an error too: what it means is the caller's."""
+        with contextlib.suppress(ClientError):
+            self._make_client(probe=True).head_bucket(Bucket=self.bucket)
+
+    def _make_client(self, *, probe: bool = False) -> Any:
+        """The work's client, or (`probe`) one that waits `probe_timeout_s` for an answer,
+        twice, for the first contact."""
         custom = self.endpoint_url or _env_endpoint()
         config = Config(
-            retries={"mode": "standard", "max_attempts": self.max_attempts},
+            retries={
+                "mode": "standard",
+                "max_attempts": min(_PROBE_ATTEMPTS, self.max_attempts)
+                if probe
+                else self.max_attempts,
+            },
+            connect_timeout=min(CONNECT_TIMEOUT_S, self.probe_timeout_s)
+            if probe
+            else CONNECT_TIMEOUT_S,
+            read_timeout=self.probe_timeout_s if probe else 60.0,
             max_pool_connections=self.max_pool_connections,
             # Bucket-in-hostname addressing rarely works on self-hosted endpoints.
             s3={"addressing_style": "path"} if custom else None,
@@ -283,6 +316,13 @@ class S3Store(Store):
             raise StoreError(
                 f"{op} {key!r} in {self.url}: no AWS credentials found; set "
                 "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE"
+            ) from exc
+        except (ConnectTimeoutError, ReadTimeoutError) as exc:
+            connect = isinstance(exc, ConnectTimeoutError)
+            what = "took no connection" if connect else "did not answer"
+            raise StoreError(
+                f"{op} {key!r} in {self.url}: {self.describe()} {what} in time; check that the "
+                "endpoint URL names a running S3 server"
             ) from exc
         except EndpointConnectionError as exc:
             raise StoreError(
