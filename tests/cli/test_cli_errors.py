@@ -54,6 +54,20 @@ def test_missing_api_key(capsys, store, monkeypatch, key):
     assert err == "error: missing API key for openai/gpt-4o-2024-11-20: set OPENAI_API_KEY"
 
 
+def test_no_wait_without_a_batch_is_refused(capsys, store):
+    """--no-wait was ignored without --batch: the run asked every model online and waited."""
+    code, err = run_cli(
+        capsys, "-m", "openai/sim-0.5", "--simulator-url", "http://127.0.0.1:9", "--no-wait",
+        "--store", str(store),
+    )  # fmt: skip
+    assert (code, err) == (
+        2,
+        "error: --no-wait returns once batch jobs are submitted, and this run has none: add "
+        "--batch (or --batch MODEL), or drop --no-wait",
+    )
+    assert not store.exists()
+
+
 def test_simulated_model_needs_simulator_url(capsys, store):
     code, err = run_cli(capsys, "-m", "openai/sim-0.5", "--store", str(store))
     assert code == 2

@@ -59,6 +59,12 @@ class ResolvedRun:
 
 def quick_checks(request: EvalRequest, store: Store | None = None) -> dict[str, ModelConfig]:
     """The checks that take milliseconds: models, keys, the store's writability."""
+    if not request.batch_wait and not request.uses_batches():
+        # else the run asks every model online and waits for it: not what was asked for
+        raise ConfigError(
+            "--no-wait returns once batch jobs are submitted, and this run has none: add "
+            "--batch (or --batch MODEL), or drop --no-wait"
+        )
     store = store or open_store(request.store, s3_endpoint_url=request.s3_endpoint_url)
     configs = resolve_models(request)
     collect_keys(configs)
