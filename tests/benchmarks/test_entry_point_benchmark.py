@@ -94,7 +94,7 @@ def test_the_command_line_runs_it_end_to_end(site, ray_address, prefect_api_url,
             *("--store", str(runs), "--simulator-url", sim.url),
         )
     assert broken.returncode == 2
-    assert broken.stderr.splitlines()[-1] == f"error: invalid request: benchmarks.0: {BROKEN_LINE}"
+    assert broken.stderr.splitlines()[-1] == f"error: invalid request: --benchmark: {BROKEN_LINE}"
 
     counts = {uid: str(word.count(letter)) for uid, word, letter, _ in ROWS}
     kinds = {uid: kind for uid, _, _, kind in ROWS}

@@ -116,7 +116,7 @@ def test_unknown_benchmark_lists_the_registry(capsys, store):
     code, err = run_cli(capsys, "-m", "openai/sim-0.5", "-b", "mmmu", "--store", str(store))
     assert code == 2
     assert err == (
-        "error: invalid request: benchmarks.0: unknown benchmark 'mmmu': use one of "
+        "error: invalid request: --benchmark: unknown benchmark 'mmmu': use one of "
         "zerobench, zerobench_subquestions, omnibench, rome, datbench, datbench_blind"
     )
 
@@ -401,7 +401,7 @@ ALONE = (
 
 SIM_URL = ("-m", "openai/sim-0.6", "--simulator-url")
 BASE_URL = ("-m", "openai-compatible/x", "--base-url")
-IN_SIM = "simulator_url: the simulator URL"
+IN_SIM = "--simulator-url: the simulator URL"
 IN_BASE = "endpoints.openai-compatible/x.base_url: the base URL"
 
 

@@ -59,7 +59,7 @@ def test_a_cap_that_is_not_a_finite_positive_number_is_refused(cap, demo_dataset
     code = main(run_args(demo_dataset, store, "capped", f"--max-cost-usd={cap}", "--estimate"))
     assert code == 2
     assert one_error_line(capsys.readouterr().err) == (
-        "error: invalid request: max_cost_usd: a cost cap is a number of USD above 0, such as "
+        "error: invalid request: --max-cost-usd: a cost cap is a number of USD above 0, such as "
         f"5 or 0.5; {cap} is not one"
     )
     assert not store.exists()

@@ -81,9 +81,9 @@ def test_a_simulated_name_still_gives_its_api_and_thinking():
 @pytest.mark.parametrize(
     ("flag", "what", "name", "shown"),
     [
-        ("-m", "models.0: model", "openai/sim-0.9|x", "the character '|'"),
-        ("--judge-model", "judge_model: judge", "openai/sim-0.9<script>", "the character '<'"),
-        ("--extra-judge", "extra_judges.0: judge", "openai/gpt 4", "a space"),
+        ("-m", "--model: model", "openai/sim-0.9|x", "the character '|'"),
+        ("--judge-model", "--judge-model: judge", "openai/sim-0.9<script>", "the character '<'"),
+        ("--extra-judge", "--extra-judge: judge", "openai/gpt 4", "a space"),
     ],
 )
 def test_run_refuses_a_bad_name_before_anything_is_written(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Mapping
 from typing import NoReturn
 
 from pydantic import ValidationError
@@ -34,12 +35,18 @@ def _plain(message: str) -> str:
     return message
 
 
-def one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException, flags: Mapping[str, str] | None = None) -> str:
+    """The error in one line; `flags` names a request field by the flag that set it."""
     if isinstance(exc, ValidationError):
         problems = []
         for err in exc.errors():
             where = ".".join(str(p) for p in err["loc"])
+            if flags and err["loc"] and err["loc"][0] in flags:
+                rest = [str(part) for part in err["loc"][1:] if not isinstance(part, int)]
+                where = ".".join([flags[str(err["loc"][0])], *rest])  # -m's 2nd: the value says
             message = str(err.get("ctx", {}).get("error") or err["msg"])
+            if err["type"] == "too_short" and err.get("ctx", {}).get("min_length") == 1:
+                message = "names none: give at least one"
             problems.append(f"{where}: {message}" if where else message)
         return "invalid request: " + "; ".join(problems)
     return " ".join(str(exc).split())
