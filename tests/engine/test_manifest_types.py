@@ -18,6 +18,7 @@ from evalfleet.engine.run.identity import (
     Identity,
     RunError,
     check_identity,
+    identity_changes,
 )
 from evalfleet.engine.store import heartbeat
 from evalfleet.engine.store.damage import DamagedFile
@@ -186,6 +187,40 @@ def test_a_changed_identity_is_refused_in_words():
         "with the same settings, or choose a new --run-id"
     )
     assert check_identity("r1", theirs, ours, extend=True) is True
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"seed": 7}, "seed 42 -> 7"),
+        (
+            {"temperature": 0.2, "max_tokens": 900},
+            "temperature 0.7 -> 0.2, max_tokens 16000 -> 900",
+        ),
+    ],
+)
+def test_a_changed_setting_is_named_with_its_values(change, words):
+    """A changed --seed (or temperature, max tokens) was told only as "sampling settings"."""
+    ours = Manifest.from_bytes(ROME.read_bytes()).identity
+    raw = rome()
+    decodings = raw["identity"]["benchmarks"]["rome"]["decodings"]
+    for epoch, decoding in enumerate(decodings):
+        decoding.update(change)
+        if "seed" in change:
+            decoding["seed"] += epoch
+    theirs = Manifest.from_bytes(written(raw)).identity
+    assert identity_changes(ours, theirs) == [f"rome decodings: {words}"]
+
+
+def test_a_change_of_a_later_epoch_alone_is_named_as_such():
+    ours = Manifest.from_bytes(ROME.read_bytes()).identity
+    raw = rome()
+    raw["identity"]["benchmarks"]["rome"]["decodings"][2]["seed"] = 0
+    raw["identity"]["benchmarks"]["rome"]["decodings"].pop()
+    theirs = Manifest.from_bytes(written(raw)).identity
+    assert identity_changes(ours, theirs) == [
+        "rome decodings: 4 -> 3 epochs, the settings of a later epoch"
+    ]
 
 
 def test_a_truncated_manifest_is_refused_naming_the_file():

@@ -183,11 +183,30 @@ def identity_changes(old: Identity, new: Identity) -> list[str]:
         if a.protocol != b.protocol:
             changes.append(f"{name} protocol: {a.protocol} -> {b.protocol}")
         elif a.decodings != b.decodings:
-            what = (
-                f"{a.epochs} -> {b.epochs} epochs" if a.epochs != b.epochs else "sampling settings"
-            )
-            changes.append(f"{name} decodings: {what}")
+            changes.append(f"{name} decodings: {_decoding_words(a.decodings, b.decodings)}")
     return changes
+
+
+def _decoding_words(old: tuple[Any, ...], new: tuple[Any, ...]) -> str:
+    """What changed between two runs' decodings: the epochs, then each setting of the first
+    epoch both ask (`seed 0 -> 7`: the seed of every epoch is the run's seed plus the epoch)."""
+    words = [f"{len(old)} -> {len(new)} epochs"] if len(old) != len(new) else []
+    shared = min(len(old), len(new))
+    if shared:
+        before, after = _settings(old[0]), _settings(new[0])
+        keys = [*before, *(key for key in after if key not in before)]
+        words += [
+            f"{key} {_shown(before.get(key))} -> {_shown(after.get(key))}"
+            for key in keys
+            if before.get(key) != after.get(key)
+        ]
+        if old[0] == new[0] and old[:shared] != new[:shared]:
+            words.append("the settings of a later epoch")
+    return ", ".join(words)
+
+
+def _settings(decoding: Any) -> dict[str, Any]:
+    return decoding.to_dict() if hasattr(decoding, "to_dict") else dict(decoding)
 
 
 def _shown(value: Any) -> str:
