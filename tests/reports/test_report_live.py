@@ -161,6 +161,14 @@ def test_a_look_says_how_far_the_run_is_and_goes_back_to_the_live_address(arrivi
             "error: --watch follows the run's newest look and --version names one: drop one "
             "of them",
         ),
+        *(  # a path for a version's name was told as a store key ("'.' or '..' segment")
+            (
+                ["--version", bad],
+                "error: --version takes a results version's name, such as v-0123456789ab "
+                f"(`evalfleet status RUN` names the run's latest), not {bad!r}",
+            )
+            for bad in (".", "..", "../other-run/results/v-0", "")
+        ),
     ],
 )
 def test_a_wrong_watch_is_one_line_and_changes_nothing(arriving, capsys, argv, line):

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from evalfleet.cli.options import add_store_options, store_from
+from evalfleet.cli.results import results_version
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -19,7 +20,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     export.add_argument("run_id")
     export.add_argument("--format", required=True, choices=("inspect", "hf"))
-    export.add_argument("--version", help="a results version (default: the latest)")
+    export.add_argument(
+        "--version", type=results_version, help="a results version (default: the latest)"
+    )
     export.add_argument(
         "--out", metavar="DIR", help="where to write (default: ./export-RUN-FORMAT); must be new"
     )

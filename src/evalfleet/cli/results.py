@@ -51,7 +51,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "items from the folder report_items/ beside it.",
     )
     report.add_argument("run_id")
-    report.add_argument("--version", help="a results version (default: the latest)")
+    report.add_argument(
+        "--version", type=results_version, help="a results version (default: the latest)"
+    )
     report.add_argument(
         "--media-mb",
         type=megabytes,
@@ -152,6 +154,17 @@ def rebuild_leaderboard(store: Store) -> None:
         print(f"the leaderboard was not updated: {' '.join(str(exc).split())}", file=sys.stderr)
         return
     print(f"leaderboard: {where}")
+
+
+def results_version(text: str) -> str:
+    """A results version's name (`v-` and 12 hex digits; `evalfleet status RUN` and the run's
+    results folder list them): one name, never a path."""
+    if text in ("", ".", "..") or "/" in text or "\\" in text or text != text.strip():
+        raise argparse.ArgumentTypeError(
+            f"takes a results version's name, such as v-0123456789ab (`evalfleet status RUN` "
+            f"names the run's latest), not {text!r}"
+        )
+    return text
 
 
 def watch_seconds(text: str) -> float:
