@@ -52,7 +52,8 @@ def test_optional_fields_are_plain_inputs_of_their_type(deployments):
     form = deployments["evaluate"]._parameter_openapi_schema.model_dump()
     fields = form["definitions"]["EvalRequest"]["properties"]
     assert fields["limit"] == {
-        "description": "first N samples of each benchmark, in dataset order",
+        "description": "first N samples of each benchmark (of each capability for DatBench), in "
+        "dataset order",
         "maximum": 100_000_000,
         "minimum": 1,
         "title": "Limit",

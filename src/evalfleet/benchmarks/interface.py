@@ -321,6 +321,12 @@ class Benchmark(ABC):
     def load(self, path: str | None, options: BenchmarkOptions, limit: int | None) -> LoadedData:
         """Samples in dataset order with their prompt parts; `limit` keeps the first N."""
 
+    def samples_at_most(self, limit: int, options: BenchmarkOptions) -> int:
+        """The most samples `load` gives under `limit`, known before the data is read (what
+        decides that a run is small enough to run without Ray): `limit` itself, unless the
+        limit applies to each part of the benchmark (DatBench: each capability)."""
+        return limit
+
     @abstractmethod
     def score(self, sample: Sample, response: str, options: BenchmarkOptions) -> list[Score]:
         """One Score per mode of `scorings`, in that order."""

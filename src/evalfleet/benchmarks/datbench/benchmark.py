@@ -71,6 +71,8 @@ class DatBench(Benchmark):
     unit_name = "item"  # a row, or a circular group of rotations
 
     def load(self, path: str | None, options: BenchmarkOptions, limit: int | None) -> LoadedData:
+        """Each capability's samples in turn, `limit` of each (a capability is a config of its
+        own: the first N of the whole would be the first capability's alone)."""
         assert isinstance(options, DatBenchOptions)
         from evalfleet.benchmarks.hub import revision_of
 
@@ -94,6 +96,10 @@ class DatBench(Benchmark):
         hf_path = dataset.HF_PATHS[options.full]
         source = f"{hf_path}@{self.revision}" if path is None else f"dataset path {path}"
         return LoadedData(samples, revision_of(self.revision, path, hf_path), source)
+
+    def samples_at_most(self, limit: int, options: BenchmarkOptions) -> int:
+        assert isinstance(options, DatBenchOptions)
+        return limit * len(options.capabilities or dataset.CAPABILITIES)
 
     def score(self, sample: Sample, response: str, options: BenchmarkOptions) -> list[Score]:
         inputs = dataset.scorer_input(sample)

@@ -157,7 +157,8 @@ def planned_at_most(request: Any) -> int | None:
     for name in request.benchmarks:
         bench = registry.get(name)
         protocol = request.protocol or bench.protocol
-        per_model += request.limit * len(
+        options = bench.options(request.benchmark_options.get(name))
+        per_model += bench.samples_at_most(request.limit, options) * len(
             decodings(protocol, request.epochs or bench.epochs, sampling)
         )
     answers = per_model * len(request.models)

@@ -345,7 +345,8 @@ class EvalRequest(BaseModel):
         default=None,
         ge=1,
         le=MAX_SAMPLES,
-        description="first N samples of each benchmark, in dataset order",
+        description="first N samples of each benchmark (of each capability for DatBench), in "
+        "dataset order",
     )
     dataset_path: Annotated[str | None, Flag(composite=True)] = Field(
         default=None,
