@@ -40,10 +40,11 @@ _CONFLICT_BACKOFF_S = 0.02
 # takes the connection and never answers held a command for six minutes. Work keeps the 60 s
 # answer wait (a large PUT on a loaded server); a connection is given 10 s. A store's first
 # contact in a process (`_first_contact`) is a HEAD that waits PROBE_TIMEOUT_S, twice: an
-# endpoint that never answers is named after about 17 s (measured: botocore waits out the
-# timeout twice an attempt), before anything is bought.
+# endpoint that never answers is named after about 31 s (measured; botocore may wait out the
+# timeout more than once an attempt), before anything is bought. 10 s, not less: a loaded
+# 2-core host can hold a local server's answer for seconds.
 CONNECT_TIMEOUT_S = 10.0
-PROBE_TIMEOUT_S = 5.0
+PROBE_TIMEOUT_S = 10.0
 _PROBE_ATTEMPTS = 2
 
 
