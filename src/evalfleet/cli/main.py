@@ -83,31 +83,6 @@ def settings_refused() -> bool:
     return False
 
 
-def flags_of(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, str]:
-    """The request fields the command's own flags set, each by its long flag: a refused
-    value is told as the flag that gave it (`--max-cost-usd`, not `max_cost_usd`)."""
-    from evalfleet.cli.options import PREFIX
-
-    command = next(
-        (
-            sub
-            for action in parser._actions
-            if isinstance(action, argparse._SubParsersAction)
-            for name, sub in action.choices.items()
-            if name == getattr(args, "command", None)
-        ),
-        None,
-    )
-    if command is None:
-        return {}
-    flags = {}
-    for action in command._actions:
-        longs = [o for o in action.option_strings if o.startswith("--")]
-        if longs and action.dest.startswith(PREFIX):
-            flags[action.dest[len(PREFIX) :]] = longs[0]
-    return flags
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     from evalfleet.api.errors import user_errors
     from evalfleet.cli.errors import one_line
@@ -115,9 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     quiet_defaults()
     if settings_refused():
         return 2
-    parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a malformed flag (2)
         return int(exc.code or 0)
     from evalfleet.engine.run.outcome import Interrupted, RunFailed
@@ -126,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_run_ids(args)
         return args.func(args)
     except user_errors() as exc:
-        print(f"error: {one_line(exc, flags=flags_of(parser, args))}", file=sys.stderr)
+        print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
     except RunFailed as exc:  # the run did not do its job (exit 0: there was nothing to do)
         from evalfleet.cli.hints import resume_hint

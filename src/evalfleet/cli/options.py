@@ -53,6 +53,16 @@ def request_schema() -> dict[str, Any]:
     return EvalRequest.model_json_schema()
 
 
+def field_flags() -> dict[str, str]:
+    """Each request field that has a flag of its own, by its long flag: a refused value is
+    told as the flag that gave it (`--max-cost-usd`, not `max_cost_usd`)."""
+    return {
+        name: next(n for n in flag_names(name, info) if n.startswith("--"))
+        for name, info in EvalRequest.model_fields.items()
+        if not _flag(info).composite
+    }
+
+
 def add_request_options(parser: argparse.ArgumentParser) -> None:
     """One flag per request field (composite ones as one flag each), then each benchmark's."""
     schema = request_schema()["properties"]

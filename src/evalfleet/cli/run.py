@@ -8,6 +8,8 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from evalfleet.benchmarks import registry
 from evalfleet.core.types import UsageError
 from evalfleet.engine.run.request import EvalRequest
@@ -106,14 +108,18 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def request_from_args(args: argparse.Namespace) -> EvalRequest:
-    from evalfleet.cli.options import request_fields
+    from evalfleet.cli.errors import one_line
+    from evalfleet.cli.options import field_flags, request_fields
 
     fields = request_fields(args)
     if not fields.get("models"):
         raise UsageError("no model given: pass --model provider/model (e.g. openai/sim-0.5)")
     if args.subset:
         _apply_subset(args.subset, fields)
-    request = EvalRequest(**fields)
+    try:
+        request = EvalRequest(**fields)
+    except ValidationError as exc:  # told by the flags that gave the values
+        raise UsageError(one_line(exc, flags=field_flags())) from None
     return request.model_copy(update={"run_id": request.resolved_run_id()})
 
 
