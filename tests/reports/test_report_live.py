@@ -19,7 +19,6 @@ import pytest
 from evalfleet.cli.main import main
 from evalfleet.reports.live import watch
 from evalfleet.storage import open_store
-from evalfleet.storage.changes import records_changing
 
 STORED = Path(__file__).resolve().parents[1] / "data" / "stored_runs" / "store"
 RUN = "stored-zerobench"
@@ -93,35 +92,6 @@ def test_a_watch_looks_as_records_arrive_and_ends_with_the_run(arriving):
     assert 'id="live-banner"' not in page  # the run ended: no banner, no timer
     latest = json.loads((runs / RUN / "results" / "latest.json").read_text())
     assert latest["version"] == version
-
-
-def test_a_run_ended_and_aggregated_is_not_aggregated_again(tmp_path):
-    """A watch of a run that had ended aggregated it again each time (minutes for a large
-    run, to write the same version); now the last aggregation's report is named while nothing
-    was stored since, and a record written outside a run command (its mark) makes it
-    aggregate again."""
-    runs = tmp_path / "runs"
-    shutil.copytree(STORED / RUN, runs / RUN)
-    beat(runs / RUN, "finished")
-    store = open_store(str(runs))
-    first: list[str] = []
-    page = watch(store, RUN, 5.0, say=first.append, sleep=pytest.fail)
-    version = json.loads((runs / RUN / "results" / "latest.json").read_text())["version"]
-    assert first == [
-        f"run {RUN} is finished: 180 answers done, 0 failed, 0 missing; its report: {page}"
-    ]
-    again: list[str] = []
-    assert watch(store, RUN, 5.0, say=again.append, sleep=pytest.fail) == page
-    assert again == [
-        f"run {RUN} is finished: 180 answers done, 0 failed, as last aggregated; its report: {page}"
-    ]
-    versions = [p.name for p in (runs / RUN / "results").iterdir() if p.is_dir()]
-    assert versions == [version]
-    with records_changing(store, RUN, "a test"):  # as the batch poller writes its records
-        pass
-    third: list[str] = []
-    watch(store, RUN, 5.0, say=third.append, sleep=pytest.fail)
-    assert third == [first[0]]  # aggregated again: its own counts, with the missing
 
 
 def test_a_look_says_how_far_the_run_is_and_goes_back_to_the_live_address(arriving):

@@ -7,9 +7,7 @@ follows the run: `{run}/results/live.html` sends the browser to the newest look,
 look's page goes back to it after SECONDS, the page's state (filters, sort, open item: its
 query and hash) carried both ways. The versions a watch made are removed once a newer look
 replaces them: they were only ever looks. When the run ends (its heartbeat says so, or it
-stopped beating), a last aggregation and a report without the banner end the watch. A run
-that had ended before the watch began, and whose latest results are still what an aggregation
-would write (nothing stored since), is not aggregated again: its report is named.
+stopped beating), a last aggregation and a report without the banner end the watch.
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ from dataclasses import dataclass
 from evalfleet.core.types import ConfigError
 from evalfleet.engine.store.heartbeat import liveness
 from evalfleet.engine.store.manifest import read_manifest
-from evalfleet.engine.store.manifest_types import Manifest
 from evalfleet.reports import MEDIA_BUDGET_MB
 from evalfleet.reports.report import report_key, where, write_report
 from evalfleet.storage import layout
@@ -70,12 +67,6 @@ def watch(
         manifest = read_manifest(store, run_id)
         state = liveness(manifest) if manifest is not None else "gone"
         if state != "running":
-            ready = None
-            if stored < 0:  # the run had ended before this watch began
-                ready = _current_report(store, run_id, manifest, state, media_mb)
-            if ready is not None:  # and nothing was stored since its last aggregation
-                say(f"run {run_id} is {state}: {ready[1]}; its report: {ready[0]}")
-                return ready[0]
             final = _look(store, run_id, media_mb, live=None)
             _forget(store, run_id, made, keep=final.version)
             _point(store, run_id, final.version)
@@ -101,32 +92,6 @@ def watch(
                 f"{look.failed} failed, {look.missing} missing"
             )
         sleep(every_s)
-
-
-def _current_report(
-    store: Store, run_id: str, manifest: Manifest | None, state: str, media_mb: float
-) -> tuple[str, str] | None:
-    """(The report, its counts in words) of a run that ended before the watch began, if its
-    latest results are what an aggregation now would write: its last one recorded the
-    answer counts of its listing and they still hold (`engine.store.counts`: no command
-    wrote since). Else None, and the watch aggregates, as it did every time before."""
-    from evalfleet.engine.store import counts
-    from evalfleet.engine.store.results import results_about
-
-    if manifest is None:
-        return None
-    recorded = counts.recorded_counts(store, run_id, manifest, state)
-    if recorded is None:
-        return None
-    try:
-        version = results_about(store, run_id).version
-    except (ConfigError, ValueError, OSError):
-        return None  # no results, or damaged ones: the aggregation names or mends them
-    key = report_key(run_id, version)
-    if store.get(key) is None:
-        write_report(store, run_id, version, media_mb=media_mb)
-    words = f"{recorded.done} answers done, {recorded.failed} failed, as last aggregated"
-    return where(store, key), words
 
 
 def _stored(store: Store, run_id: str) -> int:
