@@ -441,25 +441,83 @@ def test_s3_endpoint_that_never_answers_is_named_in_seconds(
 ) -> None:
     """A server that takes the connection and never answers (a wrong port of some other
     program): the store's first contact gives up after its short waits, where botocore's own
-    (60 s, five times) held a command six minutes."""
+    (60 s, five times) held a command six minutes; the threads of a bulk read that waited for
+    that first contact are given its failure, not a probe each (32 of them one after another
+    took 16 minutes)."""
     apply_fake_aws_env(monkeypatch)
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
-        silent.listen(16)
+        silent.listen(64)
         endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}"
         found = {}
-        for op, call in (("write", "check_writable"), ("list", "list")):
+        calls = {
+            "write": lambda store: store.check_writable(),
+            "list": lambda store: store.list("run1/"),
+            "read": lambda store: store.get_many([f"run1/{i}.json" for i in range(16)]),
+        }
+        for op, call in calls.items():
             store = S3Store("evalfleet-silent", endpoint_url=endpoint, probe_timeout_s=0.5)
             started = time.monotonic()
             with pytest.raises(StoreError) as info:
-                getattr(store, call)(*(() if call == "check_writable" else ("run1/",)))
+                call(store)
             found[op] = (str(info.value), time.monotonic() - started)
     where = f"S3 s3://evalfleet-silent via endpoint {endpoint}"
     fix = "did not answer in time; check that the endpoint URL names a running S3 server"
     assert found["write"][0] == f"write '(bucket)' in s3://evalfleet-silent: {where} {fix}"
     assert found["list"][0] == f"list 'run1/' in s3://evalfleet-silent: {where} {fix}"
-    for _, waited in found.values():  # two attempts of two 0.5 s waits each, and a backoff
-        assert 1.0 <= waited < 10.0
+    assert found["read"][0].endswith(f"in s3://evalfleet-silent: {where} {fix}")
+    for _, waited in found.values():  # one probe: two attempts of 0.5 s waits, and a backoff
+        assert 1.0 <= waited < 6.0
+
+
+class _AnswersOnce(threading.Thread):
+    """An HTTP server on loopback that answers its first request (the store's first
+    contact, a HEAD) and then takes requests without ever answering: a server that is up and
+    stalls."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.endpoint = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.held: list[socket.socket] = []
+
+    def run(self) -> None:
+        first = True
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            if first:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                conn.close()
+                first = False
+            else:
+                self.held.append(conn)
+
+
+def test_s3_server_that_stalls_after_answering_is_told_as_slow(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    apply_fake_aws_env(monkeypatch)
+    server = _AnswersOnce()
+    server.start()
+    store = S3Store(
+        "evalfleet-slow", endpoint_url=server.endpoint, max_attempts=1, answer_timeout_s=0.5
+    )
+    try:
+        with pytest.raises(StoreError) as info:
+            store.get("run1/a.json")
+    finally:
+        server.listener.close()
+    assert str(info.value) == (
+        f"read 'run1/a.json' in s3://evalfleet-slow: S3 s3://evalfleet-slow via endpoint "
+        f"{server.endpoint} did not answer in 1 attempt of 0.5 s; the server is slow or "
+        "overloaded: try again (what is stored is kept)"
+    )
 
 
 def test_s3_describe_hides_secrets() -> None:

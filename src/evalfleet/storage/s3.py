@@ -44,8 +44,10 @@ _CONFLICT_BACKOFF_S = 0.02
 # timeout more than once an attempt), before anything is bought. 10 s, not less: a loaded
 # 2-core host can hold a local server's answer for seconds.
 CONNECT_TIMEOUT_S = 10.0
+WORK_TIMEOUT_S = 60.0
 PROBE_TIMEOUT_S = 10.0
 _PROBE_ATTEMPTS = 2
+FIRST_CONTACT = "evalfleet: the store's first request in this process"  # a note on its error
 
 
 class S3Store(Store):
@@ -67,6 +69,7 @@ class S3Store(Store):
         max_pool_connections: int = 64,
         max_attempts: int = 5,
         probe_timeout_s: float = PROBE_TIMEOUT_S,
+        answer_timeout_s: float = WORK_TIMEOUT_S,
     ) -> None:
         self.bucket = bucket
         self.prefix = norm_prefix(prefix)  # '' or 'a/b/'
@@ -75,17 +78,20 @@ class S3Store(Store):
         self.max_pool_connections = max_pool_connections
         self.max_attempts = max_attempts
         self.probe_timeout_s = probe_timeout_s
+        self.answer_timeout_s = answer_timeout_s
         self.url = f"s3://{bucket}/{self.prefix}".rstrip("/")
         self._lock = threading.Lock()
         self._client: Any = None
         self._client_pid = 0
+        # (pid, when, what) of the last first contact that failed: `_first_contact`
+        self._contact_failed: tuple[int, float, BotoCoreError] | None = None
         self._bucket_checked = False
 
     # -- pickling / client ----------------------------------------------------
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state.update(_lock=None, _client=None, _client_pid=0)
+        state.update(_lock=None, _client=None, _client_pid=0, _contact_failed=None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -107,9 +113,22 @@ class S3Store(Store):
     def _first_contact(self) -> None:
         """One HEAD of the bucket with short waits: an endpoint that takes the connection
         and never answers is named in seconds (by the caller's `_errors`), not after the
-        work's waits. Any answer will do, an error too: what it means is the caller's."""
-        with contextlib.suppress(ClientError):
+        work's waits. Any answer will do, an error too: what it means is the caller's. A
+        failure is given again, without asking, to the threads that waited for this one
+        (a bulk read starts 32) for as long as one probe takes; then the next call asks."""
+        failed = self._contact_failed
+        one_probe_s = self.probe_timeout_s * 2 * _PROBE_ATTEMPTS
+        if failed and failed[0] == os.getpid() and time.monotonic() - failed[1] < one_probe_s:
+            raise failed[2]
+        try:
             self._make_client(probe=True).head_bucket(Bucket=self.bucket)
+        except ClientError:
+            pass
+        except BotoCoreError as exc:
+            exc.add_note(FIRST_CONTACT)
+            self._contact_failed = (os.getpid(), time.monotonic(), exc)
+            raise
+        self._contact_failed = None
 
     def _make_client(self, *, probe: bool = False) -> Any:
         """The work's client, or (`probe`) one that waits `probe_timeout_s` for an answer,
@@ -125,7 +144,7 @@ class S3Store(Store):
             connect_timeout=min(CONNECT_TIMEOUT_S, self.probe_timeout_s)
             if probe
             else CONNECT_TIMEOUT_S,
-            read_timeout=self.probe_timeout_s if probe else 60.0,
+            read_timeout=self.probe_timeout_s if probe else self.answer_timeout_s,
             max_pool_connections=self.max_pool_connections,
             # Bucket-in-hostname addressing rarely works on self-hosted endpoints.
             s3={"addressing_style": "path"} if custom else None,
@@ -321,9 +340,16 @@ class S3Store(Store):
         except (ConnectTimeoutError, ReadTimeoutError) as exc:
             connect = isinstance(exc, ConnectTimeoutError)
             what = "took no connection" if connect else "did not answer"
-            raise StoreError(
-                f"{op} {key!r} in {self.url}: {self.describe()} {what} in time; check that the "
-                "endpoint URL names a running S3 server"
+            if FIRST_CONTACT in getattr(exc, "__notes__", ()):
+                raise StoreError(
+                    f"{op} {key!r} in {self.url}: {self.describe()} {what} in time; check that "
+                    "the endpoint URL names a running S3 server"
+                ) from exc
+            tries = f"{self.max_attempts} attempt{'s' if self.max_attempts > 1 else ''}"
+            raise StoreError(  # it had answered: a server that is up, and slow
+                f"{op} {key!r} in {self.url}: {self.describe()} {what} in {tries} of "
+                f"{self.answer_timeout_s:g} s; the server is slow or overloaded: try again "
+                "(what is stored is kept)"
             ) from exc
         except EndpointConnectionError as exc:
             raise StoreError(
