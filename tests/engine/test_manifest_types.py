@@ -212,14 +212,25 @@ def test_a_changed_setting_is_named_with_its_values(change, words):
     assert identity_changes(ours, theirs) == [f"rome decodings: {words}"]
 
 
-def test_a_change_of_a_later_epoch_alone_is_named_as_such():
-    ours = Manifest.from_bytes(ROME.read_bytes()).identity
-    raw = rome()
-    raw["identity"]["benchmarks"]["rome"]["decodings"][2]["seed"] = 0
-    raw["identity"]["benchmarks"]["rome"]["decodings"].pop()
-    theirs = Manifest.from_bytes(written(raw)).identity
-    assert identity_changes(ours, theirs) == [
-        "rome decodings: 4 -> 3 epochs, the settings of a later epoch"
+def test_a_changed_temperature_is_named_behind_a_greedy_first_epoch():
+    """ZeroBench's protocol asks a greedy epoch first: a changed --temperature differs from
+    the first sampled epoch on, and a changed --seed beside it is named too."""
+    greedy = Decoding(temperature=0.0, seed=0)
+    old = (greedy, Decoding(temperature=0.7, top_p=0.95, seed=1))
+    new = (Decoding(temperature=0.0, seed=5), Decoding(temperature=0.2, top_p=0.95, seed=6))
+    data = DataIdentity("abc", 3, "0" * 64)
+
+    def identity(decodings):
+        return Identity(
+            models=("openai/sim-0.5",),
+            benchmarks={"zerobench": BenchmarkIdentity(data, "zerobench-paper", decodings)},
+        )
+
+    assert identity_changes(identity(old), identity(new)) == [
+        "zerobench decodings: temperature 0.7 -> 0.2, seed 0 -> 5"
+    ]
+    assert identity_changes(identity(old), identity((greedy,))) == [
+        "zerobench decodings: 2 -> 1 epochs"
     ]
 
 

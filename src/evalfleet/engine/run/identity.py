@@ -188,20 +188,18 @@ def identity_changes(old: Identity, new: Identity) -> list[str]:
 
 
 def _decoding_words(old: tuple[Any, ...], new: tuple[Any, ...]) -> str:
-    """What changed between two runs' decodings: the epochs, then each setting of the first
-    epoch both ask (`seed 0 -> 7`: the seed of every epoch is the run's seed plus the epoch)."""
+    """What changed between two runs' decodings: the epochs, then each setting with its values
+    in the first epoch both ask where it differs (`seed 42 -> 7`: every epoch's seed is the
+    run's plus the epoch; `temperature 0.7 -> 0.2` from the first sampled epoch, where a
+    greedy one comes first)."""
     words = [f"{len(old)} -> {len(new)} epochs"] if len(old) != len(new) else []
-    shared = min(len(old), len(new))
-    if shared:
-        before, after = _settings(old[0]), _settings(new[0])
-        keys = [*before, *(key for key in after if key not in before)]
-        words += [
-            f"{key} {_shown(before.get(key))} -> {_shown(after.get(key))}"
-            for key in keys
-            if before.get(key) != after.get(key)
-        ]
-        if old[0] == new[0] and old[:shared] != new[:shared]:
-            words.append("the settings of a later epoch")
+    pairs = [(_settings(a), _settings(b)) for a, b in zip(old, new, strict=False)]
+    keys = list(dict.fromkeys(key for pair in pairs for settings in pair for key in settings))
+    for key in keys:
+        differing = next(((a, b) for a, b in pairs if a.get(key) != b.get(key)), None)
+        if differing is not None:
+            before, after = differing
+            words.append(f"{key} {_shown(before.get(key))} -> {_shown(after.get(key))}")
     return ", ".join(words)
 
 
