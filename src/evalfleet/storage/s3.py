@@ -105,12 +105,15 @@ class S3Store(Store):
         if self._client is None or self._client_pid != os.getpid():
             with self._lock:
                 if self._client is None or self._client_pid != os.getpid():
-                    self._first_contact()
-                    self._client = self._make_client()
+                    # One session for both clients: the second is made from what the first
+                    # loaded (4 ms, not 56 ms of CPU in every process that opens the store).
+                    session = boto3.session.Session()  # the default one is not thread-safe
+                    self._first_contact(session)
+                    self._client = self._make_client(session)
                     self._client_pid = os.getpid()
         return self._client
 
-    def _first_contact(self) -> None:
+    def _first_contact(self, session: Any) -> None:
         """One HEAD of the bucket with short waits: an endpoint that takes the connection
         and never answers is named in seconds (by the caller's `_errors`), not after the
         work's waits. Any answer will do, an error too: what it means is the caller's. A
@@ -121,7 +124,7 @@ class S3Store(Store):
         if failed and failed[0] == os.getpid() and time.monotonic() - failed[1] < one_probe_s:
             raise failed[2]
         try:
-            self._make_client(probe=True).head_bucket(Bucket=self.bucket)
+            self._make_client(session, probe=True).head_bucket(Bucket=self.bucket)
         except ClientError:
             pass
         except BotoCoreError as exc:
@@ -130,7 +133,7 @@ class S3Store(Store):
             raise
         self._contact_failed = None
 
-    def _make_client(self, *, probe: bool = False) -> Any:
+    def _make_client(self, session: Any, *, probe: bool = False) -> Any:
         """The work's client, or (`probe`) one that waits `probe_timeout_s` for an answer,
         twice, for the first contact."""
         custom = self.endpoint_url or _env_endpoint()
@@ -149,7 +152,6 @@ class S3Store(Store):
             # Bucket-in-hostname addressing rarely works on self-hosted endpoints.
             s3={"addressing_style": "path"} if custom else None,
         )
-        session = boto3.session.Session()  # the default session is not thread-safe
         return session.client("s3", endpoint_url=self.endpoint_url, config=config)
 
     def describe(self) -> str:
