@@ -20,8 +20,12 @@ again. Without a run (`evalfleet leaderboard`) it reads the whole store.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import io
 import json
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -271,7 +275,34 @@ def compared_with(latest: dict[str, Any] | None, models_now: set[str]) -> set[st
 def update(store: Store, run_id: str | None = None) -> tuple[Board, str]:
     """Build the leaderboard of a store and write it under `leaderboard/`: after run `run_id`
     wrote its results, from the kept rows of the others and its own (see the module's
-    docstring); without one, from the whole store."""
+    docstring); without one, from the whole store. One rebuild of a local store at a time
+    (`_one_at_a_time`)."""
+    with _one_at_a_time(store):
+        return _update(store, run_id)
+
+
+@contextlib.contextmanager
+def _one_at_a_time(store: Store) -> Iterator[None]:
+    """Hold a lock on a local store's folder (flock of the directory: no file is made) while
+    a rebuild reads the store and writes the board. Two rebuilds side by side (a run's, from
+    the stack's launcher, and another run's, from the served deployment) each wrote what it
+    had read, and the one that read first and wrote last left the other run off the board
+    until the next rebuild. The one that takes the lock last reads what the others wrote. An
+    S3 store has no such lock: the last rebuild to write wins there."""
+    from evalfleet.storage.local import LocalStore
+
+    if not isinstance(store, LocalStore) or not os.path.isdir(store.root):
+        yield
+        return
+    folder = os.open(store.root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(folder)  # the lock goes with it
+
+
+def _update(store: Store, run_id: str | None) -> tuple[Board, str]:
     cache = board_cache.load(store, PREFIX) if run_id is not None else None
     if cache is None:
         cache = board_cache.read_all(store)
